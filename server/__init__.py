@@ -1,0 +1,1 @@
+"""The asyncio runtime of the Eight Off server: the only package that does I/O."""
