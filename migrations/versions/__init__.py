@@ -1,0 +1,1 @@
+"""Revision files, one change per file, named ``YYYY-MM-DD-HHMM_slug.py``."""

@@ -1,0 +1,36 @@
+"""Storage: SQLAlchemy 2 async on SQLite (aiosqlite) or PostgreSQL (asyncpg).
+
+Use::
+
+    database = Database.create(url)
+    async with database.transaction() as conn:      # commits at the end of the block
+        await repository.insert_actions(conn, [(game_id, v, "t1-c5")])
+
+Repository functions never commit; they take and return the frozen records of
+`server.storage.records`. The schema is made only by the migrations: `upgrade_to_head(url)`.
+"""
+
+from __future__ import annotations
+
+from server.storage import repository
+from server.storage.db import (
+    Database,
+    current_revision,
+    downgrade_to_base,
+    head_revision,
+    upgrade_to_head,
+)
+from server.storage.records import GameResult, GameStart, PlayerRecord, StoredGame
+
+__all__ = [
+    "Database",
+    "GameResult",
+    "GameStart",
+    "PlayerRecord",
+    "StoredGame",
+    "current_revision",
+    "downgrade_to_base",
+    "head_revision",
+    "repository",
+    "upgrade_to_head",
+]

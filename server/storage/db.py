@@ -1,0 +1,285 @@
+"""The database handle and the schema migrations.
+
+`Database` owns the async engine and its connection pool, and hands out units of work:
+`Database.transaction()` commits when its block ends normally and rolls back when it raises;
+`Database.connection()` is for reads and never commits. Repository functions
+(`server.storage.repository`) take the connection and never commit themselves.
+
+The schema is made only by the alembic migrations in the ``migrations`` package. The synchronous functions
+`upgrade_to_head`, `downgrade_to_base`, `current_revision` and `head_revision` run them from the command line
+or, from async code, through ``await asyncio.to_thread(upgrade_to_head, url)``.
+
+SQLite, the single-node default, is set up on every new connection: write-ahead log, the configured
+``synchronous`` level, foreign keys enforced and a busy timeout of 5 s. SQLAlchemy, not the sqlite3 driver,
+emits BEGIN, so that reads inside a unit of work see one snapshot; `Database.transaction()` begins with
+``BEGIN IMMEDIATE``, taking the write lock up front instead of failing on a lock upgrade later.
+PostgreSQL connections go through asyncpg, pinged before each checkout so that the pool survives a
+database restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry, NullPool
+
+SQLITE_SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+SQLITE_BUSY_TIMEOUT_MS: Final = 5000
+
+_ASYNC_DRIVERS: Final = {
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+}
+_BEGIN_OPTION: Final = "eightoff_sqlite_begin"
+
+
+def async_url(url: str | URL) -> URL:
+    """Parse a database URL, choosing the async driver when none is named.
+
+    ``sqlite:///x.db`` becomes ``sqlite+aiosqlite:///x.db`` and ``postgresql://…`` becomes
+    ``postgresql+asyncpg://…``; a URL naming a driver is returned as it is.
+
+    Raises:
+        sqlalchemy.exc.ArgumentError: when the text is not a database URL.
+    """
+    parsed = make_url(url)
+    drivername = _ASYNC_DRIVERS.get(parsed.drivername)
+    return parsed.set(drivername=drivername) if drivername else parsed
+
+
+def _is_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite"
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    """The file of a SQLite database URL; None for other databases, in-memory ones and ``file:`` URIs."""
+    database = url.database
+    if not _is_sqlite(url) or not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database).expanduser()
+
+
+def ensure_sqlite_directory(url: str | URL) -> None:
+    """Create the parent directory of a SQLite database file if it is missing; other URLs are ignored."""
+    path = _sqlite_file(make_url(url))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
+class Database:
+    """The async engine of one database, and the units of work on it.
+
+    Build it with `Database.create` and close it with `dispose` when the server stops.
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        """Wrap an engine; prefer `Database.create`, which sets the engine up for this server."""
+        self.engine: Final = engine
+        self._is_sqlite = engine.dialect.name == "sqlite"
+        self._writer = engine.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"}) if self._is_sqlite else engine
+
+    @classmethod
+    def create(
+        cls, url: str, *, sqlite_synchronous: str = "FULL", application_name: str = "eightoff"
+    ) -> Database:
+        """Build the engine for ``url`` (no connection is opened yet).
+
+        Args:
+            url: a SQLAlchemy URL: ``sqlite+aiosqlite:///path/to/file.db`` or
+                ``postgresql+asyncpg://user@host/db`` (``sqlite://`` and ``postgresql://`` get the async
+                driver). The parent directory of a SQLite file is created if missing.
+            sqlite_synchronous: SQLite ``PRAGMA synchronous``: ``FULL`` (the default: a committed
+                transaction survives power loss), ``NORMAL``, ``OFF`` or ``EXTRA``. Ignored elsewhere.
+            application_name: how PostgreSQL connections name themselves in ``pg_stat_activity``.
+
+        Raises:
+            ValueError: for an unknown ``sqlite_synchronous``.
+            sqlalchemy.exc.ArgumentError: for a malformed URL.
+        """
+        parsed = async_url(url)
+        if _is_sqlite(parsed):
+            synchronous = sqlite_synchronous.upper()
+            if synchronous not in SQLITE_SYNCHRONOUS:
+                raise ValueError(
+                    f"sqlite_synchronous {sqlite_synchronous!r} is not one of {sorted(SQLITE_SYNCHRONOUS)}"
+                )
+            ensure_sqlite_directory(parsed)
+            engine = create_async_engine(parsed)
+            _set_up_sqlite(engine, synchronous)
+        elif parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() == "asyncpg":
+            engine = create_async_engine(
+                parsed,
+                pool_pre_ping=True,
+                connect_args={"server_settings": {"application_name": application_name}},
+            )
+        else:
+            engine = create_async_engine(parsed, pool_pre_ping=True)
+        return cls(engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        """True when the database is SQLite (a single node), False for PostgreSQL."""
+        return self._is_sqlite
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A unit of work: ``async with database.transaction() as conn: ...``.
+
+        The block's statements run in one transaction, committed when the block ends normally and rolled
+        back when it raises (the exception propagates). On PostgreSQL a failed statement, such as an
+        insert refused by a unique key, aborts the transaction: let the exception leave the block and start
+        a new unit of work.
+        """
+        return self._writer.begin()
+
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for reads: ``async with database.connection() as conn: ...``.
+
+        Nothing is committed: whatever the block did is rolled back when it ends.
+        """
+        return _read_connection(self.engine)
+
+    async def dispose(self) -> None:
+        """Close every pooled connection; the `Database` may still be used afterwards (it reconnects)."""
+        await self.engine.dispose()
+
+
+@asynccontextmanager
+async def _read_connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    async with engine.connect() as conn:
+        yield conn
+
+
+def _set_up_sqlite(engine: AsyncEngine, synchronous: str) -> None:
+    """Configure every new SQLite connection, and have SQLAlchemy emit BEGIN itself."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, connection_record: ConnectionPoolEntry) -> None:
+        # The sqlite3 driver would otherwise emit BEGIN only before DML and run SELECTs outside the
+        # transaction; SQLAlchemy emits it instead (see _on_begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA synchronous={synchronous}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get(_BEGIN_OPTION)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN")
+
+
+# Migrations ---------------------------------------------------------------------------------------------
+
+
+def migrations_directory() -> Path:
+    """The directory of the installed ``migrations`` package (the alembic script directory).
+
+    Found through the import system without importing the package, so it works from any working directory
+    and from a non-editable install. (Its search locations rather than its ``__file__``: a stale editable
+    install may still map it as a namespace package, which has no ``__file__``.)
+
+    Raises:
+        RuntimeError: when the package is not installed or none of its directories holds ``env.py``.
+    """
+    spec = importlib.util.find_spec("migrations")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    for location in locations:
+        path = Path(location)
+        if (path / "env.py").is_file():
+            return path.resolve()
+    raise RuntimeError(f"no migrations package with an env.py (searched {locations})")
+
+
+def _alembic_config(url: str | None = None) -> Config:
+    """An alembic Config for the installed ``migrations`` package, independent of the working directory."""
+    config = Config()
+    config.set_main_option("script_location", str(migrations_directory()).replace("%", "%%"))
+    if url is not None:
+        rendered = async_url(url).render_as_string(hide_password=False)
+        config.set_main_option("sqlalchemy.url", rendered.replace("%", "%%"))
+    return config
+
+
+def _refuse_running_loop(name: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(f"{name}() blocks: from async code call it as `await asyncio.to_thread({name}, url)`")
+
+
+def upgrade_to_head(url: str) -> None:
+    """Apply every migration not yet applied to the database at ``url``.
+
+    Creates the parent directory of a SQLite file if missing. Blocks: from async code, call
+    ``await asyncio.to_thread(upgrade_to_head, url)``.
+
+    Raises:
+        RuntimeError: when called on a thread that runs an event loop.
+        sqlalchemy.exc.SQLAlchemyError: when the database can't be reached or a migration fails.
+    """
+    _refuse_running_loop("upgrade_to_head")
+    command.upgrade(_alembic_config(url), "head")
+
+
+def downgrade_to_base(url: str) -> None:
+    """Revert every migration applied to the database at ``url``: this drops all the server's tables.
+
+    Blocks, like `upgrade_to_head`.
+    """
+    _refuse_running_loop("downgrade_to_base")
+    command.downgrade(_alembic_config(url), "base")
+
+
+def head_revision() -> str:
+    """The revision id of the newest migration in the installed ``migrations`` package.
+
+    Raises:
+        RuntimeError: when the migrations package holds no revision.
+        alembic.util.CommandError: when it has several heads.
+    """
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError("the migrations package has no revision")
+    return str(head)
+
+
+def current_revision(url: str) -> str | None:
+    """The revision the database at ``url`` is at, or None when no migration has been applied.
+
+    A SQLite file that does not exist is at no revision, and is not created. Blocks, like `upgrade_to_head`.
+    """
+    _refuse_running_loop("current_revision")
+    path = _sqlite_file(async_url(url))
+    if path is not None and not path.exists():
+        return None
+    return asyncio.run(_current_revision(url))
+
+
+async def _current_revision(url: str) -> str | None:
+    engine = create_async_engine(async_url(url), poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            revision = await conn.run_sync(
+                lambda sync_conn: MigrationContext.configure(sync_conn).get_current_revision()
+            )
+    finally:
+        await engine.dispose()
+    return revision

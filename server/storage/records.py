@@ -1,0 +1,103 @@
+"""Frozen values that cross the storage boundary; ORM rows never leave `server.storage`.
+
+Every `datetime` here is timezone-aware UTC: storage refuses naive datetimes on the way in and returns
+aware UTC datetimes on the way out, on SQLite as on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRecord:
+    """A registered player.
+
+    Attributes:
+        id: the player id (at most 32 characters).
+        name: the display name (at most 64 characters).
+        token_hash: hex SHA-256 of the player's secret token; the token itself is never stored.
+        created_at: when the player was created (aware, UTC).
+    """
+
+    id: str
+    name: str
+    token_hash: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GameStart:
+    """What is known about a game when it starts; see `repository.insert_game`.
+
+    Attributes:
+        id: the game id (at most 32 characters).
+        player_id: the id of the player who plays it.
+        code: the canonical game code, e.g. ``EO1-C8-AAAAAFA``.
+        cells: the number of cells of the variant (8, 4 or 2).
+        daily_date: the UTC date of the daily challenge this game plays, or None.
+        started_at: when the game started (aware, UTC).
+    """
+
+    id: str
+    player_id: str
+    code: str
+    cells: int
+    daily_date: date | None
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GameResult:
+    """The final figures of a game, written once when it ends; see `repository.finish_game`.
+
+    Attributes:
+        id: the game id.
+        status: ``"won"`` or ``"resigned"``.
+        score: the final score.
+        moves: the move count, as the engine reports it.
+        undos: the number of undos.
+        finished_at: when the game ended (aware, UTC).
+        duration_ms: the playing time in milliseconds.
+        won: True when every card reached the foundations.
+    """
+
+    id: str
+    status: str
+    score: int
+    moves: int
+    undos: int
+    finished_at: datetime
+    duration_ms: int
+    won: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGame:
+    """A game as stored: its row plus its actions, enough to rebuild it by replaying from the deal.
+
+    Attributes:
+        actions: the engine notations of the accepted actions, in version order; ``actions[i]`` produced
+            version ``i + 1``, so ``len(actions)`` is the game's current version.
+    """
+
+    id: str
+    player_id: str
+    code: str
+    cells: int
+    daily_date: date | None
+    status: str
+    score: int
+    moves: int
+    undos: int
+    started_at: datetime
+    finished_at: datetime | None
+    duration_ms: int | None
+    won: bool
+    actions: tuple[str, ...]
+
+    @property
+    def version(self) -> int:
+        """The version of the game: the number of actions stored."""
+        return len(self.actions)

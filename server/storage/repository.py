@@ -1,0 +1,169 @@
+"""Every query the server makes, as functions on an `AsyncConnection` (SQLAlchemy Core, for speed).
+
+None of these functions commits: the caller owns the unit of work (`Database.transaction()` for writes,
+`Database.connection()` for reads) and decides when to commit. They take and return the frozen values of
+`server.storage.records`, never ORM rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from server.storage.records import GameResult, GameStart, PlayerRecord, StoredGame
+from server.storage.tables import actions, games, players
+
+_FINAL_STATUSES: Final = frozenset({"won", "resigned"})
+
+# Statements built once: the server inserts actions on its hot path.
+_INSERT_PLAYER: Final = insert(players)
+_INSERT_GAME: Final = insert(games)
+_INSERT_ACTIONS: Final = insert(actions)
+
+
+def _player(row: Row[Any]) -> PlayerRecord:
+    return PlayerRecord(id=row.id, name=row.name, token_hash=row.token_hash, created_at=row.created_at)
+
+
+async def insert_player(conn: AsyncConnection, player: PlayerRecord) -> None:
+    """Add a player.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: when the id or the token hash is already taken.
+    """
+    await conn.execute(
+        _INSERT_PLAYER,
+        {
+            "id": player.id,
+            "name": player.name,
+            "token_hash": player.token_hash,
+            "created_at": player.created_at,
+        },
+    )
+
+
+async def get_player_by_token_hash(conn: AsyncConnection, token_hash: str) -> PlayerRecord | None:
+    """The player whose token has this hex SHA-256, or None."""
+    result = await conn.execute(select(players).where(players.c.token_hash == token_hash))
+    row = result.first()
+    return None if row is None else _player(row)
+
+
+async def get_player(conn: AsyncConnection, player_id: str) -> PlayerRecord | None:
+    """The player with this id, or None."""
+    result = await conn.execute(select(players).where(players.c.id == player_id))
+    row = result.first()
+    return None if row is None else _player(row)
+
+
+async def insert_game(conn: AsyncConnection, game: GameStart) -> None:
+    """Add a game being played (status ``playing``, no action yet).
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: when the id is taken or the player does not exist.
+    """
+    await conn.execute(
+        _INSERT_GAME,
+        {
+            "id": game.id,
+            "player_id": game.player_id,
+            "code": game.code,
+            "cells": game.cells,
+            "daily_date": game.daily_date,
+            "status": "playing",
+            "started_at": game.started_at,
+        },
+    )
+
+
+async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
+    """Append actions, possibly of many games, in one round trip (an executemany).
+
+    Args:
+        rows: ``(game_id, v, action)`` triples; ``v`` is the version the action produced (from 1) and
+            ``action`` its engine notation, e.g. ``"t1-t4:3"``, ``"c2-fH"`` or ``"undo"``.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: when a ``(game_id, v)`` is already stored, i.e. another writer got
+            there first (the fence), or a game does not exist. Nothing of the batch should be committed
+            then: let the error roll the unit of work back (on PostgreSQL the transaction is aborted
+            anyway).
+    """
+    if not rows:
+        return
+    await conn.execute(
+        _INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
+    )
+
+
+async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
+    """Write a game's final figures, if it is still being played.
+
+    Returns:
+        True when the game was updated; False when there is no such game or it has already ended (the
+        caller lost a race to another writer and should reload the game).
+
+    Raises:
+        ValueError: when ``result.status`` is not a final status (``won`` or ``resigned``).
+    """
+    if result.status not in _FINAL_STATUSES:
+        raise ValueError(f"finish_game status {result.status!r} is not one of {sorted(_FINAL_STATUSES)}")
+    outcome = await conn.execute(
+        update(games)
+        .where(games.c.id == result.id, games.c.status == "playing")
+        .values(
+            status=result.status,
+            score=result.score,
+            moves=result.moves,
+            undos=result.undos,
+            finished_at=result.finished_at,
+            duration_ms=result.duration_ms,
+            won=result.won,
+        )
+    )
+    return outcome.rowcount == 1
+
+
+async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
+    """A game with its actions in version order, or None when there is no such game."""
+    game = (await conn.execute(select(games).where(games.c.id == game_id))).first()
+    if game is None:
+        return None
+    notations = await conn.scalars(
+        select(actions.c.action).where(actions.c.game_id == game_id).order_by(actions.c.v)
+    )
+    return StoredGame(
+        id=game.id,
+        player_id=game.player_id,
+        code=game.code,
+        cells=game.cells,
+        daily_date=game.daily_date,
+        status=game.status,
+        score=game.score,
+        moves=game.moves,
+        undos=game.undos,
+        started_at=game.started_at,
+        finished_at=game.finished_at,
+        duration_ms=game.duration_ms,
+        won=game.won,
+        actions=tuple(notations),
+    )
+
+
+async def unfinished_game_ids(conn: AsyncConnection, player_id: str) -> list[str]:
+    """The ids of a player's games still being played, oldest first."""
+    ids = await conn.scalars(
+        select(games.c.id)
+        .where(games.c.player_id == player_id, games.c.status == "playing")
+        .order_by(games.c.started_at, games.c.id)
+    )
+    return list(ids)
+
+
+async def count_games(conn: AsyncConnection) -> int:
+    """The number of games stored, whatever their status."""
+    count = await conn.scalar(select(func.count()).select_from(games))
+    return int(count or 0)

@@ -1,0 +1,161 @@
+"""The schema as SQLAlchemy metadata: one `Row` class per table, used by the migrations and by queries.
+
+The schema itself is made only by the migrations in ``migrations/versions``; never call
+``Base.metadata.create_all``. A test checks that these classes and the migrations agree.
+
+Rows never leave `server.storage`: the repository converts them to the frozen values of
+`server.storage.records`. Relationships are ``lazy="raise"`` so that a forgotten eager load fails loudly
+instead of emitting a hidden query.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any, ClassVar, Final
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Date,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    false,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION: Final = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+GAME_STATUSES: Final = ("playing", "won", "resigned")
+CELL_COUNTS: Final = (8, 4, 2)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """``DateTime(timezone=True)`` that takes and gives aware UTC datetimes on every backend.
+
+    PostgreSQL stores ``timestamptz`` natively. SQLite has no datetime type: SQLAlchemy stores text and
+    drops the offset without converting, and reads naive datetimes back. This type converts to UTC before
+    storing (so the text sorts in time order) and marks values read back as UTC.
+
+    Raises:
+        ValueError: when given a naive datetime.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: storage takes aware datetimes only")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    """The declarative base of every table, with deterministic constraint and index names."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UTCDateTime()}
+
+
+class PlayerRow(Base):
+    """A player, who authenticates with a secret token whose SHA-256 is stored."""
+
+    __tablename__ = "players"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    games: Mapped[list[GameRow]] = relationship(back_populates="player", lazy="raise")
+
+
+class GameRow(Base):
+    """One game: the deal it plays, who plays it, and its final figures once it ends."""
+
+    __tablename__ = "games"
+    __table_args__ = (
+        CheckConstraint("status IN ('playing', 'won', 'resigned')", name="status"),
+        CheckConstraint("cells IN (8, 4, 2)", name="cells"),
+        # Unfinished games of a player.
+        Index("ix_games_player_id_status", "player_id", "status"),
+        # Leaderboards (DESIGN.md section 6): per deal, per variant, daily challenge, periods.
+        Index("ix_games_code_won_moves_duration_ms_finished_at", "code", "won", "moves", "duration_ms",
+              "finished_at"),
+        Index("ix_games_cells_finished_at", "cells", "finished_at"),
+        Index("ix_games_daily_date_won_moves_duration_ms", "daily_date", "won", "moves", "duration_ms"),
+        Index("ix_games_finished_at", "finished_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"))
+    code: Mapped[str] = mapped_column(String(16))
+    cells: Mapped[int] = mapped_column(SmallInteger)
+    daily_date: Mapped[date | None] = mapped_column(Date)
+    status: Mapped[str] = mapped_column(String(16))
+    score: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    moves: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    undos: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    duration_ms: Mapped[int | None] = mapped_column(BigInteger)
+    won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+
+    player: Mapped[PlayerRow] = relationship(back_populates="games", lazy="raise")
+    actions: Mapped[list[ActionRow]] = relationship(
+        back_populates="game", lazy="raise", order_by="ActionRow.v"
+    )
+
+
+class ActionRow(Base):
+    """One accepted action of a game; its primary key (game_id, v) is the fence between writers.
+
+    ``v`` is the version the action produced, from 1. Two writers can never both commit the same version of
+    a game: the second insert fails with an IntegrityError.
+    """
+
+    __tablename__ = "actions"
+    __table_args__ = (CheckConstraint("v >= 1", name="v_positive"),)
+
+    game_id: Mapped[str] = mapped_column(String(32), ForeignKey("games.id"), primary_key=True)
+    v: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    action: Mapped[str] = mapped_column(String(16))
+
+    game: Mapped[GameRow] = relationship(back_populates="actions", lazy="raise")
+
+
+def _table(row: type[Base]) -> Table:
+    table = row.__table__
+    if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
+        raise TypeError(f"{row.__name__} is not mapped to a Table")
+    return table
+
+
+players: Final = _table(PlayerRow)
+games: Final = _table(GameRow)
+actions: Final = _table(ActionRow)

@@ -1,0 +1,139 @@
+"""Databases for tests: fresh SQLite files and fresh PostgreSQL databases, made by the real migrations.
+
+Import it as ``import dbutil`` (``tests/`` is on ``sys.path`` because of ``tests/conftest.py``).
+
+PostgreSQL tests run only when ``EIGHTOFF_TEST_POSTGRES_URL`` names a server (CI sets it, e.g.
+``postgresql+asyncpg://postgres@127.0.0.1:5432/test``). That database is used only as the maintenance
+connection: each helper creates a uniquely named database next to it (AUTOCOMMIT, as CREATE DATABASE can't
+run in a transaction) and drops it afterwards, even when connections to it are still open.
+
+The synchronous helpers run their own event loop (``asyncio.run``) and so must be called outside one:
+from synchronous fixtures, or through ``asyncio.to_thread`` from async code. The ``*_async`` variants are
+for async fixtures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+import pytest
+from sqlalchemy import delete, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
+from sqlalchemy.pool import NullPool
+
+from server.storage import upgrade_to_head
+from server.storage.db import async_url
+from server.storage.tables import Base
+
+POSTGRES_URL_VARIABLE: Final = "EIGHTOFF_TEST_POSTGRES_URL"
+POSTGRES_SKIP_REASON: Final = "EIGHTOFF_TEST_POSTGRES_URL is not set (CI sets it)"
+BACKENDS: Final = ("sqlite", "postgresql")
+DATABASE_PREFIX: Final = "eightoff_test"
+
+
+def postgres_server_url() -> str | None:
+    """The PostgreSQL server URL for tests, or None when ``EIGHTOFF_TEST_POSTGRES_URL`` is unset."""
+    return os.environ.get(POSTGRES_URL_VARIABLE) or None
+
+
+def require_postgres_server_url() -> str:
+    """The PostgreSQL server URL for tests; skips the calling test when it is not set."""
+    url = postgres_server_url()
+    if url is None:
+        pytest.skip(POSTGRES_SKIP_REASON)
+    return url
+
+
+def sqlite_url(path: Path) -> str:
+    """The aiosqlite URL of a database file."""
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def migrated_sqlite_url(directory: Path, name: str = "eightoff.db") -> str:
+    """A new SQLite database file in ``directory``, upgraded to the head migration; returns its URL."""
+    url = sqlite_url(directory / name)
+    upgrade_to_head(url)
+    return url
+
+
+def _database_url(server_url: str, database: str) -> str:
+    return async_url(server_url).set(database=database).render_as_string(hide_password=False)
+
+
+async def create_postgres_database_async(server_url: str, *, prefix: str = DATABASE_PREFIX) -> str:
+    """Create an empty, uniquely named database on the server of ``server_url``; returns its URL."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:12]}"
+    engine = create_async_engine(async_url(server_url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        await engine.dispose()
+    return _database_url(server_url, name)
+
+
+async def drop_postgres_database_async(server_url: str, database_url: str) -> None:
+    """Drop the database of ``database_url``, closing any connection still open on it."""
+    name = make_url(database_url).database
+    if not name or not name.startswith(DATABASE_PREFIX):
+        raise ValueError(f"refusing to drop {name!r}: not a test database")
+    engine = create_async_engine(async_url(server_url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        await engine.dispose()
+
+
+def create_postgres_database(server_url: str, *, prefix: str = DATABASE_PREFIX) -> str:
+    """Synchronous `create_postgres_database_async`."""
+    return asyncio.run(create_postgres_database_async(server_url, prefix=prefix))
+
+
+def drop_postgres_database(server_url: str, database_url: str) -> None:
+    """Synchronous `drop_postgres_database_async`."""
+    asyncio.run(drop_postgres_database_async(server_url, database_url))
+
+
+@contextmanager
+def postgres_database(server_url: str, *, migrate: bool = True) -> Iterator[str]:
+    """A fresh PostgreSQL database (upgraded to head unless ``migrate`` is False), dropped on exit."""
+    url = create_postgres_database(server_url)
+    try:
+        if migrate:
+            upgrade_to_head(url)
+        yield url
+    finally:
+        drop_postgres_database(server_url, url)
+
+
+@contextmanager
+def fresh_database(backend: str, directory: Path, *, migrate: bool = True) -> Iterator[str]:
+    """A fresh database of ``backend`` (one of `BACKENDS`); yields its URL.
+
+    SQLite gets a file in ``directory``; PostgreSQL a new database, dropped on exit (the calling test is
+    skipped when ``EIGHTOFF_TEST_POSTGRES_URL`` is unset).
+    """
+    if backend == "sqlite":
+        url = sqlite_url(directory / "eightoff.db")
+        if migrate:
+            upgrade_to_head(url)
+        yield url
+    elif backend == "postgresql":
+        with postgres_database(require_postgres_server_url(), migrate=migrate) as url:
+            yield url
+    else:
+        raise ValueError(f"unknown backend {backend!r}: expected one of {BACKENDS}")
+
+
+async def clear_tables(conn: AsyncConnection) -> None:
+    """Delete every row of the server's tables (not alembic's), dependents first."""
+    for table in reversed(Base.metadata.sorted_tables):
+        await conn.execute(delete(table))

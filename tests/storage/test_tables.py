@@ -1,0 +1,73 @@
+"""server.storage.tables: names, relationships and the UTC datetime type."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from sqlalchemy import Dialect
+from sqlalchemy.engine import make_url
+
+from server.storage.tables import ActionRow, Base, GameRow, PlayerRow, UTCDateTime, actions, games
+
+SQLITE: Dialect = make_url("sqlite+aiosqlite://").get_dialect()()
+POSTGRESQL: Dialect = make_url("postgresql+asyncpg://").get_dialect()()
+
+
+def test_constraint_names_follow_the_naming_convention() -> None:
+    names = {
+        table.name: sorted(str(c.name) for c in table.constraints) for table in Base.metadata.sorted_tables
+    }
+    assert names == {
+        "players": ["pk_players", "uq_players_token_hash"],
+        "games": ["ck_games_cells", "ck_games_status", "fk_games_player_id_players", "pk_games"],
+        "actions": ["ck_actions_v_positive", "fk_actions_game_id_games", "pk_actions"],
+    }
+
+
+def test_games_indexes() -> None:
+    indexes = {index.name: [c.name for c in index.columns] for index in games.indexes}
+    assert indexes == {
+        "ix_games_player_id_status": ["player_id", "status"],
+        "ix_games_code_won_moves_duration_ms_finished_at": [
+            "code",
+            "won",
+            "moves",
+            "duration_ms",
+            "finished_at",
+        ],
+        "ix_games_cells_finished_at": ["cells", "finished_at"],
+        "ix_games_daily_date_won_moves_duration_ms": ["daily_date", "won", "moves", "duration_ms"],
+        "ix_games_finished_at": ["finished_at"],
+    }
+
+
+def test_actions_primary_key_is_the_fence() -> None:
+    assert [c.name for c in actions.primary_key.columns] == ["game_id", "v"]
+
+
+def test_relationships_raise_on_lazy_load() -> None:
+    for row in (PlayerRow, GameRow, ActionRow):
+        for relationship in row.__mapper__.relationships:
+            assert relationship.lazy == "raise", f"{row.__name__}.{relationship.key}"
+
+
+@pytest.mark.parametrize("dialect", [SQLITE, POSTGRESQL], ids=["sqlite", "postgresql"])
+def test_utc_datetime_refuses_naive(dialect: Dialect) -> None:
+    with pytest.raises(ValueError, match="naive datetime"):
+        UTCDateTime().process_bind_param(datetime(2026, 1, 1), dialect)
+
+
+def test_utc_datetime_stores_utc_wall_time_on_sqlite() -> None:
+    tokyo = datetime(2026, 1, 1, 9, 0, tzinfo=timezone(timedelta(hours=9)))
+    stored = UTCDateTime().process_bind_param(tokyo, SQLITE)
+    assert stored == datetime(2026, 1, 1, 0, 0)
+    assert UTCDateTime().process_result_value(stored, SQLITE) == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_utc_datetime_keeps_the_offset_for_postgresql() -> None:
+    tokyo = datetime(2026, 1, 1, 9, 0, tzinfo=timezone(timedelta(hours=9)))
+    stored = UTCDateTime().process_bind_param(tokyo, POSTGRESQL)
+    assert stored == tokyo and stored is not None and stored.tzinfo is UTC
+    back = UTCDateTime().process_result_value(tokyo, POSTGRESQL)
+    assert back is not None and back.tzinfo is UTC and back == tokyo
