@@ -1,0 +1,135 @@
+"""Composition root: builds the database, committer, hub and handlers, serves WebSocket and HTTP on
+one port, and shuts down gracefully (stop accepting, finish in-flight actions, close with 1001).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+from websockets.typing import Subprotocol
+
+import protocol
+from server import __version__
+from server.committer import Committer
+from server.config import Settings
+from server.connection import ConnectionLoop, Fanout, select_subprotocol
+from server.hub import GameHub
+from server.metrics import Metrics
+from server.requests import RequestHandler
+from server.storage import Database, upgrade_to_head
+
+__all__ = ["App", "run"]
+
+logger = logging.getLogger(__name__)
+
+WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
+_STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
+
+
+def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
+    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body)))])
+    return Response(status.value, status.phrase, headers, body)
+
+
+@dataclass(slots=True)
+class App:
+    """A running server: the listening socket and everything behind it."""
+
+    settings: Settings
+    database: Database
+    committer: Committer
+    hub: GameHub
+    loop: ConnectionLoop
+    metrics: Metrics
+    server: Server
+
+    @classmethod
+    async def start(cls, settings: Settings) -> App:
+        """Migrate the database to head, open it and start listening."""
+        await asyncio.to_thread(upgrade_to_head, settings.database_url)
+        database = Database.create(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+        metrics = Metrics()
+        committer = Committer(database, metrics, max_batch=settings.commit_batch)
+        committer.start()
+        hub = GameHub(database, committer, metrics)
+        fanout = Fanout(metrics, settings.max_write_buffer_bytes)
+        handler = RequestHandler(settings, database, committer, hub, fanout, __version__)
+        loop = ConnectionLoop(settings, handler, hub, metrics)
+        http = _HttpRoutes(metrics)
+        server = await serve(
+            loop,
+            settings.host,
+            settings.port,
+            subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
+            select_subprotocol=select_subprotocol,
+            process_request=http,
+            max_size=settings.max_frame_bytes,
+            compression=None,
+            server_header=f"eightoff/{__version__}",
+        )
+        app = cls(settings, database, committer, hub, loop, metrics, server)
+        logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
+        return app
+
+    @property
+    def port(self) -> int:
+        sockets = self.server.sockets
+        return int(sockets[0].getsockname()[1]) if sockets else self.settings.port
+
+    async def shutdown(self) -> None:
+        """Stop accepting, let in-flight actions commit, close every connection with 1001."""
+        self.server.server.close()
+        self.loop.draining = True
+        await self.loop.wait_idle(self.settings.shutdown_grace)
+        self.server.close(close_connections=True)
+        await self.server.wait_closed()
+        await self.committer.stop()
+        await self.database.dispose()
+
+
+class _HttpRoutes:
+    """``process_request``: plain HTTP on the WebSocket port (/healthz, /metrics, the web client)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
+        path = request.path.split("?", 1)[0]
+        if path == "/ws":
+            return None
+        if path == "/healthz":
+            return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+        if path == "/metrics":
+            return _response(
+                HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
+            )
+        return self._static(path)
+
+    @staticmethod
+    def _static(path: str) -> Response:
+        name = "index.html" if path == "/" else path.lstrip("/")
+        target = (WEB_ROOT / name).resolve()
+        if WEB_ROOT in target.parents and target.is_file() and target.suffix in _STATIC_TYPES:
+            return _response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
+        return _response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+
+
+async def run(settings: Settings) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+    app = await App.start(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    print(f"eightoff {__version__} serving ws://{settings.host}:{app.port}/ws", flush=True)
+    await stop.wait()
+    logger.info("shutting down")
+    await app.shutdown()

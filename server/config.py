@@ -1,0 +1,97 @@
+"""Settings: the server's configuration, and the only reader of ``os.environ``.
+
+Every option is a command-line flag of ``eightoff serve`` and an ``EIGHTOFF_*`` environment variable
+(the flag wins). ``None`` switches a limit off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["DEFAULT_DATABASE_URL", "Settings", "add_arguments", "settings_from_args"]
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///eightoff.sqlite3"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """Everything an operator can set; the defaults run one process on SQLite."""
+
+    # Network
+    host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
+    port: int = field(default=8765, metadata={"help": "TCP port (0 picks a free one)"})
+    node: str = field(default="node-1", metadata={"help": "this node's name, sent in welcome"})
+    # Storage
+    database_url: str = field(
+        default=DEFAULT_DATABASE_URL,
+        metadata={"help": "SQLAlchemy async URL: sqlite+aiosqlite:///FILE or postgresql+asyncpg://…"},
+    )
+    sqlite_synchronous: str = field(
+        default="FULL",
+        metadata={"help": "SQLite synchronous pragma: FULL survives power loss, NORMAL a crash"},
+    )
+    commit_batch: int = field(default=1024, metadata={"help": "most writes grouped into one commit"})
+    # Limits
+    max_frame_bytes: int = field(
+        default=4096, metadata={"help": "largest incoming frame; bigger closes 1009"}
+    )
+    rate_per_second: float = field(default=200.0, metadata={"help": "token bucket refill per connection"})
+    rate_burst: int = field(default=400, metadata={"help": "token bucket size per connection"})
+    max_games_per_connection: int = field(default=16, metadata={"help": "games a connection may hold open"})
+    max_watches_per_connection: int = field(default=32, metadata={"help": "games a connection may watch"})
+    max_write_buffer_bytes: int = field(
+        default=256 * 1024, metadata={"help": "a spectator whose unsent data exceeds this is dropped"}
+    )
+    idle_timeout: float | None = field(
+        default=300.0, metadata={"help": "seconds before a silent client is closed"}
+    )
+    shutdown_grace: float = field(
+        default=10.0, metadata={"help": "seconds to finish in-flight actions on SIGTERM"}
+    )
+
+
+def _env_name(name: str) -> str:
+    return f"EIGHTOFF_{name.upper()}"
+
+
+def _convert(kind: Any, text: str) -> Any:
+    kind_text = str(kind)
+    if text.lower() in ("", "none", "off") and "None" in kind_text:
+        return None
+    if kind_text.startswith("int"):
+        return int(text)
+    if kind_text.startswith("float"):
+        return float(text)
+    return text
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one ``--flag`` per setting; each help text names its environment variable and default."""
+    for setting in fields(Settings):
+        flag = "--" + setting.name.replace("_", "-")
+        parser.add_argument(
+            flag,
+            dest=setting.name,
+            default=None,
+            type=lambda text, kind=setting.type: _convert(kind, text),
+            metavar=setting.name.upper(),
+            help=f"{setting.metadata['help']} (env {_env_name(setting.name)}; default {setting.default})",
+        )
+
+
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from parsed flags, then ``EIGHTOFF_*`` variables, then defaults."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in fields(Settings):
+        flag_value = getattr(args, setting.name, None)
+        if flag_value is not None:
+            values[setting.name] = flag_value
+        elif _env_name(setting.name) in environ:
+            values[setting.name] = _convert(setting.type, environ[_env_name(setting.name)])
+    return dataclasses.replace(Settings(), **values)

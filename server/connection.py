@@ -1,0 +1,157 @@
+"""The per-socket loop: frames in, decoded requests to the handler, replies and pushes out.
+
+The only module that imports ``websockets`` (with ``app.py``, which starts the server). Abuse is
+answered here: undecodable frames and the wrong frame kind close with 1003, a flood past the token
+bucket gets ``rate_limited`` and then 1008, oversized frames are closed with 1009 by websockets
+itself (``max_size``), and a connection that stops reading its pushes is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.exceptions import ConnectionClosed, NegotiationError
+from websockets.typing import Subprotocol
+
+import protocol
+from protocol import builders
+from server.config import Settings
+from server.hub import GameHub, Refusal
+from server.metrics import Metrics
+from server.ratelimit import TokenBucket
+from server.requests import Client, RequestHandler
+
+__all__ = ["ConnectionLoop", "Fanout", "select_subprotocol"]
+
+logger = logging.getLogger(__name__)
+
+_SUBPROTOCOLS = {sub.value: sub for sub in protocol.Subprotocol}
+
+
+def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotocol]) -> Subprotocol | None:
+    """msgpack (and no header) when the client offers nothing; else the first of ours it offers;
+    else refuse the handshake (HTTP 400)."""
+    if not offered:
+        return None
+    chosen = protocol.select_subprotocol(offered)
+    if chosen is None:
+        raise NegotiationError(f"unsupported subprotocol; offer one of {', '.join(_SUBPROTOCOLS)}")
+    return Subprotocol(chosen.value)
+
+
+class Fanout:
+    """Pushes one message to many clients: encoded once per subprotocol, never awaited per client."""
+
+    def __init__(self, metrics: Metrics, max_write_buffer: int) -> None:
+        self._metrics = metrics
+        self._max_write_buffer = max_write_buffer
+
+    def __call__(self, audience: Iterable[Any], message: dict[str, Any]) -> None:
+        frames: dict[protocol.Subprotocol, bytes | str] = {}
+        for client in audience:
+            frame = frames.get(client.subprotocol)
+            if frame is None:
+                frame = frames[client.subprotocol] = protocol.encode(message, client.subprotocol)
+            ws: ServerConnection = client.transport
+            broadcast((ws,), frame)
+            if ws.transport is not None and ws.transport.get_write_buffer_size() > self._max_write_buffer:
+                logger.info("dropping a connection that does not read", extra={"remote": ws.remote_address})
+                self._metrics.dropped_spectators.inc()
+                ws.transport.abort()
+
+
+class ConnectionLoop:
+    """Serves one WebSocket connection from its first frame to its close."""
+
+    def __init__(self, settings: Settings, handler: RequestHandler, hub: GameHub, metrics: Metrics) -> None:
+        self._settings = settings
+        self._handler = handler
+        self._hub = hub
+        self._metrics = metrics
+        self.draining = False
+        self.in_flight = 0
+        self.clients: set[Client] = set()
+
+    async def __call__(self, ws: ServerConnection) -> None:
+        subprotocol = _SUBPROTOCOLS.get(ws.subprotocol or "", protocol.Subprotocol.MSGPACK)
+        client = Client(subprotocol, ws)
+        bucket = TokenBucket(self._settings.rate_per_second, self._settings.rate_burst)
+        self._metrics.connections.inc()
+        self.clients.add(client)
+        idle = self._settings.idle_timeout
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(idle):
+                        frame = await ws.recv()
+                except TimeoutError:
+                    await ws.close(1000, "idle timeout")
+                    return
+                if not bucket.take():
+                    if bucket.is_abusive():
+                        await ws.close(1008, "flooding")
+                        return
+                    await self._send(ws, client, builders.error("rate_limited", "slow down", None))
+                    continue
+                if not await self._serve_frame(ws, client, frame):
+                    return
+        except ConnectionClosed:
+            pass
+        finally:
+            self.clients.discard(client)
+            self._hub.detach(client)
+            self._metrics.connections.dec()
+
+    async def _serve_frame(self, ws: ServerConnection, client: Client, frame: bytes | str) -> bool:
+        """Serve one frame; False when the connection must close."""
+        started = time.perf_counter()
+        try:
+            request = protocol.decode(frame, client.subprotocol)
+        except protocol.ProtocolError as exc:
+            self._metrics.errors.labels(exc.code.value).inc()
+            await self._send(ws, client, builders.error(exc.code, exc.message, exc.request_id))
+            if exc.close_code is not None:
+                await ws.close(int(exc.close_code), exc.message[:120])
+                return False
+            return True
+        if self.draining:
+            await self._refuse(ws, client, "unavailable", "the server is shutting down; reconnect", request)
+            return True
+        self.in_flight += 1
+        try:
+            replies = await self._handler.handle(client, request)
+        except Refusal as refusal:
+            await self._refuse(ws, client, refusal.code, refusal.message, request)
+            return True
+        except Exception:
+            logger.exception("request %s failed", request.TYPE)
+            await self._refuse(ws, client, "internal", "the server failed on this request", request)
+            return True
+        finally:
+            self.in_flight -= 1
+        for reply in replies:
+            await self._send(ws, client, reply)
+        if request.TYPE in ("move", "tap", "auto", "undo"):
+            self._metrics.action_latency.observe(time.perf_counter() - started)
+        return True
+
+    async def _refuse(
+        self, ws: ServerConnection, client: Client, code: str, message: str, request: Any
+    ) -> None:
+        self._metrics.errors.labels(code).inc()
+        await self._send(ws, client, builders.error(code, message, request.request_id))
+
+    @staticmethod
+    async def _send(ws: ServerConnection, client: Client, message: dict[str, Any]) -> None:
+        await ws.send(protocol.encode(message, client.subprotocol))
+
+    async def wait_idle(self, timeout: float) -> None:
+        """Wait until no request is being served (bounded by ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)

@@ -1,0 +1,318 @@
+"""The game hub: authoritative games in memory, one writer per game, and their audiences.
+
+A ``GameRoom`` owns one ``engine.Game``. Its lock makes it the single writer: an action is checked
+and applied, committed through the ``Committer`` and only then acknowledged and pushed, in version
+order, to the owner's other connections and to every spectator. A room whose commit fails is rebuilt
+from its own log minus the failed action, so memory never claims what the database does not hold.
+
+Rooms live while someone looks at them; the database holds everything else, and ``open_room``
+rebuilds any unfinished game by replaying its actions from the deal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine import Action, Deal, Game, Status, Transfer, parse_action
+from server.committer import Committer, StorageUnavailable, Write, WriteConflict
+from server.ids import new_id
+from server.metrics import Metrics
+from server.storage import Database, GameResult, GameStart, StoredGame, repository
+
+__all__ = ["Audience", "FinishedGame", "GameHub", "GameRoom", "PlayerRef", "Pusher", "Refusal"]
+
+logger = logging.getLogger(__name__)
+
+
+class Refusal(Exception):
+    """A request the server refuses; ``code`` is the protocol error code sent back."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRef:
+    id: str
+    name: str
+
+    def wire(self) -> dict[str, str]:
+        return {"id": self.id, "name": self.name}
+
+
+class Audience(Protocol):
+    """A connection as the hub sees it: who it is and which games it follows."""
+
+    player: PlayerRef | None
+    games: set[str]
+    watching: set[str]
+
+
+class Pusher(Protocol):
+    """Sends one server message to many connections without waiting for any of them."""
+
+    def __call__(self, audience: Iterable[Any], message: dict[str, Any]) -> None: ...
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(eq=False, slots=True)
+class GameRoom:
+    """One game in memory and the connections that follow it."""
+
+    id: str
+    game: Game
+    owner: PlayerRef
+    started_at: dt.datetime
+    daily_date: dt.date | None = None
+    viewers: set[Audience] = field(default_factory=set)
+    spectators: set[Audience] = field(default_factory=set)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def code(self) -> str:
+        return self.game.deal.code()
+
+    def is_followed(self) -> bool:
+        return bool(self.viewers or self.spectators)
+
+    def result(self, finished_at: dt.datetime) -> GameResult:
+        game = self.game
+        return GameResult(
+            id=self.id,
+            status=game.status.value,
+            score=game.score,
+            moves=game.moves,
+            undos=game.undos,
+            finished_at=finished_at,
+            duration_ms=duration_ms(self.started_at, finished_at),
+            won=game.status is Status.WON,
+        )
+
+    def rebuild(self, actions: Iterable[Action]) -> None:
+        """Replace the game by a replay of ``actions``: the way back to what the database holds."""
+        self.game = Game.replay(self.game.deal, actions)
+
+
+def duration_ms(started_at: dt.datetime, finished_at: dt.datetime) -> int:
+    return max(0, int((finished_at - started_at).total_seconds() * 1000))
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedGame:
+    """A game no longer in play, as stored, with its owner."""
+
+    stored: StoredGame
+    owner: PlayerRef
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an applied action produced, for the requester: the transfer and, if it ended, the end."""
+
+    room: GameRoom
+    transfer: Transfer
+    finished_at: dt.datetime | None
+
+
+class GameHub:
+    """Finds, creates, runs and forgets game rooms. Owned by the app, never a module global."""
+
+    def __init__(self, database: Database, committer: Committer, metrics: Metrics) -> None:
+        self._database = database
+        self._committer = committer
+        self._metrics = metrics
+        self._rooms: dict[str, GameRoom] = {}
+        self._loading: dict[str, asyncio.Future[GameRoom | FinishedGame]] = {}
+
+    # ------------------------------------------------------------------ rooms
+
+    def rooms(self) -> Iterable[GameRoom]:
+        return self._rooms.values()
+
+    async def create(self, owner: PlayerRef, deal: Deal, *, daily_date: dt.date | None = None) -> GameRoom:
+        """Start a game for ``owner``; returns once the new game is stored."""
+        room = GameRoom(
+            id=new_id(), game=Game(deal), owner=owner, started_at=utc_now(), daily_date=daily_date
+        )
+        start = GameStart(
+            id=room.id,
+            player_id=owner.id,
+            code=room.code,
+            cells=deal.cells,
+            daily_date=daily_date,
+            started_at=room.started_at,
+        )
+        await self._committer.submit(Write(game=start))
+        self._add(room)
+        return room
+
+    async def find(self, game_id: str) -> GameRoom | FinishedGame:
+        """The live room of ``game_id``, loading an unfinished game from the database; a finished one
+        comes back as its stored record.
+
+        Raises:
+            Refusal: not_found.
+        """
+        room = self._rooms.get(game_id)
+        if room is not None:
+            return room
+        loading = self._loading.get(game_id)
+        if loading is None:
+            loading = asyncio.get_running_loop().create_future()
+            self._loading[game_id] = loading
+            try:
+                loading.set_result(await self._load(game_id))
+            except BaseException as exc:
+                loading.set_exception(exc)
+                loading.exception()  # retrieved: waiters re-raise it below
+            finally:
+                del self._loading[game_id]
+        return await asyncio.shield(loading)
+
+    async def find_live(self, game_id: str) -> GameRoom:
+        found = await self.find(game_id)
+        if isinstance(found, FinishedGame):
+            raise Refusal("illegal_move", f"game {game_id} is {found.stored.status}")
+        return found
+
+    async def _load(self, game_id: str) -> GameRoom | FinishedGame:
+        async with self._database.connection() as conn:
+            stored = await repository.load_game(conn, game_id)
+            player = await repository.get_player(conn, stored.player_id) if stored else None
+        if stored is None or player is None:
+            raise Refusal("not_found", f"no game {game_id}")
+        if stored.status != Status.PLAYING.value:
+            return FinishedGame(stored, PlayerRef(player.id, player.name))
+        room = self._rooms.get(game_id)  # another task may have loaded it meanwhile
+        if room is None:
+            game = replay_stored(stored)
+            room = GameRoom(
+                id=stored.id,
+                game=game,
+                owner=PlayerRef(player.id, player.name),
+                started_at=stored.started_at,
+                daily_date=stored.daily_date,
+            )
+            self._add(room)
+        return room
+
+    def _add(self, room: GameRoom) -> None:
+        self._rooms[room.id] = room
+        self._metrics.live_games.set(len(self._rooms))
+
+    def forget_if_idle(self, room: GameRoom) -> None:
+        """Drop a room nobody follows (the database keeps it) so memory stays bounded."""
+        if not room.is_followed() and not room.lock.locked() and self._rooms.get(room.id) is room:
+            del self._rooms[room.id]
+            self._metrics.live_games.set(len(self._rooms))
+
+    def detach(self, audience: Audience) -> None:
+        """Forget a closing connection everywhere it followed a game."""
+        for game_id in audience.games | audience.watching:
+            room = self._rooms.get(game_id)
+            if room is not None:
+                room.viewers.discard(audience)
+                room.spectators.discard(audience)
+                self.forget_if_idle(room)
+        audience.games.clear()
+        audience.watching.clear()
+
+    # ------------------------------------------------------------------ actions
+
+    async def act(
+        self,
+        room: GameRoom,
+        requester: Audience,
+        resolve: Callable[[Game], Action],
+        expected_v: int | None,
+        push: Pusher,
+        build_diff: Callable[[GameRoom, Transfer], dict[str, Any]],
+        build_game_over: Callable[[GameRoom, dt.datetime], dict[str, Any]],
+    ) -> Outcome:
+        """Check, apply, commit and push one action of ``room``'s owner.
+
+        Raises:
+            Refusal: stale, illegal_move, unavailable.
+            engine.IllegalMoveError: the rules refuse it.
+        """
+        async with room.lock:
+            game = room.game
+            if room.id not in self._rooms:
+                raise Refusal("illegal_move", f"game {room.id} is over")
+            if expected_v is not None and expected_v != game.v:
+                raise Refusal("stale", f"game {room.id} is at v {game.v}, not {expected_v}")
+            action = resolve(game)
+            transfer = game.play(action)
+            write = Write(actions=[(room.id, game.v, action.symbol())])
+            finished_at = utc_now() if game.is_over() else None
+            if finished_at is not None:
+                write.result = room.result(finished_at)
+            await self._commit_or_rebuild(room, write, game.log[:-1])
+            self._metrics.actions.inc()
+            others = [*(viewer for viewer in room.viewers if viewer is not requester), *room.spectators]
+            if others:
+                push(others, build_diff(room, transfer))
+            if finished_at is not None:
+                if others:
+                    push(others, build_game_over(room, finished_at))
+                self._close(room)
+            return Outcome(room, transfer, finished_at)
+
+    async def resign(
+        self,
+        room: GameRoom,
+        requester: Audience,
+        push: Pusher,
+        build_game_over: Callable[[GameRoom, dt.datetime], dict[str, Any]],
+    ) -> dt.datetime:
+        """End ``room``'s game as resigned; returns when the result is stored."""
+        async with room.lock:
+            if room.id not in self._rooms:
+                raise Refusal("illegal_move", f"game {room.id} is over")
+            room.game.resign()
+            finished_at = utc_now()
+            await self._commit_or_rebuild(room, Write(result=room.result(finished_at)), room.game.log)
+            others = [*(viewer for viewer in room.viewers if viewer is not requester), *room.spectators]
+            if others:
+                push(others, build_game_over(room, finished_at))
+            self._close(room)
+            return finished_at
+
+    async def _commit_or_rebuild(self, room: GameRoom, write: Write, stored_log: Iterable[Action]) -> None:
+        try:
+            await self._committer.submit(write)
+        except StorageUnavailable:
+            room.rebuild(stored_log)
+            raise Refusal("unavailable", "the database is unavailable; nothing was stored, retry") from None
+        except WriteConflict:
+            self._forget(room)
+            raise Refusal("stale", f"game {room.id} changed elsewhere; resume or watch it again") from None
+
+    def _close(self, room: GameRoom) -> None:
+        """A finished game leaves memory and its followers' lists."""
+        for audience in (*room.viewers, *room.spectators):
+            audience.games.discard(room.id)
+            audience.watching.discard(room.id)
+        room.viewers.clear()
+        room.spectators.clear()
+        self._forget(room)
+
+    def _forget(self, room: GameRoom) -> None:
+        if self._rooms.get(room.id) is room:
+            del self._rooms[room.id]
+            self._metrics.live_games.set(len(self._rooms))
+
+
+def replay_stored(stored: StoredGame) -> Game:
+    """Rebuild a stored game through the engine, checking every action again."""
+    return Game.replay(Deal.from_code(stored.code), (parse_action(text) for text in stored.actions))

@@ -1,0 +1,47 @@
+"""Prometheus metrics, one registry per server instance (tests run several servers in one process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["Metrics"]
+
+_LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+class Metrics:
+    """The server's counters, gauges and histograms, exported at ``GET /metrics``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.connections = Gauge("eightoff_connections", "Open WebSocket connections", registry=self.registry)
+        self.live_games = Gauge("eightoff_live_games", "Games held in memory", registry=self.registry)
+        self.actions = Counter("eightoff_actions", "Actions applied and committed", registry=self.registry)
+        self.action_latency = Histogram(
+            "eightoff_action_latency_seconds",
+            "From receiving an action to sending its ack (commit included)",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.commit_latency = Histogram(
+            "eightoff_commit_latency_seconds",
+            "Duration of one group commit",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.commit_batch = Histogram(
+            "eightoff_commit_batch_writes",
+            "Writes grouped into one commit",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "eightoff_errors", "Error replies sent, by protocol error code", ["code"], registry=self.registry
+        )
+        self.dropped_spectators = Counter(
+            "eightoff_dropped_slow_consumers", "Connections closed for not reading", registry=self.registry
+        )
+
+    def render(self) -> bytes:
+        """The text exposition format."""
+        return generate_latest(self.registry)

@@ -1,0 +1,78 @@
+"""A plain test client speaking the wire protocol with raw msgpack/json, as a client in any language would."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any
+
+import msgpack
+from websockets.asyncio.client import ClientConnection, connect
+
+import protocol
+
+SUBPROTOCOLS = ("eightoff.v1.msgpack", "eightoff.v1.json")
+
+
+class WsClient:
+    """Requests get their reply by ``id``; pushed messages (diffs, game_over) queue up in ``pushed``."""
+
+    def __init__(self, ws: ClientConnection, subprotocol: str) -> None:
+        self.ws = ws
+        self.subprotocol = subprotocol
+        self.pushed: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._ids = itertools.count(1)
+        self.token: str | None = None
+        self.player: dict[str, Any] | None = None
+
+    @classmethod
+    async def open(cls, url: str, subprotocol: str = SUBPROTOCOLS[0], **kwargs: Any) -> WsClient:
+        ws = await connect(url, subprotocols=[subprotocol], max_size=None, **kwargs)  # type: ignore[list-item]
+        return cls(ws, subprotocol)
+
+    def encode(self, message: dict[str, Any]) -> bytes | str:
+        if self.subprotocol.endswith("json"):
+            return json.dumps(message)
+        return msgpack.packb(message)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.ws.send(self.encode(message))
+
+    async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        frame = await asyncio.wait_for(self.ws.recv(), timeout)
+        if self.subprotocol.endswith("json"):
+            assert isinstance(frame, str), "JSON subprotocol must answer in text frames"
+            message = json.loads(frame)
+        else:
+            assert isinstance(frame, bytes), "msgpack subprotocol must answer in binary frames"
+            message = msgpack.unpackb(frame)
+        protocol.validate_server_message(message)  # everything the server sends follows the spec
+        return message
+
+    async def request(self, type_: str, **fields: Any) -> dict[str, Any]:
+        """Send a request with a fresh id and return its reply; pushes that arrive first are kept."""
+        request_id = next(self._ids)
+        await self.send({"type": type_, "id": request_id, **fields})
+        while True:
+            message = await self.recv()
+            if message.get("id") == request_id:
+                return message
+            await self.pushed.put(message)
+
+    async def next_push(self, timeout: float = 10.0) -> dict[str, Any]:
+        if not self.pushed.empty():
+            return self.pushed.get_nowait()
+        message = await self.recv(timeout)
+        assert "id" not in message, f"expected a push, got a reply {message}"
+        return message
+
+    async def hello(self, **fields: Any) -> dict[str, Any]:
+        welcome = await self.request("hello", protocol=1, **fields)
+        assert welcome["type"] == "welcome", welcome
+        self.token = welcome.get("token", self.token)
+        self.player = welcome["player"]
+        return welcome
+
+    async def close(self) -> None:
+        await self.ws.close()
