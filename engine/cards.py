@@ -8,9 +8,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from engine.errors import InvalidNotationError
+from engine.errors import InvalidNotationError, quoted
 
-__all__ = ["ALL_CARDS", "Card", "Rank", "Suit", "SHUFFLE_ORDER"]
+__all__ = ["ALL_CARDS", "SHUFFLE_ORDER", "Card", "Rank", "Suit"]
 
 
 class Suit(enum.Enum):
@@ -21,13 +21,20 @@ class Suit(enum.Enum):
     DIAMONDS = "D"
     CLUBS = "C"
 
+    # Members are singletons compared by identity: hash them by identity too, in C, rather than
+    # Enum's Python-level hash of the name (suits key the foundations and every Card hash).
+    __hash__ = object.__hash__
+
     @classmethod
     def parse(cls, text: str) -> Suit:
         """Parse a suit letter, case-insensitively."""
-        try:
-            return cls(text.upper())
-        except ValueError:
-            raise InvalidNotationError(f"not a suit: {text!r} (one of S H D C)") from None
+        suit = _SUITS_BY_TEXT.get(text.upper()) if isinstance(text, str) and text.isascii() else None
+        if suit is None:
+            raise InvalidNotationError(f"not a suit: {quoted(text)} (one of S H D C)")
+        return suit
+
+
+_SUITS_BY_TEXT: dict[str, Suit] = {suit.value: suit for suit in Suit}
 
 
 class Rank(enum.IntEnum):
@@ -70,10 +77,11 @@ class Card:
         Raises:
             InvalidNotationError: the text is not a card.
         """
-        card = _CARDS_BY_TEXT.get(text.upper()) if isinstance(text, str) else None
+        # ASCII only: str.upper() maps some other letters onto ASCII ones ('ſ' -> 'S', 'ı' -> 'I').
+        card = _CARDS_BY_TEXT.get(text.upper()) if isinstance(text, str) and text.isascii() else None
         if card is None:
             raise InvalidNotationError(
-                f"not a card: {text!r} (rank A 2-9 T J Q K, then suit S H D C, e.g. 'TD')"
+                f"not a card: {quoted(text)} (rank A 2-9 T J Q K, then suit S H D C, e.g. 'TD')"
             )
         return card
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from engine.cards import SHUFFLE_ORDER, Card
-from engine.errors import InvalidCodeError
+from engine.errors import InvalidCodeError, quoted
 from engine.layout import Layout
 from engine.piles import COLUMN_COUNT
 
@@ -36,7 +36,7 @@ _MASK64 = (1 << 64) - 1
 _EPOCH = dt.date(1970, 1, 1)
 
 
-def splitmix64(seed: int) -> "_SplitMix64":
+def splitmix64(seed: int) -> _SplitMix64:
     """SplitMix64 seeded with ``seed``: each ``next()`` is the next 64-bit output."""
     return _SplitMix64(seed)
 
@@ -75,9 +75,9 @@ class Deal:
 
     def __post_init__(self) -> None:
         if type(self.number) is not int or not 0 <= self.number <= _MAX_DEAL_NUMBER:
-            raise InvalidCodeError(f"deal number {self.number!r} is outside 0..{_MAX_DEAL_NUMBER}")
+            raise InvalidCodeError(f"deal number {quoted(self.number)} is outside 0..{_MAX_DEAL_NUMBER}")
         if self.cells not in CELL_VARIANTS or type(self.cells) is not int:
-            raise InvalidCodeError(f"cell variant {self.cells!r} is not one of 8, 4, 2")
+            raise InvalidCodeError(f"cell variant {quoted(self.cells)} is not one of 8, 4, 2")
 
     @classmethod
     def from_code(cls, code: str) -> Deal:
@@ -88,17 +88,21 @@ class Deal:
         """
         if not isinstance(code, str):
             raise InvalidCodeError(f"a game code is text, not {type(code).__name__}")
-        parts = code.strip().upper().split("-")
+        # Only ASCII parts are upper-cased: str.upper() turns some other letters into ASCII ones
+        # ('ß' -> 'SS', 'ſ' -> 'S', 'ı' -> 'I'), which would let non-canonical text name a deal.
+        parts = [part.upper() if part.isascii() else part for part in code.strip().split("-")]
         if len(parts) != 3:
-            raise InvalidCodeError(f"not a game code: {code!r} (expected e.g. 'EO1-C8-AAAAAFA')")
+            raise InvalidCodeError(f"not a game code: {quoted(code)} (expected e.g. 'EO1-C8-AAAAAFA')")
         version, variant, symbols = parts
         if version != CODE_VERSION:
-            raise InvalidCodeError(f"unknown code version {version!r} in {code!r} (expected {CODE_VERSION!r})")
+            raise InvalidCodeError(
+                f"unknown code version {quoted(version)} in {quoted(code)} (expected {CODE_VERSION!r})"
+            )
         if variant not in ("C8", "C4", "C2"):
-            raise InvalidCodeError(f"unknown cell variant {variant!r} in {code!r} (C8, C4 or C2)")
+            raise InvalidCodeError(f"unknown cell variant {quoted(variant)} in {quoted(code)} (C8, C4 or C2)")
         if len(symbols) != _SYMBOLS or any(symbol not in _BASE32 for symbol in symbols):
             raise InvalidCodeError(
-                f"deal number {symbols!r} in {code!r} is not {_SYMBOLS} base32 symbols (A-Z, 2-7)"
+                f"deal number {quoted(symbols)} in {quoted(code)} is not {_SYMBOLS} base32 symbols (A-Z, 2-7)"
             )
         number = 0
         for symbol in symbols:

@@ -33,3 +33,22 @@ class IllegalMoveError(EngineError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for messages that echo untrusted input.
+
+    Error messages go back to clients and into logs: a megabyte of junk must not come back with them.
+    """
+    if isinstance(value, str | bytes) and len(value) > limit:
+        value = value[:limit]
+        cut = True
+    else:
+        cut = False
+    try:
+        text = repr(value)
+    except ValueError:  # an int too long to print
+        return f"<{type(value).__name__} too long to show>"
+    if len(text) > limit:
+        text, cut = text[:limit], True
+    return f"{text}…" if cut else text

@@ -11,13 +11,14 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeAlias
 
-from engine.cards import Card, Rank, Suit
-from engine.deal import Deal
-from engine.errors import IllegalMoveError
+from engine.cards import ALL_CARDS, SHUFFLE_ORDER, Card, Rank, Suit
+from engine.deal import CELL_VARIANTS, Deal
+from engine.errors import EngineError, IllegalMoveError, quoted
 from engine.layout import FOUNDATION_ORDER, Layout
-from engine.moves import Action, Move, Undo, max_group_size
-from engine.piles import COLUMN_COUNT, Cell, Column, Foundation, Pile
+from engine.moves import UNDO, Action, Move, Undo, max_group_size
+from engine.piles import COLUMN_COUNT, MAX_CELLS, Cell, Column, Foundation, Pile
 from engine.scoring import points_for
 
 __all__ = ["UNDO_LIMIT", "Game", "Status", "Transfer"]
@@ -27,6 +28,26 @@ UNDO_LIMIT = 100
 
 _COLUMNS = tuple(Column(i) for i in range(1, COLUMN_COUNT + 1))
 _FOUNDATIONS = {suit: Foundation(suit) for suit in Suit}
+_KING = Rank.KING
+
+# Tables for the move generator. Piles have ids: columns 0..7, cells 8..15, foundations 16..19 (in
+# FOUNDATION_ORDER); _MOVES[source id][target id][count - 1] is the (shared, frozen) Move.
+_PILES: tuple[Pile, ...] = (
+    *_COLUMNS,
+    *(Cell(i) for i in range(1, MAX_CELLS + 1)),
+    *(_FOUNDATIONS[suit] for suit in FOUNDATION_ORDER),
+)
+_CELL_IDS = tuple(range(COLUMN_COUNT, COLUMN_COUNT + MAX_CELLS))
+_FOUNDATION_IDS = {suit: COLUMN_COUNT + MAX_CELLS + n for n, suit in enumerate(FOUNDATION_ORDER)}
+_MOVES: tuple[tuple[tuple[Move, ...], ...], ...] = tuple(
+    tuple(tuple(Move(source, target, count) for count in range(1, 14)) for target in _PILES)
+    for source in _PILES
+)
+#: _CARDS[suit][rank]: the card (index 0 unused); _BELOW[card]: the card one rank lower of its suit.
+_CARDS: dict[Suit, tuple[Card, ...]] = {
+    suit: (SHUFFLE_ORDER[0], *(card for card in SHUFFLE_ORDER if card.suit is suit)) for suit in Suit
+}
+_BELOW: dict[Card, Card] = {card: _CARDS[card.suit][card.rank - 1] for card in SHUFFLE_ORDER if card.rank > 1}
 
 
 class Status(Enum):
@@ -50,10 +71,8 @@ class Transfer:
     points: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Played:
-    move: Move
-    score_before: int
+#: An undo history entry: the move and the score before it.
+_Played: TypeAlias = tuple[Move, int]
 
 
 class Game:
@@ -92,6 +111,55 @@ class Game:
             game.play(action)
         return game
 
+    @classmethod
+    def from_layout(cls, layout: Layout, deal: Deal | None = None) -> Game:
+        """A new game starting from an arbitrary position, for tests and tools.
+
+        The layout must hold each of the 52 cards exactly once (a foundation of height h holds its
+        suit's A..h), in 8 columns and 8, 4 or 2 cells. ``deal`` is only recorded as the game's deal
+        (its code, its repr); it defaults to deal 0 of the layout's cell variant and must have the same
+        cell count. Counters start at 0 with an empty undo history; the status is WON when every card
+        is on the foundations. ``Game.replay`` starts from the deal's opening layout, so the log of
+        such a game replays only when the layout is that opening layout.
+
+        Raises:
+            EngineError: the layout is not a position of Eight Off.
+        """
+        columns, cells, foundations = layout.columns, layout.cells, layout.foundations
+        if len(columns) != COLUMN_COUNT:
+            raise EngineError(f"a layout has {COLUMN_COUNT} columns, not {len(columns)}")
+        if len(cells) not in CELL_VARIANTS:
+            raise EngineError(f"a layout has 8, 4 or 2 cells, not {len(cells)}")
+        if len(foundations) != len(FOUNDATION_ORDER) or any(
+            type(height) is not int or not 0 <= height <= 13 for height in foundations
+        ):
+            raise EngineError(f"foundation heights must be four numbers 0..13, not {foundations!r}")
+        cards = [card for column in columns for card in column] + [card for card in cells if card]
+        for suit, height in zip(FOUNDATION_ORDER, foundations, strict=True):
+            cards += _CARDS[suit][1 : height + 1]
+        if any(not isinstance(card, Card) for card in cards):
+            raise EngineError("a layout holds Card values only")
+        if len(cards) != len(ALL_CARDS) or set(cards) != ALL_CARDS:
+            missing = sorted(map(str, ALL_CARDS - set(cards)))
+            repeated = sorted({str(card) for card in cards if cards.count(card) > 1})
+            raise EngineError(
+                f"a layout holds the 52 cards once each: missing {missing}, repeated {repeated}"
+            )
+        if deal is None:
+            deal = Deal(0, len(cells))
+        elif deal.cells != len(cells):
+            raise EngineError(f"{deal} has {deal.cells} cells, the layout {len(cells)}")
+        game = cls.__new__(cls)
+        game.deal = deal
+        game._columns = [list(column) for column in columns]
+        game._cells = list(cells)
+        game._foundations = dict(zip(FOUNDATION_ORDER, foundations, strict=True))
+        game._history = deque(maxlen=UNDO_LIMIT)
+        game._log = []
+        game.score = game.moves = game.undos = game.v = 0
+        game.status = Status.WON if game.is_won() else Status.PLAYING
+        return game
+
     @property
     def cell_count(self) -> int:
         return len(self._cells)
@@ -122,8 +190,7 @@ class Game:
         if isinstance(pile, Cell):
             card = self._cells[pile.index - 1] if pile.index <= len(self._cells) else None
             return (card,) if card else ()
-        height = self._foundations[pile.suit]
-        return tuple(Card(Rank(rank), pile.suit) for rank in range(1, height + 1))
+        return _CARDS[pile.suit][1 : self._foundations[pile.suit] + 1]
 
     def top_card(self, pile: Pile) -> Card | None:
         """The card a move from ``pile`` would take, or None for an empty pile."""
@@ -153,7 +220,7 @@ class Game:
         if source == target:
             return f"{source} cannot move onto itself"
         if type(count) is not int or count < 1:
-            return f"a move carries at least one card, not {count!r}"
+            return f"a move carries at least one card, not {quoted(count)}"
         reason = self._source_reason(source, count)
         if reason:
             return reason
@@ -171,7 +238,9 @@ class Game:
         if isinstance(source, Column):
             column = self._columns[source.index - 1]
             if len(column) < count:
-                return f"{source} holds {len(column)} card(s), not {count}" if column else f"{source} is empty"
+                if not column:
+                    return f"{source} is empty"
+                return f"{source} holds {len(column)} card(s), not {count}"
             if count > 1 and self._run_length(column) < count:
                 return f"the top {count} cards of {source} are not a same-suit run"
             return None
@@ -193,7 +262,7 @@ class Game:
             card = self._cells[source.index - 1]
             assert card is not None  # checked by _source_reason
             return [card]
-        return [Card(Rank(self._foundations[source.suit]), source.suit)]
+        return [_CARDS[source.suit][self._foundations[source.suit]]]
 
     def _foundation_reason(self, group: list[Card], target: Foundation) -> str | None:
         if len(group) != 1:
@@ -205,7 +274,8 @@ class Game:
         if card.rank != height + 1:
             if height == 13:
                 return f"foundation out of order: {target} is complete"
-            return f"foundation out of order: {target} takes {Card(Rank(height + 1), target.suit)} next, not {card}"
+            after = _CARDS[target.suit][height + 1]
+            return f"foundation out of order: {target} takes {after} next, not {card}"
         return None
 
     def _cell_reason(self, group: list[Card], target: Cell) -> str | None:
@@ -246,51 +316,78 @@ class Game:
         return LegalMoves(self)
 
     def generate_legal_moves(self) -> Iterator[Move]:
-        """Every legal move (undo aside), sources in order columns, cells, foundations."""
+        """Every legal move (undo aside), sources in order columns, cells, foundations.
+
+        For each source: its foundation, then columns left to right, then cells; a column's group
+        moves follow its single-card moves.
+        """
+        return iter(self._legal_move_list())
+
+    def _legal_move_list(self) -> list[Move]:
         if self.status is not Status.PLAYING:
-            return
-        empty_cells, empty_columns = self.empty_cells(), self.empty_columns()
-        to_column_limit = max_group_size(empty_cells, empty_columns)
-        to_empty_limit = max_group_size(empty_cells, empty_columns, into_empty_column=True)
-        first_empty_cell = self._first_empty_cell()
-        for source, column in zip(_COLUMNS, self._columns):
+            return []
+        columns, cells, foundations = self._columns, self._cells, self._foundations
+        # takes[card] = the column (its id) whose top card accepts ``card``; there is at most one.
+        takes: dict[Card, int] = {}
+        empty_columns: list[int] = []
+        for target, column in enumerate(columns):
+            if column:
+                below = _BELOW.get(column[-1])
+                if below is not None:
+                    takes[below] = target
+            else:
+                empty_columns.append(target)
+        free_cells = [_CELL_IDS[index] for index, card in enumerate(cells) if card is None]
+        usable = len(free_cells) + 1
+        to_column_limit = usable << len(empty_columns)
+        to_empty_limit = usable << max(len(empty_columns) - 1, 0)
+        moves: list[Move] = []
+        add = moves.append
+
+        def single(row: tuple[tuple[Move, ...], ...], card: Card) -> None:
+            target = takes.get(card)
+            if target is not None:
+                add(row[target][0])
+            elif card.rank is _KING:
+                for target in empty_columns:
+                    add(row[target][0])
+            for target in free_cells:
+                add(row[target][0])
+
+        for source, column in enumerate(columns):
             if not column:
                 continue
             top = column[-1]
-            yield from self._single_card_moves(source, top, first_empty_cell)
+            row = _MOVES[source]
+            suit = top.suit
+            if foundations[suit] == top.rank - 1:
+                add(row[_FOUNDATION_IDS[suit]][0])
+            single(row, top)
+            if len(column) < 2 or _BELOW.get(column[-2]) != top:
+                continue
             run = self._run_length(column)
-            for target, other in zip(_COLUMNS, self._columns):
-                if other is column:
+            on_column = min(run, to_column_limit)
+            king_run = column[-run].rank is _KING and run <= to_empty_limit
+            for target, other in enumerate(columns):
+                if target == source:
                     continue
                 if other:
-                    need = other[-1].rank - top.rank
-                    if 2 <= need <= min(run, to_column_limit) and column[-need].suit is other[-1].suit:
-                        yield Move(source, target, need)
-                elif run >= 2:
-                    king_depth = column[-run].rank - top.rank + 1
-                    if column[-run].rank is Rank.KING and 2 <= king_depth <= to_empty_limit:
-                        yield Move(source, target, king_depth)
-        for index, card in enumerate(self._cells, start=1):
+                    under = other[-1]
+                    need = under.rank - top.rank
+                    if 2 <= need <= on_column and under.suit is suit:
+                        add(row[target][need - 1])
+                elif king_run:
+                    add(row[target][run - 1])
+        for index, card in enumerate(cells):
             if card is not None:
-                yield from self._single_card_moves(Cell(index), card, first_empty_cell)
-        for suit, height in self._foundations.items():
+                row = _MOVES[_CELL_IDS[index]]
+                if foundations[card.suit] == card.rank - 1:
+                    add(row[_FOUNDATION_IDS[card.suit]][0])
+                single(row, card)
+        for suit, height in foundations.items():
             if height:
-                yield from self._single_card_moves(_FOUNDATIONS[suit], Card(Rank(height), suit), first_empty_cell)
-
-    def _single_card_moves(self, source: Pile, card: Card, first_empty_cell: int) -> Iterator[Move]:
-        if not isinstance(source, Foundation) and self._foundations[card.suit] == card.rank - 1:
-            yield Move(source, _FOUNDATIONS[card.suit])
-        for target, column in zip(_COLUMNS, self._columns):
-            if column:
-                top = column[-1]
-                if top.suit is card.suit and top.rank == card.rank + 1:
-                    yield Move(source, target)
-            elif card.rank is Rank.KING and source != target:
-                yield Move(source, target)
-        if first_empty_cell:
-            for index, cell in enumerate(self._cells, start=1):
-                if cell is None and Cell(index) != source:
-                    yield Move(source, Cell(index))
+                single(_MOVES[_FOUNDATION_IDS[suit]], _CARDS[suit][height])
+        return moves
 
     @staticmethod
     def _run_length(column: list[Card]) -> int:
@@ -302,13 +399,6 @@ class Game:
                 break
             length += 1
         return length
-
-    def _first_empty_cell(self) -> int:
-        """1-based index of the first empty cell, 0 when every cell is full."""
-        for index, card in enumerate(self._cells, start=1):
-            if card is None:
-                return index
-        return 0
 
     # ----------------------------------------------------------------- tap and double tap
 
@@ -337,6 +427,8 @@ class Game:
             IllegalMoveError: the source cannot be tapped, or no target takes the card.
         """
         self._check_tappable(source)
+        if type(count) is not int or count < 1:
+            raise IllegalMoveError(f"a double tap moves at least one card, not {quoted(count)}")
         reason = self._source_reason(source, count)
         if reason:
             raise IllegalMoveError(reason)
@@ -349,12 +441,13 @@ class Game:
     def _double_tap_candidates(self, source: Pile, count: int) -> Iterator[Move]:
         if count == 1:
             yield Move(source, _FOUNDATIONS[self._group(source, 1)[0].suit])
-        accepting = [target for target, column in zip(_COLUMNS, self._columns) if column and target != source]
-        accepting.sort(key=lambda target: -len(self._columns[target.index - 1]))  # stable: leftmost first
+        columns = self._columns
+        accepting = [target for target in _COLUMNS if columns[target.index - 1] and target != source]
+        accepting.sort(key=lambda target: -len(columns[target.index - 1]))  # stable: leftmost first
         yield from (Move(source, target, count) for target in accepting)
-        whole_column = isinstance(source, Column) and len(self._columns[source.index - 1]) == count
+        whole_column = isinstance(source, Column) and len(columns[source.index - 1]) == count
         if not whole_column:
-            yield from (Move(source, t, count) for t, column in zip(_COLUMNS, self._columns) if not column)
+            yield from (Move(source, target, count) for target in _COLUMNS if not columns[target.index - 1])
         if count == 1 and not isinstance(source, Cell):
             yield from (Move(source, Cell(i)) for i in range(1, len(self._cells) + 1))
 
@@ -390,17 +483,19 @@ class Game:
 
         .. warning:: the move must be legal (``is_legal``); use ``play()`` for untrusted moves.
         """
-        cards = self._take(move.source, move.count)
-        self._put(move.target, cards)
+        source, target = move.source, move.target
+        cards = self._take(source, move.count)
+        self._put(target, cards)
         points = points_for(move)
-        self._history.append(_Played(move, self.score))
+        self._history.append((move, self.score))
         self._log.append(move)
         self.score += points
         self.moves += 1
         self.v += 1
-        if self.is_won():
+        # only a card put on a foundation can complete the game
+        if type(target) is Foundation and self._foundations[target.suit] == 13 and self.is_won():
             self.status = Status.WON
-        return Transfer(tuple(cards), move.source, move.target, points)
+        return Transfer(tuple(cards), source, target, points)
 
     def pop(self) -> Transfer:
         """Undo the last action still in the undo history.
@@ -415,13 +510,13 @@ class Game:
             if self.moves:
                 raise IllegalMoveError(f"undo is illegal: only the last {UNDO_LIMIT} actions can be undone")
             raise IllegalMoveError("undo is illegal: nothing to undo")
-        played = self._history.pop()
-        move = played.move
+        move, score_before = self._history.pop()
         cards = self._take(move.target, move.count)
         self._put(move.source, cards)
-        points = max(0, played.score_before) - self.score
-        self.score = max(0, played.score_before)
-        self._log.append(Undo())
+        score = max(0, score_before)
+        points = score - self.score
+        self.score = score
+        self._log.append(UNDO)
         self.moves -= 1
         self.undos += 1
         self.v += 1
@@ -429,7 +524,7 @@ class Game:
 
     def peek(self) -> Move | None:
         """The move an undo would take back, or None."""
-        return self._history[-1].move if self._history else None
+        return self._history[-1][0] if self._history else None
 
     def resign(self) -> None:
         """End the game as resigned; later actions are refused."""
@@ -450,7 +545,7 @@ class Game:
             return [card]
         height = self._foundations[pile.suit]
         self._foundations[pile.suit] = height - 1
-        return [Card(Rank(height), pile.suit)]
+        return [_CARDS[pile.suit][height]]
 
     def _put(self, pile: Pile, cards: list[Card]) -> None:
         if isinstance(pile, Column):
@@ -498,7 +593,9 @@ class Game:
         return twin
 
     def __repr__(self) -> str:
-        return f"<Game {self.deal.code()} v={self.v} score={self.score} moves={self.moves} {self.status.value}>"
+        return (
+            f"<Game {self.deal.code()} v={self.v} score={self.score} moves={self.moves} {self.status.value}>"
+        )
 
 
 class LegalMoves:
@@ -514,10 +611,10 @@ class LegalMoves:
         return isinstance(move, Move) and self._game.is_legal(move)
 
     def __bool__(self) -> bool:
-        return any(True for _ in self)
+        return bool(self._game._legal_move_list())
 
     def count(self) -> int:
-        return sum(1 for _ in self)
+        return len(self._game._legal_move_list())
 
     def __repr__(self) -> str:
         return f"<LegalMoves ({', '.join(map(str, self))})>"

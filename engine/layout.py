@@ -38,7 +38,7 @@ class Layout:
         for column in self.columns:
             yield from column
         yield from (card for card in self.cells if card is not None)
-        for suit, height in zip(FOUNDATION_ORDER, self.foundations):
+        for suit, height in zip(FOUNDATION_ORDER, self.foundations, strict=False):
             yield from (Card(Rank(rank), suit) for rank in range(1, height + 1))
 
     def text(self) -> str:

@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from engine.errors import InvalidNotationError
+from engine.errors import InvalidNotationError, quoted
 from engine.piles import Pile, parse_pile
 
-__all__ = ["Action", "Move", "Undo", "UNDO", "max_group_size", "parse_action"]
+__all__ = ["UNDO", "Action", "Move", "Undo", "max_group_size", "parse_action"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Move:
         """
         action = parse_action(text)
         if not isinstance(action, Move):
-            raise InvalidNotationError(f"not a move: {text!r}")
+            raise InvalidNotationError(f"not a move: {quoted(text)}")
         return action
 
     def symbol(self) -> str:
@@ -77,20 +77,22 @@ def parse_action(text: str) -> Action:
         InvalidNotationError: not an action.
     """
     if not isinstance(text, str) or len(text) > 16:
-        raise InvalidNotationError(f"not an action: {text!r}")
+        raise InvalidNotationError(f"not an action: {quoted(text)}")
     if text.lower() == "undo":
         return UNDO
-    piles, _, count_text = text.partition(":")
+    piles, colon, count_text = text.partition(":")
     source_text, dash, target_text = piles.partition("-")
     if not dash:
-        raise InvalidNotationError(f"not an action: {text!r} (expected e.g. 't1-t4', 't1-t4:3' or 'undo')")
+        raise InvalidNotationError(
+            f"not an action: {quoted(text)} (expected e.g. 't1-t4', 't1-t4:3' or 'undo')"
+        )
     count = 1
-    if count_text:
+    if colon:
         if not count_text.isdigit() or count_text.startswith("0") or not count_text.isascii():
-            raise InvalidNotationError(f"bad card count in {text!r}")
+            raise InvalidNotationError(f"bad card count in {quoted(text)}")
         count = int(count_text)
         if count < 2:
-            raise InvalidNotationError(f"a count of 1 is written without ':1' in {text!r}")
+            raise InvalidNotationError(f"a count of 1 is written without ':1' in {quoted(text)}")
     return Move(parse_pile(source_text), parse_pile(target_text), count)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from engine.cards import Suit
-from engine.errors import InvalidNotationError
+from engine.errors import InvalidNotationError, quoted
 
 __all__ = ["COLUMN_COUNT", "MAX_CELLS", "Cell", "Column", "Foundation", "Pile", "parse_pile"]
 
@@ -26,7 +26,7 @@ class Column:
 
     def __post_init__(self) -> None:
         if type(self.index) is not int or not 1 <= self.index <= COLUMN_COUNT:
-            raise InvalidNotationError(f"no column {self.index!r}: columns are t1..t{COLUMN_COUNT}")
+            raise InvalidNotationError(f"no column {quoted(self.index)}: columns are t1..t{COLUMN_COUNT}")
 
     def symbol(self) -> str:
         return f"t{self.index}"
@@ -46,7 +46,7 @@ class Cell:
 
     def __post_init__(self) -> None:
         if type(self.index) is not int or not 1 <= self.index <= MAX_CELLS:
-            raise InvalidNotationError(f"no cell {self.index!r}: cells are c1..c{MAX_CELLS}")
+            raise InvalidNotationError(f"no cell {quoted(self.index)}: cells are c1..c{MAX_CELLS}")
 
     def symbol(self) -> str:
         return f"c{self.index}"
@@ -87,7 +87,7 @@ def parse_pile(text: str) -> Pile:
     """
     pile = _PILES_BY_TEXT.get(text.lower()) if isinstance(text, str) else None
     if pile is None:
-        raise InvalidNotationError(f"not a pile: {text!r} (t1..t8, c1..c8, fS fH fD fC)")
+        raise InvalidNotationError(f"not a pile: {quoted(text)} (t1..t8, c1..c8, fS fH fD fC)")
     return pile
 
 
