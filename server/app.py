@@ -30,6 +30,7 @@ __all__ = ["App", "run"]
 
 logger = logging.getLogger(__name__)
 
+HARD_FRAME_FACTOR = 16
 WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
 
@@ -71,7 +72,9 @@ class App:
             subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
             select_subprotocol=select_subprotocol,
             process_request=http,
-            max_size=settings.max_frame_bytes,
+            # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
+            # stops websockets from even buffering anything much larger.
+            max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
             compression=None,
             server_header=f"eightoff/{__version__}",
         )

@@ -44,6 +44,20 @@ def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotoc
     return Subprotocol(chosen.value)
 
 
+def _close_abusive(ws: ServerConnection, code: int, reason: str) -> None:
+    """Send the close frame and drop the TCP connection without waiting for the peer's answer.
+
+    An abusive client's frames may fill our receive queue, so websockets would never read its
+    closing frame and ``close()`` would wait out its whole timeout: the close frame is flushed
+    and the transport closed instead.
+    """
+    if ws.transport is None or ws.transport.is_closing():
+        return
+    ws.protocol.send_close(code, reason.encode()[:120].decode(errors="ignore"))
+    ws.send_data()
+    ws.transport.close()
+
+
 class Fanout:
     """Pushes one message to many clients: encoded once per subprotocol, never awaited per client."""
 
@@ -92,13 +106,7 @@ class ConnectionLoop:
                 except TimeoutError:
                     await ws.close(1000, "idle timeout")
                     return
-                if not bucket.take():
-                    if bucket.is_abusive():
-                        await ws.close(1008, "flooding")
-                        return
-                    await self._send(ws, client, builders.error("rate_limited", "slow down", None))
-                    continue
-                if not await self._serve_frame(ws, client, frame):
+                if not await self._serve_frame(ws, client, frame, bucket):
                     return
         except ConnectionClosed:
             pass
@@ -107,17 +115,29 @@ class ConnectionLoop:
             self._hub.detach(client)
             self._metrics.connections.dec()
 
-    async def _serve_frame(self, ws: ServerConnection, client: Client, frame: bytes | str) -> bool:
-        """Serve one frame; False when the connection must close."""
+    async def _serve_frame(
+        self, ws: ServerConnection, client: Client, frame: bytes | str, bucket: TokenBucket
+    ) -> bool:
+        """Serve one frame; False when the connection must close.
+
+        The frame is decoded before the token bucket is asked (decoding a frame of at most
+        ``max_frame_bytes`` is cheap), so that even a ``rate_limited`` refusal echoes the request id.
+        """
         started = time.perf_counter()
         try:
-            request = protocol.decode(frame, client.subprotocol)
+            request = protocol.decode(frame, client.subprotocol, max_size=self._settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
             self._metrics.errors.labels(exc.code.value).inc()
             await self._send(ws, client, builders.error(exc.code, exc.message, exc.request_id))
             if exc.close_code is not None:
-                await ws.close(int(exc.close_code), exc.message[:120])
+                _close_abusive(ws, int(exc.close_code), exc.message)
                 return False
+            return True
+        if not bucket.take():
+            if bucket.is_abusive():
+                _close_abusive(ws, 1008, "flooding")
+                return False
+            await self._refuse(ws, client, "rate_limited", "too many requests; slow down", request)
             return True
         if self.draining:
             await self._refuse(ws, client, "unavailable", "the server is shutting down; reconnect", request)

@@ -105,8 +105,14 @@ class GameRow(Base):
         # Unfinished games of a player.
         Index("ix_games_player_id_status", "player_id", "status"),
         # Leaderboards (DESIGN.md section 6): per deal, per variant, daily challenge, periods.
-        Index("ix_games_code_won_moves_duration_ms_finished_at", "code", "won", "moves", "duration_ms",
-              "finished_at"),
+        Index(
+            "ix_games_code_won_moves_duration_ms_finished_at",
+            "code",
+            "won",
+            "moves",
+            "duration_ms",
+            "finished_at",
+        ),
         Index("ix_games_cells_finished_at", "cells", "finished_at"),
         Index("ix_games_daily_date_won_moves_duration_ms", "daily_date", "won", "moves", "duration_ms"),
         Index("ix_games_finished_at", "finished_at"),

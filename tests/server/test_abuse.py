@@ -1,0 +1,208 @@
+"""Bad input and limits (DESIGN.md section 7) against a real server: every case gets its documented
+error or close code, and other clients keep being served meanwhile.
+
+Tried here: every invalid message and raw frame of protocol/vectors/client_messages.json in both
+subprotocols (unknown types, missing/extra/mistyped fields, huge numbers, deep nesting, non-string keys,
+invalid UTF-8, broken msgpack and JSON, the wrong frame kind, oversized frames); floods past the token
+bucket; too many games and watches on one connection; a spectator that never reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import socket
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+from wsclient import SUBPROTOCOLS, WsClient
+
+from server.app import App
+from server.config import Settings
+
+VECTORS = json.loads(
+    (Path(__file__).parents[2] / "protocol" / "vectors" / "client_messages.json").read_text()
+)
+
+
+async def started(settings: Settings, **changes: Any) -> App:
+    return await App.start(dataclasses.replace(settings, **changes))
+
+
+@pytest.fixture
+async def strict_app(settings: Settings) -> AsyncIterator[App]:
+    app = await started(
+        settings,
+        rate_per_second=20.0,
+        rate_burst=20,
+        max_games_per_connection=2,
+        max_watches_per_connection=2,
+    )
+    try:
+        yield app
+    finally:
+        await app.shutdown()
+
+
+def ws_url(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}/ws"
+
+
+@pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
+async def test_invalid_message_vectors_get_their_error(url: str, subprotocol: str) -> None:
+    client = await WsClient.open(url, subprotocol)
+    await client.hello()
+    for case in VECTORS["invalid"]:
+        await client.send(case["message"])
+        reply = await client.recv()
+        assert reply["type"] == "error", case["name"]
+        assert reply["code"] == case["error"], (case["name"], reply)
+        assert reply.get("id") == case["id"], (case["name"], reply)
+    # the connection is still open and serving
+    assert (await client.request("live"))["type"] == "live"
+    await client.close()
+
+
+@pytest.mark.parametrize("case", VECTORS["frames"], ids=lambda case: case["name"])
+async def test_raw_frame_vectors(url: str, case: dict[str, Any]) -> None:
+    client = await WsClient.open(url, case["subprotocol"])
+    await client.hello()
+    frame: bytes | str = bytes.fromhex(case["binary_hex"]) if "binary_hex" in case else case["text"]
+    await client.ws.send(frame)
+    if case.get("valid"):
+        reply = await client.recv()
+        assert reply["type"] != "error" or reply["code"] != "bad_request", reply
+        return
+    reply = await client.recv()
+    assert reply["type"] == "error" and reply["code"] == case["error"], reply
+    assert reply.get("id") == case["id"]
+    if case["close"] is None:
+        assert (await client.request("live"))["type"] == "live"
+    else:
+        with pytest.raises(ConnectionClosed):
+            await client.recv()
+        assert client.ws.close_code == case["close"]
+
+
+async def test_flood_is_refused_then_closed_while_others_are_served(strict_app: App) -> None:
+    url = ws_url(strict_app)
+    flooder = await WsClient.open(url)
+    await flooder.hello()
+    calm = await WsClient.open(url)
+    await calm.hello()
+    game = (await calm.request("new_game"))["game"]
+
+    async def flood() -> list[dict[str, Any]]:
+        replies = []
+        for index in range(200):
+            await flooder.send({"type": "live", "id": index})
+        try:
+            while True:
+                replies.append(await flooder.recv(timeout=5))
+        except ConnectionClosed:
+            return replies
+
+    flood_task = asyncio.create_task(flood())
+    latencies = []
+    for _ in range(10):
+        started_at = time.perf_counter()
+        assert (await calm.request("resume", game=game))["type"] == "snapshot"
+        latencies.append(time.perf_counter() - started_at)
+    replies = await flood_task
+    assert any(reply.get("code") == "rate_limited" for reply in replies)
+    assert flooder.ws.close_code == 1008
+    assert max(latencies) < 1.0, latencies
+    await calm.close()
+
+
+async def test_too_many_games_and_watches(strict_app: App) -> None:
+    client = await WsClient.open(ws_url(strict_app))
+    await client.hello()
+    games = [(await client.request("new_game"))["game"] for _ in range(2)]
+    third = await client.request("new_game")
+    assert third["type"] == "error" and third["code"] == "rate_limited"
+    watcher = await WsClient.open(ws_url(strict_app))
+    await watcher.hello()
+    for game in games:
+        assert (await watcher.request("watch", game=game))["type"] == "snapshot"
+    other = await WsClient.open(ws_url(strict_app))
+    await other.hello()
+    extra = (await other.request("new_game"))["game"]
+    refused = await watcher.request("watch", game=extra)
+    assert refused["type"] == "error" and refused["code"] == "rate_limited"
+    assert (await watcher.request("unwatch", game=games[0]))["type"] == "ok"
+    assert (await watcher.request("watch", game=extra))["type"] == "snapshot"
+    for each in (client, watcher, other):
+        await each.close()
+
+
+async def test_unknown_game_and_unknown_subprotocol(url: str) -> None:
+    client = await WsClient.open(url)
+    await client.hello()
+    missing = await client.request("watch", game="no-such-game")
+    assert missing["code"] == "not_found"
+    await client.close()
+    with pytest.raises(Exception, match="400"):
+        await connect(url, subprotocols=["chat"])  # type: ignore[list-item]
+
+
+async def test_no_subprotocol_means_msgpack(url: str) -> None:
+    async with connect(url) as ws:
+        await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+        reply = msgpack.unpackb(await ws.recv())
+        assert reply["type"] == "welcome" and reply["id"] == 1
+
+
+async def test_spectator_that_never_reads_is_dropped(settings: Settings) -> None:
+    app = await started(
+        settings, max_write_buffer_bytes=16 * 1024, rate_per_second=10_000.0, rate_burst=10_000
+    )
+    try:
+        url = ws_url(app)
+        owner = await WsClient.open(url)
+        await owner.hello()
+        game = (await owner.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+        reader = await WsClient.open(url)
+        await reader.hello()
+        await reader.request("watch", game=game)
+
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", app.port))
+        stuck = await connect(url, sock=sock, max_queue=1)
+        await stuck.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+        stuck_player = msgpack.unpackb(await stuck.recv())["player"]["id"]
+        await stuck.send(msgpack.packb({"type": "watch", "game": game, "id": 2}))
+        await stuck.recv()
+        stuck.transport.pause_reading()  # from now on this spectator reads nothing
+        # A slow network: the kernel may queue only a little for it, so the server's own buffer grows.
+        (server_side,) = [c for c in app.loop.clients if c.player and c.player.id == stuck_player]
+        server_side.transport.transport.get_extra_info("socket").setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
+        )
+
+        slowest = 0.0
+        for index in range(3000):
+            fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
+            started_at = time.perf_counter()
+            reply = await owner.request("move", game=game, **fields)
+            assert reply["type"] == "ack", (index, reply)
+            slowest = max(slowest, time.perf_counter() - started_at)
+            assert (await reader.next_push())["v"] == index + 1
+            if app.metrics.dropped_spectators._value.get():
+                break
+        assert app.metrics.dropped_spectators._value.get() == 1, "the stuck spectator was never dropped"
+        assert slowest < 1.0
+        room = next(iter(app.hub.rooms()))
+        assert len(room.spectators) <= 2
+        await owner.close()
+        await reader.close()
+    finally:
+        await app.shutdown()
