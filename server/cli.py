@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from engine import Deal, InvalidCodeError
+from protocol import layout_fields
 from server.config import Settings, add_arguments, settings_from_args
 
 __all__ = ["main"]
@@ -23,11 +24,8 @@ def _deal(args: argparse.Namespace) -> int:
         return 2
     layout = deal.layout()
     if args.json:
-        document = {
-            "code": deal.code(),
-            "tableau": [[card.symbol() for card in column] for column in layout.columns],
-            "cells": [card.symbol() if card else None for card in layout.cells],
-        }
+        fields = layout_fields(layout)
+        document = {"code": deal.code(), "tableau": fields["tableau"], "cells": fields["cells"]}
         print(json.dumps(document))
     else:
         print(deal.code())

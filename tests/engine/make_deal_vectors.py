@@ -1,4 +1,4 @@
-"""Write ``tests/engine/deal_vectors.json``: known-answer deals for clients in any language.
+"""Write ``protocol/vectors/deals.json``: known-answer deals for clients in any language.
 
 Run ``python -m tests.engine.make_deal_vectors`` from the project root to rewrite the file; the test
 ``test_deal.py::test_deal_vectors_*`` checks that the engine still reproduces every entry, so the file
@@ -21,7 +21,7 @@ from engine.deal import DEAL_NUMBER_BITS, shuffled_deck
 
 __all__ = ["PATH", "build", "render", "vector"]
 
-PATH = Path(__file__).with_name("deal_vectors.json")
+PATH = Path(__file__).parents[2] / "protocol" / "vectors" / "deals.json"
 
 SPEC = (
     "Eight Off deal vectors (DESIGN.md section 2). Deck AC..KC, AD..KD, AH..KH, AS..KS; SplitMix64 seeded "

@@ -19,7 +19,7 @@ from engine.deal import splitmix64
 
 ENGINE_NAMES: dict[str, Any] = {name: getattr(engine, name) for name in engine.__all__}
 MAX_NUMBER = 2**35 - 1
-VECTORS_PATH = Path(__file__).with_name("deal_vectors.json")
+VECTORS_PATH = Path(__file__).parents[2] / "protocol" / "vectors" / "deals.json"
 numbers = st.integers(0, MAX_NUMBER)
 variants = st.sampled_from([8, 4, 2])
 

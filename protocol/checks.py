@@ -1,0 +1,368 @@
+"""The checker of server → client messages: what the server may send, written down as code.
+
+The server does not call this on its hot path (the builders are trusted); the protocol's tests run
+it on everything the builders make and on the documented examples, and the server's integration
+tests run it on every frame a real client receives. A message that breaks the protocol raises
+``ProtocolError`` with code ``internal``: it is the sending side's fault.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import NoReturn, cast
+
+from engine import Deal, InvalidCodeError
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.limits import MAX_INT, MAX_REQUEST_ID_LENGTH
+from protocol.timestamps import parse_timestamp
+
+__all__ = ["SERVER_MESSAGE_TYPES", "validate_server_message"]
+
+_Check = Callable[[object, str], None]
+
+_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
+_CURSOR_RE = re.compile(r"[!-~]{1,200}")
+_TOKEN_RE = re.compile(r"[!-~]{1,64}")
+_CARD_RE = re.compile(r"[A2-9TJQK][SHDC]")
+_PILE_RE = re.compile(r"t[1-8]|c[1-8]|f[SHDC]")
+_RANKS = "A23456789TJQK"
+_ERROR_CODES = frozenset(code.value for code in ErrorCode)
+
+
+def _fail(path: str, why: str) -> NoReturn:
+    raise ProtocolError(ErrorCode.INTERNAL, f"server message breaks the protocol at {path}: {why}")
+
+
+def _integer(low: int = 0, high: int = MAX_INT) -> _Check:
+    def check(value: object, path: str) -> None:
+        if type(value) is not int or not low <= value <= high:
+            _fail(path, f"expected an integer in {low}..{high}, got {value!r}")
+
+    return check
+
+
+def _text(pattern: re.Pattern[str], rule: str) -> _Check:
+    def check(value: object, path: str) -> None:
+        if type(value) is not str or pattern.fullmatch(value) is None:
+            _fail(path, f"expected {rule}, got {value!r}")
+
+    return check
+
+
+def _string(low: int, high: int) -> _Check:
+    def check(value: object, path: str) -> None:
+        if type(value) is not str or not low <= len(value) <= high:
+            _fail(path, f"expected a string of {low}..{high} characters, got {value!r}")
+
+    return check
+
+
+def _boolean(value: object, path: str) -> None:
+    if type(value) is not bool:
+        _fail(path, f"expected true or false, got {value!r}")
+
+
+def _nullable(check: _Check) -> _Check:
+    def nullable(value: object, path: str) -> None:
+        if value is not None:
+            check(value, path)
+
+    return nullable
+
+
+def _array(check: _Check, low: int = 0, high: int = 10_000) -> _Check:
+    def array(value: object, path: str) -> None:
+        if type(value) is not list or not low <= len(value) <= high:
+            _fail(path, f"expected an array of {low}..{high} items, got {value!r}")
+        for index, item in enumerate(value):
+            check(item, f"{path}[{index}]")
+
+    return array
+
+
+def _fields_of(
+    value: object, path: str, fields: Mapping[str, _Check], optional: frozenset[str]
+) -> dict[str, object]:
+    if type(value) is not dict:
+        _fail(path, f"expected a map, got {value!r}")
+    for key in value:
+        if key not in fields:
+            _fail(path, f"unexpected field {key!r}")
+    for key, check in fields.items():
+        if key in value:
+            check(value[key], f"{path}.{key}")
+        elif key not in optional:
+            _fail(path, f"missing field {key!r}")
+    return value
+
+
+def _record(fields: Mapping[str, _Check], optional: frozenset[str] = frozenset()) -> _Check:
+    def record(value: object, path: str) -> None:
+        _fields_of(value, path, fields, optional)
+
+    return record
+
+
+def _request_id(value: object, path: str) -> None:
+    if type(value) is int:
+        if not 0 <= value <= MAX_INT:
+            _fail(path, f"id out of range: {value!r}")
+    elif type(value) is not str or len(value) > MAX_REQUEST_ID_LENGTH:
+        _fail(path, f"expected an integer or a string of at most 64 characters, got {value!r}")
+
+
+def _code(value: object, path: str) -> None:
+    if type(value) is not str:
+        _fail(path, f"expected a game code, got {value!r}")
+    try:
+        deal = Deal.from_code(value)
+    except InvalidCodeError as exc:
+        _fail(path, str(exc))
+    if deal.code() != value:
+        _fail(path, f"game code not in canonical form: {value!r}")
+
+
+def _timestamp(value: object, path: str) -> None:
+    if type(value) is not str:
+        _fail(path, f"expected a timestamp, got {value!r}")
+    try:
+        parse_timestamp(value)
+    except ValueError as exc:
+        _fail(path, str(exc))
+
+
+def _one_of(*choices: str) -> _Check:
+    allowed = frozenset(choices)
+
+    def check(value: object, path: str) -> None:
+        if type(value) is not str or value not in allowed:
+            _fail(path, f"expected one of {', '.join(choices)}, got {value!r}")
+
+    return check
+
+
+def _win_rate(value: object, path: str) -> None:
+    if not (type(value) is int or type(value) is float) or math.isnan(value) or not 0 <= value <= 1:
+        _fail(path, f"expected a number in 0..1, got {value!r}")
+
+
+_count = _integer()
+_game_id = _text(_ID_RE, "1..32 characters of A-Z a-z 0-9 _ -")
+_card = _text(_CARD_RE, "a card such as 'TD'")
+_pile = _text(_PILE_RE, "a location t1..t8, c1..c8, fS fH fD fC")
+_status = _one_of("playing", "won", "resigned")
+_player = _record({"id": _game_id, "name": _string(1, 32)})
+_cursor = _text(_CURSOR_RE, "a cursor of 1..200 printable ASCII characters")
+
+
+# --------------------------------------------------------------------------- semantic checks
+
+
+def _card_index(text: str) -> tuple[int, str]:
+    return _RANKS.index(text[0]) + 1, text[1]
+
+
+def _check_snapshot(message: dict[str, object]) -> None:
+    tableau = cast("list[list[str]]", message["tableau"])
+    cells = cast("list[str | None]", message["cells"])
+    foundations = cast("dict[str, str | None]", message["foundations"])
+    code = cast(str, message["code"])
+    if len(cells) != Deal.from_code(code).cells:
+        _fail("snapshot.cells", f"{len(cells)} cells, but {code} has {Deal.from_code(code).cells}")
+    seen = [card for column in tableau for card in column] + [card for card in cells if card is not None]
+    for suit, top in foundations.items():
+        if top is not None:
+            rank, top_suit = _card_index(top)
+            if top_suit != suit:
+                _fail(f"snapshot.foundations.{suit}", f"{top} is not a {suit} card")
+            seen.extend(f"{_RANKS[r - 1]}{suit}" for r in range(1, rank + 1))
+    if len(seen) != 52 or len(set(seen)) != 52:
+        _fail("snapshot", "the table does not hold each of the 52 cards exactly once")
+
+
+def _check_op(op: dict[str, object], path: str) -> None:
+    cards = cast("list[str]", op["cards"])
+    source = cast(str, op["from"])
+    target = cast(str, op["to"])
+    if source == target:
+        _fail(path, f"from and to are both {source}")
+    if (source[0] != "t" or target[0] != "t") and len(cards) != 1:
+        _fail(path, "only one card at a time leaves or enters a cell or a foundation")
+    for end, location in (("to", target), ("from", source)):
+        if location[0] == "f" and cards[0][1] != location[1]:
+            _fail(f"{path}.{end}", f"{cards[0]} is not a {location[1]} card")
+    if source[0] == "f":
+        if "top" not in op:
+            _fail(path, "an op from a foundation carries its new top")
+        rank, suit = _card_index(cards[0])
+        expected = None if rank == 1 else f"{_RANKS[rank - 2]}{suit}"
+        if op["top"] != expected:
+            _fail(f"{path}.top", f"expected {expected!r} under {cards[0]}, got {op['top']!r}")
+    elif "top" in op:
+        _fail(path, "only an op from a foundation carries a top")
+
+
+_op = _record(
+    {"cards": _array(_card, 1, 13), "from": _pile, "to": _pile, "top": _nullable(_card)},
+    frozenset({"top"}),
+)
+
+
+def _ops(value: object, path: str) -> None:
+    _array(_op, 1, 52)(value, path)
+    for index, op in enumerate(cast(list[dict[str, object]], value)):
+        _check_op(op, f"{path}[{index}]")
+
+
+def _check_rows(message: dict[str, object]) -> None:
+    rows = cast("list[dict[str, object]]", message["rows"])
+    kinds = {"games" in row for row in rows}
+    if len(kinds) > 1:
+        _fail("leaderboard.rows", "game rows and player rows mixed")
+    for index, row in enumerate(rows):
+        _fields_of(
+            row, f"leaderboard.rows[{index}]", _PLAYER_ROW if "games" in row else _GAME_ROW, frozenset()
+        )
+        if "games" in row and cast(int, row["wins"]) > cast(int, row["games"]):
+            _fail(f"leaderboard.rows[{index}]", "more wins than games")
+
+
+def _any_row(value: object, path: str) -> None:
+    if type(value) is not dict:
+        _fail(path, f"expected a map, got {value!r}")
+
+
+_GAME_ROW: dict[str, _Check] = {
+    "rank": _integer(1),
+    "player": _player,
+    "game": _game_id,
+    "code": _code,
+    "won": _boolean,
+    "moves": _count,
+    "duration_ms": _count,
+    "score": _count,
+    "finished_at": _timestamp,
+}
+_PLAYER_ROW: dict[str, _Check] = {
+    "rank": _integer(1),
+    "player": _player,
+    "games": _count,
+    "wins": _count,
+    "win_rate": _win_rate,
+    "best_score": _count,
+}
+_LIVE_GAME = _record(
+    {
+        "game": _game_id,
+        "player": _player,
+        "code": _code,
+        "moves": _count,
+        "score": _count,
+        "watchers": _count,
+        "started_at": _timestamp,
+    }
+)
+_FOUNDATIONS = _record({suit: _nullable(_card) for suit in "SHDC"})
+
+#: type → (fields, optional fields, a check of the whole message or None). ``type`` and ``id`` aside.
+_SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str, object]], None] | None]] = {
+    "welcome": (
+        {
+            "player": _player,
+            "token": _text(_TOKEN_RE, "1..64 printable ASCII characters"),
+            "server": _record({"version": _string(1, 64), "node": _string(1, 64)}),
+            "games": _array(_game_id),
+        },
+        frozenset({"token"}),
+        None,
+    ),
+    "snapshot": (
+        {
+            "game": _game_id,
+            "v": _count,
+            "code": _code,
+            "player": _player,
+            "tableau": _array(_array(_card, 0, 52), 8, 8),
+            "cells": _array(_nullable(_card), 2, 8),
+            "foundations": _FOUNDATIONS,
+            "score": _count,
+            "moves": _count,
+            "status": _status,
+            "started_at": _timestamp,
+        },
+        frozenset(),
+        _check_snapshot,
+    ),
+    "ack": (
+        {
+            "game": _game_id,
+            "v": _integer(1),
+            "ops": _ops,
+            "score": _count,
+            "moves": _count,
+            "status": _status,
+        },
+        frozenset(),
+        None,
+    ),
+    "diff": (
+        {
+            "game": _game_id,
+            "v": _integer(1),
+            "ops": _ops,
+            "score": _count,
+            "moves": _count,
+            "status": _status,
+        },
+        frozenset(),
+        None,
+    ),
+    "game_over": (
+        {"game": _game_id, "won": _boolean, "score": _count, "moves": _count, "duration_ms": _count},
+        frozenset(),
+        None,
+    ),
+    "ok": ({}, frozenset(), None),
+    "live": ({"games": _array(_LIVE_GAME, 0, 100), "next": _cursor}, frozenset({"next"}), None),
+    "leaderboard": ({"rows": _array(_any_row, 0, 100), "next": _cursor}, frozenset({"next"}), _check_rows),
+    "error": (
+        {"code": _one_of(*sorted(_ERROR_CODES)), "message": _string(0, 200)},
+        frozenset(),
+        None,
+    ),
+}
+#: Messages that are never a reply, so never carry an ``id``.
+_PUSHED_ONLY = frozenset({"diff"})
+
+#: Every server → client message type.
+SERVER_MESSAGE_TYPES: tuple[str, ...] = tuple(_SCHEMAS)
+
+
+def validate_server_message(message: object) -> None:
+    """Check that ``message`` is a server → client message of protocol v1, field by field.
+
+    Beyond shapes it checks what a client relies on: a snapshot holds each card once and as many
+    cells as its code says; an op moves one card unless it goes column to column, and an op from a
+    foundation says the new top.
+
+    Raises:
+        ProtocolError: code ``internal``, naming the first offending field.
+    """
+    if type(message) is not dict:
+        _fail("message", f"expected a map, got {type(message).__name__}")
+    kind = message.get("type")
+    schema = _SCHEMAS.get(kind) if type(kind) is str else None
+    if schema is None:
+        _fail("message.type", f"unknown server message type {kind!r}")
+    fields, optional, whole = schema
+    path = str(kind)
+    if "id" in message:
+        if kind in _PUSHED_ONLY:
+            _fail(path, f"a {kind} is pushed, never a reply: it carries no id")
+        _request_id(message["id"], f"{path}.id")
+    body = {key: value for key, value in message.items() if key not in ("type", "id")}
+    _fields_of(body, path, fields, optional)
+    if whole is not None:
+        whole(message)

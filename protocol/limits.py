@@ -1,0 +1,61 @@
+"""The numbers of protocol v1: field limits every message obeys, and defaults of the server's limits.
+
+Field limits are part of the protocol (a client relies on them); the ``DEFAULT_*`` values are the
+server's settings out of the box, which an operator may change, so clients must not hard-code them.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_MAX_GAMES_PER_CONNECTION",
+    "DEFAULT_MAX_WATCHES_PER_CONNECTION",
+    "DEFAULT_PAGE_SIZE",
+    "DEFAULT_RATE_BURST",
+    "DEFAULT_RATE_PER_SECOND",
+    "MAX_CODE_LENGTH",
+    "MAX_CURSOR_LENGTH",
+    "MAX_GROUP",
+    "MAX_ID_LENGTH",
+    "MAX_INT",
+    "MAX_NAME_LENGTH",
+    "MAX_PAGE_SIZE",
+    "MAX_REQUEST_ID_LENGTH",
+    "MAX_TOKEN_LENGTH",
+]
+
+# --------------------------------------------------------------------------- field limits (protocol)
+
+#: Largest integer on the wire (request ids, versions): the largest exact integer of a JSON double.
+MAX_INT = 2**53 - 1
+#: A string request ``id`` has at most this many characters.
+MAX_REQUEST_ID_LENGTH = 64
+#: Game and player ids: 1..32 characters of ``[A-Za-z0-9_-]``.
+MAX_ID_LENGTH = 32
+#: A player name: 1..32 characters, no control or format characters, no blank at either end.
+MAX_NAME_LENGTH = 32
+#: A session token: 1..64 printable ASCII characters without blanks.
+MAX_TOKEN_LENGTH = 64
+#: A game code such as ``EO1-C8-AAAAAFA`` (14 characters) is sent in at most 16.
+MAX_CODE_LENGTH = 16
+#: An opaque paging cursor (``after`` / ``next``): 1..200 printable ASCII characters without blanks.
+MAX_CURSOR_LENGTH = 200
+#: ``n`` of ``move`` and ``auto``: a group holds at most 13 cards (a King down to an Ace).
+MAX_GROUP = 13
+#: ``limit`` of ``live`` and ``leaderboard``: 1..100, 20 when omitted.
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 20
+
+# --------------------------------------------------------------------------- server settings (defaults)
+
+#: Frames over this many bytes close the connection with 1009.
+DEFAULT_MAX_FRAME_SIZE = 4096
+#: Token bucket per connection: this many frames at once ...
+DEFAULT_RATE_BURST = 400
+#: ... refilled at this rate; a frame finding the bucket empty gets ``rate_limited``, and a client
+#: that goes on sending a whole burst's worth while refused is closed with 1008.
+DEFAULT_RATE_PER_SECOND = 200.0
+#: Games one connection may have open (created or resumed) at a time.
+DEFAULT_MAX_GAMES_PER_CONNECTION = 16
+#: Games one connection may watch at a time.
+DEFAULT_MAX_WATCHES_PER_CONNECTION = 32

@@ -1,0 +1,382 @@
+"""The client → server messages of protocol v1 as frozen values, one class per ``type``.
+
+A decoded request holds engine values, not wire text: locations are ``Column`` / ``Cell`` /
+``Foundation`` (``from`` becomes ``source``, ``to`` becomes ``target``, ``n`` becomes ``count``), a
+game code is a ``Deal``, a date is a ``datetime.date``. The one wire form with no engine value, the bare
+destination ``f`` ("the foundation of the moved card's suit"), is the sentinel ``OWN_FOUNDATION``;
+``MoveRequest.action(game)`` resolves it against the position.
+
+Optional fields the client omitted hold their documented default. ``to_wire()`` renders a request
+back to the dict a client sends, so ``decode(encode(request.to_wire()))`` gives the request back.
+
+Requests are made by ``protocol.parse_client_message`` (through ``protocol.decode``), which checks
+every rule; building one directly (in tests, or a Python client) checks nothing.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from dataclasses import dataclass
+from typing import ClassVar, TypeAlias
+
+from engine import UNDO, Cell, Column, Deal, Foundation, Game, IllegalMoveError, Move, Pile, Undo
+from protocol.errors import RequestId
+from protocol.limits import DEFAULT_PAGE_SIZE
+
+__all__ = [
+    "CLIENT_MESSAGE_TYPES",
+    "OWN_FOUNDATION",
+    "ActionRequest",
+    "AutoRequest",
+    "Board",
+    "ClientMessage",
+    "GameRequest",
+    "HelloRequest",
+    "LeaderboardRequest",
+    "LiveRequest",
+    "MoveRequest",
+    "NewGameRequest",
+    "Order",
+    "OwnFoundation",
+    "Period",
+    "ResignRequest",
+    "ResumeRequest",
+    "TapRequest",
+    "TapSource",
+    "Target",
+    "UndoRequest",
+    "UnwatchRequest",
+    "WatchRequest",
+]
+
+
+class OwnFoundation(enum.Enum):
+    """The destination ``f``: the foundation of the suit of the card that moves."""
+
+    OWN_FOUNDATION = "f"
+
+    def symbol(self) -> str:
+        return "f"
+
+    def __repr__(self) -> str:
+        return "OWN_FOUNDATION"
+
+
+OWN_FOUNDATION = OwnFoundation.OWN_FOUNDATION
+
+#: Where a ``move`` may go: any pile, or the bare ``f``.
+Target: TypeAlias = Pile | OwnFoundation
+#: What ``tap`` and ``auto`` may touch: a column or a cell (never a foundation).
+TapSource: TypeAlias = Column | Cell
+
+
+class Board(enum.StrEnum):
+    """Which leaderboard: one deal, one cell variant, one day's daily deal, or players overall."""
+
+    DEAL = "deal"
+    VARIANT = "variant"
+    DAILY = "daily"
+    PLAYERS = "players"
+
+
+class Period(enum.StrEnum):
+    """How far back a leaderboard looks, counted back from the server's current UTC day."""
+
+    DAY = "day"
+    WEEK = "week"
+    ALL = "all"
+
+
+class Order(enum.StrEnum):
+    """Leaderboard order. ``score`` is farmable (DESIGN.md section 6), so it is never the default."""
+
+    SCORE = "score"
+    MOVES = "moves"
+    TIME = "time"
+    WINS = "wins"
+
+
+def _with_id(wire: dict[str, object], request_id: RequestId | None) -> dict[str, object]:
+    if request_id is not None:
+        wire["id"] = request_id
+    return wire
+
+
+@dataclass(frozen=True, slots=True)
+class HelloRequest:
+    """``hello``: the first message of every connection; no ``token`` asks for a new guest player."""
+
+    TYPE: ClassVar[str] = "hello"
+    token: str | None = None
+    name: str | None = None
+    request_id: RequestId | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["protocol"] = 1
+        if self.token is not None:
+            wire["token"] = self.token
+        if self.name is not None:
+            wire["name"] = self.name
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class NewGameRequest:
+    """``new_game``: ``deal`` when a code was given; else today's daily deal or a random one of ``cells``.
+
+    ``cells`` is always the variant to play (the code's own when a code was given).
+    """
+
+    TYPE: ClassVar[str] = "new_game"
+    deal: Deal | None = None
+    cells: int = 8
+    daily: bool = False
+    request_id: RequestId | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        if self.deal is not None:
+            wire["code"] = self.deal.code()
+        else:
+            wire["cells"] = self.cells
+            if self.daily:
+                wire["daily"] = True
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class MoveRequest:
+    """``move``: ``count`` cards from the top of ``source`` onto ``target``, if the game is at ``v``."""
+
+    TYPE: ClassVar[str] = "move"
+    game: str
+    source: Pile
+    target: Target
+    count: int = 1
+    v: int | None = None
+    request_id: RequestId | None = None
+
+    def action(self, game: Game) -> Move:
+        """The engine move this request asks for in ``game`` (``f`` resolved to a suit).
+
+        Raises:
+            IllegalMoveError: ``f`` was asked for and ``source`` is empty.
+        """
+        target = self.target
+        if isinstance(target, OwnFoundation):
+            card = game.top_card(self.source)
+            if card is None:
+                raise IllegalMoveError(f"{self.source} is empty")
+            target = Foundation(card.suit)
+        return Move(self.source, target, self.count)
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["game"] = self.game
+        wire["from"] = self.source.symbol()
+        wire["to"] = self.target.symbol()
+        if self.count != 1:
+            wire["n"] = self.count
+        if self.v is not None:
+            wire["v"] = self.v
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class TapRequest:
+    """``tap``: send the top card of ``source`` to its foundation."""
+
+    TYPE: ClassVar[str] = "tap"
+    game: str
+    source: TapSource
+    v: int | None = None
+    request_id: RequestId | None = None
+
+    def action(self, game: Game) -> Move:
+        """The move the tap makes (``Game.tap_move``); raises ``IllegalMoveError`` when there is none."""
+        return game.tap_move(self.source)
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["game"] = self.game
+        wire["from"] = self.source.symbol()
+        if self.v is not None:
+            wire["v"] = self.v
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class AutoRequest:
+    """``auto`` (double tap) on the card ``count``-th from the top of ``source``."""
+
+    TYPE: ClassVar[str] = "auto"
+    game: str
+    source: TapSource
+    count: int = 1
+    v: int | None = None
+    request_id: RequestId | None = None
+
+    def action(self, game: Game) -> Move:
+        """The move the double tap makes (``Game.double_tap_move``); raises ``IllegalMoveError``."""
+        return game.double_tap_move(self.source, self.count)
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["game"] = self.game
+        wire["from"] = self.source.symbol()
+        if self.count != 1:
+            wire["n"] = self.count
+        if self.v is not None:
+            wire["v"] = self.v
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class UndoRequest:
+    """``undo``: take back the last action, if the game is at ``v``."""
+
+    TYPE: ClassVar[str] = "undo"
+    game: str
+    v: int | None = None
+    request_id: RequestId | None = None
+
+    def action(self, game: Game) -> Undo:
+        """Always ``UNDO``; ``game.play`` decides whether there is anything to undo."""
+        return UNDO
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["game"] = self.game
+        if self.v is not None:
+            wire["v"] = self.v
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class _GameOnly:
+    game: str
+    request_id: RequestId | None = None
+    TYPE: ClassVar[str] = ""
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["game"] = self.game
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class ResignRequest(_GameOnly):
+    """``resign``: end the game as lost; the reply is ``game_over``."""
+
+    TYPE: ClassVar[str] = "resign"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRequest(_GameOnly):
+    """``resume``: a fresh ``snapshot`` of one's own game (after a reconnect or a ``stale``)."""
+
+    TYPE: ClassVar[str] = "resume"
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRequest(_GameOnly):
+    """``watch``: a ``snapshot`` of anyone's game, then its diffs; sent again to resync after a gap."""
+
+    TYPE: ClassVar[str] = "watch"
+
+
+@dataclass(frozen=True, slots=True)
+class UnwatchRequest(_GameOnly):
+    """``unwatch``: stop the diffs of a watched game; the reply is ``ok``."""
+
+    TYPE: ClassVar[str] = "unwatch"
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRequest:
+    """``live``: a page of the games being played now."""
+
+    TYPE: ClassVar[str] = "live"
+    limit: int = DEFAULT_PAGE_SIZE
+    after: str | None = None
+    request_id: RequestId | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        if self.limit != DEFAULT_PAGE_SIZE:
+            wire["limit"] = self.limit
+        if self.after is not None:
+            wire["after"] = self.after
+        return wire
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderboardRequest:
+    """``leaderboard``: a page of one board, defaults resolved.
+
+    ``deal`` is set for the ``deal`` board only; ``cells`` is the variant of the ``deal``, ``variant``
+    and ``daily`` boards (None for ``players``); ``date`` may be set for ``daily`` only (None: the
+    server's current UTC day); ``period`` is None for ``daily`` (a daily board is one day by nature).
+    ``around`` (a player id) and ``after`` (a cursor) never come together.
+    """
+
+    TYPE: ClassVar[str] = "leaderboard"
+    board: Board
+    deal: Deal | None = None
+    cells: int | None = None
+    date: dt.date | None = None
+    period: Period | None = Period.ALL
+    order: Order = Order.MOVES
+    limit: int = DEFAULT_PAGE_SIZE
+    after: str | None = None
+    around: str | None = None
+    request_id: RequestId | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        wire["board"] = self.board.value
+        if self.deal is not None:
+            wire["code"] = self.deal.code()
+        elif self.cells is not None:
+            wire["cells"] = self.cells
+        if self.date is not None:
+            wire["date"] = self.date.isoformat()
+        if self.period is not None:
+            wire["period"] = self.period.value
+        wire["order"] = self.order.value
+        if self.limit != DEFAULT_PAGE_SIZE:
+            wire["limit"] = self.limit
+        if self.after is not None:
+            wire["after"] = self.after
+        if self.around is not None:
+            wire["around"] = self.around
+        return wire
+
+
+#: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
+ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
+#: Every request naming a ``game``.
+GameRequest: TypeAlias = ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest
+#: Any decoded client message.
+ClientMessage: TypeAlias = HelloRequest | NewGameRequest | GameRequest | LiveRequest | LeaderboardRequest
+
+#: Wire ``type`` → message class, in the order of protocol/README.md.
+CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
+    cls.TYPE: cls
+    for cls in (
+        HelloRequest,
+        NewGameRequest,
+        MoveRequest,
+        TapRequest,
+        AutoRequest,
+        UndoRequest,
+        ResignRequest,
+        ResumeRequest,
+        WatchRequest,
+        UnwatchRequest,
+        LiveRequest,
+        LeaderboardRequest,
+    )
+}

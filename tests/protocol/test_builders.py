@@ -1,0 +1,156 @@
+"""Builders of server messages: shapes the checker accepts, and values taken from the engine."""
+
+from __future__ import annotations
+
+import pytest
+from wire_support import WINNING_LINE, sample_server_messages
+
+import protocol
+from engine import ALL_CARDS, UNDO, Deal, Game, Move
+
+PLAYER = protocol.player_info("p_1", "Ann")
+STARTED = "2026-11-30T04:48:59.123Z"
+
+
+def test_card_text_matches_the_engine_for_every_card() -> None:
+    assert all(protocol.card_text(card) == card.symbol() for card in ALL_CARDS)
+
+
+@pytest.mark.parametrize("cells", [8, 4, 2])
+def test_layout_fields_are_the_deal_in_wire_form(cells: int) -> None:
+    deal = Deal(12345, cells)
+    layout = deal.layout()
+    fields = protocol.layout_fields(layout)
+    assert fields["tableau"] == [[card.symbol() for card in column] for column in layout.columns]
+    assert fields["cells"] == [card.symbol() if card else None for card in layout.cells]
+    assert fields["foundations"] == {"S": None, "H": None, "D": None, "C": None}
+    assert len(layout.cells) == cells
+
+
+@pytest.mark.parametrize("cells", [8, 4, 2])
+def test_snapshot_of_a_new_game_is_valid(cells: int) -> None:
+    game = Game(Deal(987654321, cells))
+    snapshot = protocol.snapshot("g_1", game, player=PLAYER, started_at=STARTED, request_id="r1")
+    protocol.validate_server_message(snapshot)
+    assert snapshot["id"] == "r1"
+    assert (snapshot["v"], snapshot["score"], snapshot["moves"], snapshot["status"]) == (0, 0, 0, "playing")
+    assert snapshot["code"] == game.deal.code()
+
+
+def test_snapshot_without_request_id_has_no_id() -> None:
+    snapshot = protocol.snapshot("g_1", Game(Deal(1)), player=PLAYER, started_at=STARTED)
+    assert "id" not in snapshot
+
+
+def test_snapshot_lists_foundation_tops() -> None:
+    game = Game.from_code("EO1-C8-AAAAAFA")
+    for text in ["t8-t6", "t4-t2", "t8-c8", "t8-c7", "t8-c6", "t8-c5", "c2-t8", "t1-t8:2", "t4-t1"]:
+        game.play(Move.parse(text))
+    heights = game.layout().foundations
+    snapshot = protocol.snapshot("g_1", game, player=PLAYER, started_at=STARTED)
+    protocol.validate_server_message(snapshot)
+    for suit, height in zip("SHDC", heights, strict=True):
+        expected = None if height == 0 else "A23456789TJQK"[height - 1] + suit
+        assert snapshot["foundations"][suit] == expected  # type: ignore[index]
+
+
+def _game_with_a_foundation_card() -> tuple[Game, Move]:
+    """A game where some card can go onto its foundation, and that move."""
+    for number in range(200):
+        game = Game(Deal(number, 8))
+        for move in game.legal_moves:
+            if move.target.symbol().startswith("f"):
+                return game, move
+    raise AssertionError("no deal with an ace on top in 200 deals")
+
+
+def test_ack_and_diff_describe_the_action_after_it() -> None:
+    game, move = _game_with_a_foundation_card()
+    transfer = game.play(move)
+    ack = protocol.ack("g_1", game, transfer, 42)
+    diff = protocol.diff("g_1", game, transfer)
+    protocol.validate_server_message(ack)
+    protocol.validate_server_message(diff)
+    assert (
+        ack["ops"]
+        == diff["ops"]
+        == [{"cards": [transfer.cards[0].symbol()], "from": move.source.symbol(), "to": move.target.symbol()}]
+    )
+    assert (ack["v"], ack["score"], ack["moves"], ack["status"]) == (1, 10, 1, "playing")
+    assert ack["id"] == 42 and "id" not in diff
+    assert {key: value for key, value in ack.items() if key not in ("type", "id")} == {
+        key: value for key, value in diff.items() if key != "type"
+    }
+
+
+def test_ack_without_request_id_has_no_id() -> None:
+    game, move = _game_with_a_foundation_card()
+    assert "id" not in protocol.ack("g_1", game, game.play(move), None)
+
+
+def test_undo_of_a_foundation_move_carries_the_new_top() -> None:
+    game, move = _game_with_a_foundation_card()
+    game.play(move)
+    transfer = game.play(UNDO)
+    diff = protocol.diff("g_1", game, transfer)
+    protocol.validate_server_message(diff)
+    ops = diff["ops"]
+    assert isinstance(ops, list)
+    (op,) = ops
+    assert op == {
+        "cards": [transfer.cards[0].symbol()],
+        "from": move.target.symbol(),
+        "to": move.source.symbol(),
+        "top": None,
+    }
+    assert diff["v"] == 2 and diff["score"] == 0 and diff["moves"] == 0
+
+
+def test_ops_top_is_the_card_under_the_one_taken() -> None:
+    game = Game.from_code("EO1-C8-AAAAAFA")
+    for text in WINNING_LINE:
+        game.play(Move.parse(text))
+        height = game.layout().foundations[1]  # hearts
+        takebacks = [move for move in game.legal_moves if move.source.symbol() == "fH"]
+        if height >= 2 and takebacks:
+            break
+    else:
+        raise AssertionError("the line never allows taking back a heart above the ace")
+    (op,) = protocol.ops(game.play(takebacks[0]))
+    rank = "A23456789TJQK"
+    assert op == {
+        "cards": [rank[height - 1] + "H"],
+        "from": "fH",
+        "to": takebacks[0].target.symbol(),
+        "top": rank[height - 2] + "H",
+    }
+
+
+def test_every_sample_of_every_type_is_valid() -> None:
+    messages = sample_server_messages()
+    assert {message["type"] for message in messages} == set(protocol.SERVER_MESSAGE_TYPES)
+    for message in messages:
+        protocol.validate_server_message(message)
+
+
+def test_welcome_sends_the_token_only_when_given() -> None:
+    assert "token" not in protocol.welcome(player=PLAYER, server_version="1", node="n", games=[])
+    assert protocol.welcome(player=PLAYER, server_version="1", node="n", games=[], token="t")["token"] == "t"
+
+
+def test_player_row_win_rate() -> None:
+    assert protocol.player_row(rank=1, player=PLAYER, games=4, wins=3, best_score=0)["win_rate"] == 0.75
+    assert protocol.player_row(rank=1, player=PLAYER, games=0, wins=0, best_score=0)["win_rate"] == 0.0
+
+
+def test_error_cuts_long_messages_and_refuses_unknown_codes() -> None:
+    reply = protocol.error("bad_request", "x" * 1000, 1)
+    assert len(reply["message"]) == 200  # type: ignore[arg-type]
+    protocol.validate_server_message(reply)
+    with pytest.raises(ValueError):
+        protocol.error("oops", "no such code")
+
+
+def test_foundations_are_keyed_by_suit_letter_in_engine_order() -> None:
+    foundations = protocol.layout_fields(Deal(0).layout())["foundations"]
+    assert list(foundations) == ["S", "H", "D", "C"]  # type: ignore[call-overload]

@@ -1,0 +1,252 @@
+"""The specification documents match the code: protocol/README.md and protocol/asyncapi.yaml.
+
+Every message type of the code is documented in both and nothing else is; every example decodes
+(client) or passes the server-message checker (server); README's msgpack hex is the msgpack of its
+JSON; and the AsyncAPI payload schemas accept the examples, the valid vectors and what the builders
+make, while refusing the invalid vectors a JSON schema can express.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+import pytest
+import yaml  # type: ignore[import-untyped]
+from wire_support import VECTORS, frame_of, sample_server_messages
+
+import protocol
+from protocol import ProtocolError, Subprotocol
+
+DOCS = Path(protocol.__file__).parent
+README = (DOCS / "README.md").read_text(encoding="utf-8")
+ASYNCAPI: dict[str, Any] = yaml.safe_load((DOCS / "asyncapi.yaml").read_text(encoding="utf-8"))
+
+CLIENT_TYPES = set(protocol.CLIENT_MESSAGE_TYPES)
+SERVER_TYPES = set(protocol.SERVER_MESSAGE_TYPES)
+
+
+# --------------------------------------------------------------------------- README
+
+
+def _section(title_prefix: str) -> str:
+    start = README.index(f"\n## {title_prefix}")
+    end = README.find("\n## ", start + 1)
+    return README[start : end if end != -1 else None]
+
+
+CLIENT_SECTION = _section("5. Client")
+SERVER_SECTION = _section("6. Server")
+_EXAMPLE = re.compile(r"```json\n(.*?)\n```\n\n```msgpack\n(.*?)\n```", re.DOTALL)
+
+
+def _headings(section: str) -> set[str]:
+    return set(re.findall(r"^### `([a-z_]+)`$", section, re.MULTILINE))
+
+
+def _examples(section: str) -> list[tuple[dict[str, Any], bytes]]:
+    return [(json.loads(text), bytes.fromhex(hex_text)) for text, hex_text in _EXAMPLE.findall(section)]
+
+
+def test_readme_documents_exactly_the_message_types_of_the_code() -> None:
+    assert _headings(CLIENT_SECTION) == CLIENT_TYPES
+    assert _headings(SERVER_SECTION) == SERVER_TYPES
+
+
+def test_readme_every_json_example_has_its_msgpack_twin() -> None:
+    assert README.count("```json") == len(_EXAMPLE.findall(README))
+    assert README.count("```msgpack") == README.count("```json")
+
+
+def test_readme_has_an_example_of_every_message() -> None:
+    assert {message["type"] for message, _ in _examples(CLIENT_SECTION)} == CLIENT_TYPES
+    assert {message["type"] for message, _ in _examples(SERVER_SECTION)} == SERVER_TYPES
+
+
+@pytest.mark.parametrize("subprotocol", list(Subprotocol), ids=lambda s: s.name)
+def test_readme_client_examples_decode(subprotocol: Subprotocol) -> None:
+    for message, packed in _examples(CLIENT_SECTION):
+        assert msgpack.packb(message) == packed, message
+        frame = packed if subprotocol is Subprotocol.MSGPACK else json.dumps(message)
+        assert message["type"] == protocol.decode(frame, subprotocol).TYPE
+
+
+def test_readme_server_examples_are_valid_server_messages() -> None:
+    for message, packed in _examples(SERVER_SECTION):
+        assert msgpack.packb(message) == packed, message
+        protocol.validate_server_message(message)
+
+
+def test_readme_names_every_error_and_close_code() -> None:
+    errors = _section("8. Errors")
+    for code in protocol.ErrorCode:
+        assert f"| `{code.value}` |" in errors
+    closes = _section("9. Close codes")
+    for close in protocol.CloseCode:
+        assert f"| {int(close)} |" in closes
+
+
+# --------------------------------------------------------------------------- AsyncAPI
+
+
+def _resolve(ref: str) -> Any:
+    node: Any = ASYNCAPI
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
+def _operation_types(name: str) -> dict[str, dict[str, Any]]:
+    operation = ASYNCAPI["operations"][name]
+    messages = [_resolve(_resolve(ref["$ref"])["$ref"]) for ref in operation["messages"]]
+    return {message["name"]: message for message in messages}
+
+
+CLIENT_MESSAGES = _operation_types("receiveClientMessages")
+SERVER_MESSAGES = _operation_types("sendServerMessages")
+
+
+def test_asyncapi_is_version_3_on_the_ws_channel() -> None:
+    assert ASYNCAPI["asyncapi"].startswith("3.")
+    assert ASYNCAPI["channels"]["game"]["address"] == "/ws"
+    assert ASYNCAPI["operations"]["receiveClientMessages"]["action"] == "receive"
+    assert ASYNCAPI["operations"]["sendServerMessages"]["action"] == "send"
+
+
+def test_asyncapi_documents_exactly_the_message_types_of_the_code() -> None:
+    assert set(CLIENT_MESSAGES) == CLIENT_TYPES
+    assert set(SERVER_MESSAGES) == SERVER_TYPES
+    channel = ASYNCAPI["channels"]["game"]["messages"]
+    assert {_resolve(ref["$ref"])["name"] for ref in channel.values()} == CLIENT_TYPES | SERVER_TYPES
+
+
+class SchemaError(Exception):
+    pass
+
+
+def check_schema(value: Any, schema: dict[str, Any], path: str = "$") -> None:
+    """A small JSON-schema checker: the keywords asyncapi.yaml uses, strict about integers."""
+    if "$ref" in schema:
+        check_schema(value, _resolve(schema["$ref"]), path)
+        return
+    kind = schema.get("type")
+    kinds = {
+        "object": lambda v: type(v) is dict,
+        "array": lambda v: type(v) is list,
+        "string": lambda v: type(v) is str,
+        "integer": lambda v: type(v) is int,
+        "number": lambda v: type(v) in (int, float),
+        "boolean": lambda v: type(v) is bool,
+        "null": lambda v: v is None,
+    }
+    if kind is not None and not kinds[kind](value):
+        raise SchemaError(f"{path}: {value!r} is not {kind}")
+    if "const" in schema and (value != schema["const"] or type(value) is not type(schema["const"])):
+        raise SchemaError(f"{path}: {value!r} is not {schema['const']!r}")
+    if "enum" in schema and not any(value == e and type(value) is type(e) for e in schema["enum"]):
+        raise SchemaError(f"{path}: {value!r} not in {schema['enum']}")
+    if type(value) is str:
+        if not schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", 10**9):
+            raise SchemaError(f"{path}: length of {value!r}")
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            raise SchemaError(f"{path}: {value!r} does not match {schema['pattern']}")
+    if type(value) in (int, float) and not schema.get("minimum", -(10**30)) <= value <= schema.get(
+        "maximum", 10**30
+    ):
+        raise SchemaError(f"{path}: {value!r} out of range")
+    if type(value) is list:
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", 10**9):
+            raise SchemaError(f"{path}: {len(value)} items")
+        for index, item in enumerate(value):
+            if "items" in schema:
+                check_schema(item, schema["items"], f"{path}[{index}]")
+    if type(value) is dict:
+        properties = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                raise SchemaError(f"{path}: missing {name}")
+        for name, item in value.items():
+            if name in properties:
+                check_schema(item, properties[name], f"{path}.{name}")
+            elif schema.get("additionalProperties") is False:
+                raise SchemaError(f"{path}: unexpected {name!r}")
+    if "oneOf" in schema:
+        matches = sum(_matches(value, option, path) for option in schema["oneOf"])
+        if matches != 1:
+            raise SchemaError(f"{path}: {value!r} matches {matches} of oneOf")
+    if "anyOf" in schema and not any(_matches(value, option, path) for option in schema["anyOf"]):
+        raise SchemaError(f"{path}: {value!r} matches nothing of anyOf")
+    if "not" in schema and _matches(value, schema["not"], path):
+        raise SchemaError(f"{path}: {value!r} matches a 'not'")
+
+
+def _matches(value: Any, schema: dict[str, Any], path: str) -> bool:
+    try:
+        check_schema(value, schema, path)
+    except SchemaError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("kind", sorted(CLIENT_TYPES))
+def test_asyncapi_client_examples_decode_and_fit_their_schema(kind: str) -> None:
+    message = CLIENT_MESSAGES[kind]
+    assert message["examples"]
+    for example in message["examples"]:
+        payload = example["payload"]
+        check_schema(payload, message["payload"])
+        for subprotocol in Subprotocol:
+            assert kind == protocol.decode(frame_of(payload, subprotocol), subprotocol).TYPE
+
+
+@pytest.mark.parametrize("kind", sorted(SERVER_TYPES))
+def test_asyncapi_server_examples_are_valid_and_fit_their_schema(kind: str) -> None:
+    message = SERVER_MESSAGES[kind]
+    assert message["examples"]
+    for example in message["examples"]:
+        protocol.validate_server_message(example["payload"])
+        check_schema(example["payload"], message["payload"])
+
+
+@pytest.mark.parametrize("case", VECTORS["valid"], ids=[case["name"] for case in VECTORS["valid"]])
+def test_asyncapi_schemas_accept_every_valid_vector(case: dict[str, Any]) -> None:
+    check_schema(case["message"], CLIENT_MESSAGES[case["message"]["type"]]["payload"])
+
+
+#: Invalid vectors that only the server's code refuses: rules a JSON schema cannot say (or that
+#: asyncapi.yaml leaves to its descriptions).
+BEYOND_SCHEMA = {
+    "hello: name with a newline",
+    "hello: name with a NUL",
+    "hello: name with a right-to-left override",
+    "hello: name starting with a blank",
+    "hello: name ending with a blank",
+    "hello: name only blanks",
+    "new_game: a code contradicted by cells",
+    "leaderboard: an impossible date",
+}
+
+
+@pytest.mark.parametrize("case", VECTORS["invalid"], ids=[case["name"] for case in VECTORS["invalid"]])
+def test_asyncapi_schemas_refuse_the_invalid_vectors_they_can(case: dict[str, Any]) -> None:
+    message = case["message"]
+    kind = message.get("type") if isinstance(message, dict) else None
+    if kind not in CLIENT_MESSAGES:
+        return  # not a map, or no known type: no schema applies
+    fits = _matches(message, CLIENT_MESSAGES[kind]["payload"], "$")
+    if case["name"] in BEYOND_SCHEMA:
+        assert fits, f"{case['name']} is refused by the schema now: take it off BEYOND_SCHEMA"
+    elif case["error"] == "unsupported_version":
+        assert not fits
+    else:
+        assert not fits, f"asyncapi.yaml accepts the invalid vector {case['name']!r}"
+        with pytest.raises(ProtocolError):
+            protocol.parse_client_message(message)
+
+
+def test_asyncapi_server_schemas_accept_what_the_builders_make() -> None:
+    for message in sample_server_messages():
+        check_schema(message, SERVER_MESSAGES[str(message["type"])]["payload"])

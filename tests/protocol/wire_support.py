@@ -1,0 +1,204 @@
+"""Helpers of the protocol tests: the shared vectors as frames, and a rule-free client board.
+
+``tests/protocol`` is on ``sys.path`` under pytest, so test modules ``import wire_support``.
+
+The board knows only how to apply a snapshot's ops: that is all a client needs to mirror a game
+(protocol/README.md), so the tests hold the builders to that promise with nothing else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import json
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+
+import protocol
+from engine import Cell, Column, Deal, Foundation
+from protocol import OwnFoundation, Subprotocol
+
+VECTORS_PATH = Path(protocol.__file__).parent / "vectors" / "client_messages.json"
+VECTORS: dict[str, Any] = json.loads(VECTORS_PATH.read_text(encoding="utf-8"))
+
+#: Python field names of the request classes → wire names, for the vectors' ``decoded`` form.
+_WIRE_NAMES = {"source": "from", "target": "to", "count": "n", "request_id": "id", "deal": "code"}
+
+
+def frame_of(message: object, subprotocol: Subprotocol) -> bytes | str:
+    """``message`` as a client would send it on ``subprotocol``."""
+    if subprotocol is Subprotocol.MSGPACK:
+        return msgpack.packb(message, use_bin_type=True)  # type: ignore[no-any-return]
+    return json.dumps(message, ensure_ascii=False)
+
+
+def raw_frame(case: dict[str, Any]) -> bytes | str:
+    """The frame of a ``frames`` case: a binary frame from hex, or a text frame."""
+    if "binary_hex" in case:
+        return bytes.fromhex(case["binary_hex"])
+    text: str = case["text"]
+    return text
+
+
+def _plain(value: object) -> object:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, Column | Cell | Foundation | OwnFoundation):
+        return value.symbol()
+    if isinstance(value, Deal):
+        return value.code()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    raise TypeError(f"no plain form for {value!r}")
+
+
+def decoded_form(request: protocol.ClientMessage) -> dict[str, object]:
+    """A request as the vectors' ``decoded`` field writes it: wire names, every field, null = absent."""
+    form: dict[str, object] = {"type": request.TYPE, "id": _plain(request.request_id)}
+    for field in dataclasses.fields(request):
+        if field.name != "request_id":
+            form[_WIRE_NAMES.get(field.name, field.name)] = _plain(getattr(request, field.name))
+    return form
+
+
+class ClientBoard:
+    """A copy of a snapshot's table, kept up to date by diffs, without any rule of the game."""
+
+    def __init__(self, snapshot: dict[str, Any]) -> None:
+        self.tableau: list[list[str]] = [list(column) for column in snapshot["tableau"]]
+        self.cells: list[str | None] = list(snapshot["cells"])
+        self.foundations: dict[str, str | None] = dict(snapshot["foundations"])
+        self.v: int = snapshot["v"]
+        self.score: int = snapshot["score"]
+        self.moves: int = snapshot["moves"]
+        self.status: str = snapshot["status"]
+
+    def apply(self, update: dict[str, Any]) -> None:
+        """Apply an ``ack`` or ``diff``; fails loudly if it does not fit the board."""
+        assert update["v"] == self.v + 1, f"gap: at v={self.v}, got v={update['v']}"
+        for op in update["ops"]:
+            self._take(op["from"], op["cards"], op.get("top"))
+            self._put(op["to"], op["cards"])
+        self.v, self.score, self.moves, self.status = (
+            update["v"],
+            update["score"],
+            update["moves"],
+            update["status"],
+        )
+
+    def _take(self, location: str, cards: list[str], top: str | None) -> None:
+        kind, rest = location[0], location[1:]
+        if kind == "t":
+            column = self.tableau[int(rest) - 1]
+            assert column[len(column) - len(cards) :] == cards, f"{cards} are not on top of {location}"
+            del column[len(column) - len(cards) :]
+        elif kind == "c":
+            assert self.cells[int(rest) - 1] == cards[0], f"{cards[0]} is not in {location}"
+            self.cells[int(rest) - 1] = None
+        else:
+            assert self.foundations[rest] == cards[0], f"{cards[0]} is not on top of {location}"
+            self.foundations[rest] = top
+
+    def _put(self, location: str, cards: list[str]) -> None:
+        kind, rest = location[0], location[1:]
+        if kind == "t":
+            self.tableau[int(rest) - 1].extend(cards)
+        elif kind == "c":
+            assert self.cells[int(rest) - 1] is None, f"{location} is occupied"
+            self.cells[int(rest) - 1] = cards[0]
+        else:
+            self.foundations[rest] = cards[-1]
+
+    def state(self) -> dict[str, Any]:
+        """The fields a fresh snapshot must agree with."""
+        return {
+            "tableau": self.tableau,
+            "cells": self.cells,
+            "foundations": self.foundations,
+            "v": self.v,
+            "score": self.score,
+            "moves": self.moves,
+            "status": self.status,
+        }
+
+
+def snapshot_state(snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: snapshot[key] for key in ("tableau", "cells", "foundations", "v", "score", "moves", "status")
+    }
+
+
+#: A win of EO1-C8-AAAAAFA (found by tests/solver.py once; the notation is stable).
+_WINNING_TEXT = (
+    "t8-t6 t4-t2 t8-c8 t8-c7 t8-c6 t8-c5 c2-t8 t1-t8:2 t4-t1 t7-c2 c8-t7 t4-c8 c2-t4 t4-t3:2 t4-c2 t4-t8 "
+    "c4-t4 c1-t4 t6-t4:2 t6-t7 c8-t6 t8-c8 t8-c4 t7-c1 c4-t8 c8-t8 t7-c8 t6-c4 c8-t7 t8-c8 c1-t7 t4-c1 "
+    "c8-t8 c4-t6 t8-c8 t7-c4 c8-t8 t4-c8 c4-t7 t3-c4 c8-t4 c1-t4 t8-c8 t7-c1 c8-t8 t6-c8 c1-t7 t3-c1 "
+    "c8-t6 t2-c8 c1-t3 c4-t3 t8-c4 t7-c1 c4-t8 t6-c4 c1-t7 t4-c1 c4-t6 t1-c4 c8-t2 c1-t4 t8-c8 t7-c1 "
+    "c8-t8 t6-c8 c1-t7 t3-c1 c8-t6 t2-c8 c1-t3 t1-c1 c8-t2 t1-c8 t1-fH t1-t8 c1-t1 c4-t1 t8-c4 t7-c1 "
+    "c4-t8 t6-c4 c1-t7 t6-c1 t6-fH c7-fH c6-fH t6-t4 c5-t6 t8-c7 t8-c6 t7-c5 c6-t8 c7-t8 t7-c7 t6-c6 "
+    "c7-t7 t8-c7 c5-t7 t5-c5 c7-t8 c6-t6 t8-c7 t7-c6 c7-t8 t5-c7 c6-t7 t5-c6 t5-t8 c2-t5 c1-t5 c4-t5 "
+    "t8-c4 t8-c2 t7-c1 c2-t8 c4-t8 t7-c4 t6-c2 c4-t7 c1-t7 t8-c4 t5-c1 c4-t8 t7-c4 c2-t6 t8-c2 c4-t7 "
+    "t4-c4 c2-t8 c1-t5 t8-c2 t7-c1 c2-t8 t6-c2 c1-t7 t4-c1 c2-t6 t3-c2 c1-t4 c4-t4 t8-c4 t7-c1 c4-t8 "
+    "t6-c4 c1-t7 t5-c1 c4-t6 t3-c4 c1-t5 t3-c1 t3-fH c2-fH c4-fH c1-fH t8-c4 t8-c2 t7-c1 c2-t8 c4-t8 "
+    "t7-c4 t6-c2 c4-t7 c1-t7 t8-c4 t5-c1 c4-t8 c2-t6 t8-c4 t7-c2 c4-t8 t5-c4 c2-t7 t4-c2 c4-t5 c1-t5 "
+    "t8-c4 t7-c1 c4-t8 t6-c4 c1-t7 t4-c1 c4-t6 t3-c4 c1-t4 c2-t4 t7-t3:3 t8-c2 t7-c1 c8-t7 c4-t7 c2-t8 "
+    "t7-c8 t7-c4 t7-c2 t7-fH t7-fD t3-fH t3-fH t3-fH t3-fH t3-fD t2-t3:2 t2-fD t3-fD t3-fD t3-fD c8-fD "
+    "c4-fD c2-fD c3-fD t2-fS t6-fS t6-fS c7-fS c5-fS t2-fS c6-fS t2-fS t5-fS t5-fS t5-fS t5-fS c1-fS "
+    "t5-fC t8-fC t8-fC t8-fC t8-fC t8-fC t8-fC t8-fC t4-fC t4-fC t4-fC t4-fC t4-fC t2-fD t1-fD t1-fD"
+)
+WINNING_LINE = tuple(_WINNING_TEXT.split())
+
+
+def sample_server_messages() -> list[dict[str, object]]:
+    """One or more messages of every server type, made by the builders from real games."""
+    from engine import UNDO, Game, Move
+
+    player = protocol.player_info("p_1", "Ann")
+    started = "2026-11-30T04:48:59.123Z"
+    game = Game.from_code("EO1-C8-AAAAAFA")
+    messages = [protocol.snapshot("g_1", game, player=player, started_at=started, request_id=1)]
+    for index, text in enumerate(WINNING_LINE[:80]):
+        transfer = game.play(Move.parse(text))
+        messages.append(
+            protocol.ack("g_1", game, transfer, index) if index % 2 else protocol.diff("g_1", game, transfer)
+        )
+    messages.append(protocol.diff("g_1", game, game.play(UNDO)))
+    for cells in (4, 2):
+        messages.append(
+            protocol.snapshot(
+                "g_2", Game.from_code(f"EO1-C{cells}-AAAAAFA"), player=player, started_at=started
+            )
+        )
+    game_row = protocol.game_row(
+        rank=1, player=player, game_id="g_1", code="EO1-C8-AAAAAFA", won=True, moves=240, duration_ms=600_000,
+        score=935, finished_at=started,
+    )  # fmt: skip
+    live_game = protocol.live_game(
+        "g_1", player=player, code="EO1-C4-AAAAAFA", moves=3, score=10, watchers=2, started_at=started
+    )
+    messages += [
+        protocol.game_over("g_1", won=True, score=935, moves=240, duration_ms=3_600_000, request_id=3),
+        protocol.game_over("g_1", won=False, score=0, moves=0, duration_ms=0),
+        protocol.welcome(
+            player=player, server_version="0.1.0", node="node-a", games=["g_1", "g_2"], token="tok"
+        ),
+        protocol.welcome(player=player, server_version="0.1.0", node="node-a", games=[], request_id=1),
+        protocol.ok(),
+        protocol.ok("x"),
+        protocol.live([live_game], next_cursor="abc", request_id=9),
+        protocol.live([]),
+        protocol.leaderboard([game_row], next_cursor="n1"),
+        protocol.leaderboard([protocol.player_row(rank=1, player=player, games=4, wins=3, best_score=935)]),
+        protocol.leaderboard(
+            [protocol.player_row(rank=7, player=player, games=0, wins=0, best_score=0)], request_id=2
+        ),
+        protocol.leaderboard([]),
+        protocol.error(protocol.ErrorCode.STALE, "game g_1 is at v=12"),
+        protocol.error("illegal_move", "t1-t2 is illegal", 5),
+    ]
+    return messages
