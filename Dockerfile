@@ -15,6 +15,7 @@ COPY engine ./engine
 COPY protocol ./protocol
 COPY server ./server
 COPY migrations ./migrations
+COPY web ./web
 RUN pip install . && rm -rf /build
 
 # Run as an unprivileged user; /app is its working directory (the default SQLite file lands here).

@@ -5,6 +5,7 @@ one port, and shuts down gracefully (stop accepting, finish in-flight actions, c
 from __future__ import annotations
 
 import asyncio
+import importlib.resources
 import logging
 import signal
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ __all__ = ["App", "run"]
 logger = logging.getLogger(__name__)
 
 HARD_FRAME_FACTOR = 16
-WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
+WEB_ROOT = Path(str(importlib.resources.files("web"))).resolve()
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
 
 
