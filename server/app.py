@@ -19,6 +19,7 @@ from websockets.typing import Subprotocol
 
 import protocol
 from server import __version__
+from server.bus import LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
@@ -61,9 +62,11 @@ class App:
         metrics = Metrics()
         committer = Committer(database, metrics, max_batch=settings.commit_batch)
         committer.start()
-        hub = GameHub(database, committer, metrics)
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
-        handler = RequestHandler(settings, database, committer, hub, fanout, __version__)
+        bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
+        hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
+        await hub.start_bus()
+        handler = RequestHandler(settings, database, committer, hub, __version__)
         loop = ConnectionLoop(settings, handler, hub, metrics)
         http = _HttpRoutes(metrics)
         server = await serve(
@@ -96,6 +99,7 @@ class App:
         self.server.close(close_connections=True)
         await self.server.wait_closed()
         await self.committer.stop()
+        await self.hub.close_bus()
         await self.database.dispose()
 
 

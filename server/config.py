@@ -35,6 +35,12 @@ class Settings:
         default="FULL",
         metadata={"help": "SQLite synchronous pragma: FULL survives power loss, NORMAL a crash"},
     )
+    redis_url: str | None = field(
+        default=None,
+        metadata={
+            "help": "redis://… fans diffs out across nodes sharing one database; unset: one node"
+        },
+    )
     commit_batch: int = field(default=1024, metadata={"help": "most writes grouped into one commit"})
     # Limits
     max_frame_bytes: int = field(

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine import Action, Deal, Game, Status, Transfer, parse_action
+from protocol import builders
+from protocol.errors import RequestId
+from server.bus import Bus, BusEvent, LocalBus
 from server.committer import Committer, StorageUnavailable, Write, WriteConflict
 from server.ids import new_id
 from server.metrics import Metrics
@@ -127,10 +130,22 @@ class Outcome:
 class GameHub:
     """Finds, creates, runs and forgets game rooms. Owned by the app, never a module global."""
 
-    def __init__(self, database: Database, committer: Committer, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        database: Database,
+        committer: Committer,
+        metrics: Metrics,
+        push: Pusher,
+        *,
+        node: str = "node-1",
+        bus: Bus | None = None,
+    ) -> None:
         self._database = database
         self._committer = committer
         self._metrics = metrics
+        self._push = push
+        self._node = node
+        self._bus: Bus = bus or LocalBus()
         self._rooms: dict[str, GameRoom] = {}
         self._loading: dict[str, asyncio.Future[GameRoom | FinishedGame]] = {}
 
@@ -235,9 +250,6 @@ class GameHub:
         requester: Audience,
         resolve: Callable[[Game], Action],
         expected_v: int | None,
-        push: Pusher,
-        build_diff: Callable[[GameRoom, Transfer], dict[str, Any]],
-        build_game_over: Callable[[GameRoom, dt.datetime], dict[str, Any]],
     ) -> Outcome:
         """Check, apply, commit and push one action of ``room``'s owner.
 
@@ -259,22 +271,11 @@ class GameHub:
                 write.result = room.result(finished_at)
             await self._commit_or_rebuild(room, write, game.log[:-1])
             self._metrics.actions.inc()
-            others = [*(viewer for viewer in room.viewers if viewer is not requester), *room.spectators]
-            if others:
-                push(others, build_diff(room, transfer))
-            if finished_at is not None:
-                if others:
-                    push(others, build_game_over(room, finished_at))
-                self._close(room)
+            self._bus.publish(BusEvent(self._node, room.id, game.v, action.symbol(), _epoch_ms(finished_at)))
+            self._announce(room, transfer, finished_at, skip=requester)
             return Outcome(room, transfer, finished_at)
 
-    async def resign(
-        self,
-        room: GameRoom,
-        requester: Audience,
-        push: Pusher,
-        build_game_over: Callable[[GameRoom, dt.datetime], dict[str, Any]],
-    ) -> dt.datetime:
+    async def resign(self, room: GameRoom, requester: Audience) -> dt.datetime:
         """End ``room``'s game as resigned; returns when the result is stored."""
         async with room.lock:
             if room.id not in self._rooms:
@@ -282,11 +283,75 @@ class GameHub:
             room.game.resign()
             finished_at = utc_now()
             await self._commit_or_rebuild(room, Write(result=room.result(finished_at)), room.game.log)
-            others = [*(viewer for viewer in room.viewers if viewer is not requester), *room.spectators]
-            if others:
-                push(others, build_game_over(room, finished_at))
-            self._close(room)
+            self._bus.publish(BusEvent(self._node, room.id, room.game.v, None, _epoch_ms(finished_at)))
+            self._announce(room, None, finished_at, skip=requester)
             return finished_at
+
+    def _announce(
+        self, room: GameRoom, transfer: Transfer | None, finished_at: dt.datetime | None, *, skip: object
+    ) -> None:
+        """Push an applied action's diff, then the game_over if it ended, to every follower but ``skip``."""
+        others = [*(viewer for viewer in room.viewers if viewer is not skip), *room.spectators]
+        if others and transfer is not None:
+            self._push(others, builders.diff(room.id, room.game, transfer))
+        if finished_at is not None:
+            if others:
+                self._push(others, self.game_over_message(room, finished_at))
+            self._close(room)
+
+    @staticmethod
+    def game_over_message(
+        room: GameRoom, finished_at: dt.datetime, request_id: RequestId | None = None
+    ) -> dict[str, Any]:
+        result = room.result(finished_at)
+        return builders.game_over(
+            room.id,
+            won=result.won,
+            score=result.score,
+            moves=result.moves,
+            duration_ms=result.duration_ms,
+            request_id=request_id,
+        )
+
+    # ------------------------------------------------------------------ other nodes
+
+    async def start_bus(self) -> None:
+        await self._bus.start(self._on_bus_event)
+
+    async def close_bus(self) -> None:
+        await self._bus.close()
+
+    def _on_bus_event(self, event: BusEvent) -> None:
+        room = self._rooms.get(event.game)
+        if room is not None:  # tasks take the room's FIFO lock in arrival order: events stay in order
+            asyncio.get_running_loop().create_task(self._apply_remote(room, event))
+
+    async def _apply_remote(self, room: GameRoom, event: BusEvent) -> None:
+        """Follow an action another node committed: replay it here and push it to our followers."""
+        async with room.lock:
+            if self._rooms.get(room.id) is not room or event.v < room.game.v:
+                return
+            finished_at = _from_epoch_ms(event.finished_at_ms)
+            if event.action is None and event.v == room.game.v:
+                room.game.resign()
+                self._announce(room, None, finished_at, skip=None)
+            elif event.action is not None and event.v == room.game.v + 1:
+                transfer = room.game.play(parse_action(event.action))
+                self._announce(room, transfer, finished_at, skip=None)
+            elif event.v > room.game.v:
+                await self._reload(room)
+
+    async def _reload(self, room: GameRoom) -> None:
+        """We missed events: take the game as the database has it (followers resync on the v gap)."""
+        async with self._database.connection() as conn:
+            stored = await repository.load_game(conn, room.id)
+        if stored is None:
+            return
+        room.game = replay_stored(stored)
+        if stored.status != Status.PLAYING.value:
+            if stored.status == Status.RESIGNED.value:
+                room.game.resign()
+            self._announce(room, None, stored.finished_at or utc_now(), skip=None)
 
     async def _commit_or_rebuild(self, room: GameRoom, write: Write, stored_log: Iterable[Action]) -> None:
         try:
@@ -311,6 +376,14 @@ class GameHub:
         if self._rooms.get(room.id) is room:
             del self._rooms[room.id]
             self._metrics.live_games.set(len(self._rooms))
+
+
+def _epoch_ms(moment: dt.datetime | None) -> int | None:
+    return None if moment is None else int(moment.timestamp() * 1000)
+
+
+def _from_epoch_ms(millis: int | None) -> dt.datetime | None:
+    return None if millis is None else dt.datetime.fromtimestamp(millis / 1000, dt.UTC)
 
 
 def replay_stored(stored: StoredGame) -> Game:

@@ -7,7 +7,6 @@ other connections go through the ``Pusher`` the connection layer hands in.
 
 from __future__ import annotations
 
-import datetime as dt
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,7 +16,7 @@ from engine import Deal, IllegalMoveError, daily_deal
 from protocol import builders
 from server.committer import Committer, StorageUnavailable, Write
 from server.config import Settings
-from server.hub import FinishedGame, GameHub, GameRoom, PlayerRef, Pusher, Refusal, replay_stored, utc_now
+from server.hub import FinishedGame, GameHub, GameRoom, PlayerRef, Refusal, replay_stored, utc_now
 from server.ids import hash_token, new_id, new_token
 from server.storage import Database, PlayerRecord, repository
 
@@ -50,14 +49,12 @@ class RequestHandler:
         database: Database,
         committer: Committer,
         hub: GameHub,
-        push: Pusher,
         version: str,
     ) -> None:
         self._settings = settings
         self._database = database
         self._committer = committer
         self._hub = hub
-        self._push = push
         self._version = version
         self._routes: dict[type[Any], Callable[[Client, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
@@ -143,24 +140,16 @@ class RequestHandler:
     async def _act(self, client: Client, request: Any) -> Reply:
         room = await self._own_room(client, request.game)
         self._view(client, room)
-        outcome = await self._hub.act(
-            room,
-            client,
-            request.action,
-            request.v,
-            self._push,
-            self._diff,
-            self._game_over,
-        )
+        outcome = await self._hub.act(room, client, request.action, request.v)
         replies = [builders.ack(room.id, room.game, outcome.transfer, request.request_id)]
         if outcome.finished_at is not None:
-            replies.append(self._game_over(room, outcome.finished_at))
+            replies.append(self._hub.game_over_message(room, outcome.finished_at))
         return replies
 
     async def _resign(self, client: Client, request: protocol.ResignRequest) -> Reply:
         room = await self._own_room(client, request.game)
-        finished_at = await self._hub.resign(room, client, self._push, self._game_over)
-        return [self._game_over(room, finished_at, request.request_id)]
+        finished_at = await self._hub.resign(room, client)
+        return [self._hub.game_over_message(room, finished_at, request.request_id)]
 
     async def _resume(self, client: Client, request: protocol.ResumeRequest) -> Reply:
         found = await self._hub.find(request.game)
@@ -279,24 +268,6 @@ class RequestHandler:
             game,
             player=finished.owner.wire(),
             started_at=protocol.format_timestamp(stored.started_at),
-            request_id=request_id,
-        )
-
-    @staticmethod
-    def _diff(room: GameRoom, transfer: Any) -> dict[str, Any]:
-        return builders.diff(room.id, room.game, transfer)
-
-    @staticmethod
-    def _game_over(
-        room: GameRoom, finished_at: dt.datetime, request_id: protocol.RequestId | None = None
-    ) -> dict[str, Any]:
-        result = room.result(finished_at)
-        return builders.game_over(
-            room.id,
-            won=result.won,
-            score=result.score,
-            moves=result.moves,
-            duration_ms=result.duration_ms,
             request_id=request_id,
         )
 

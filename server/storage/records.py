@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Generic, TypeVar
+
+_Row = TypeVar("_Row")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +104,119 @@ class StoredGame:
     def version(self) -> int:
         """The version of the game: the number of actions stored."""
         return len(self.actions)
+
+
+# Leaderboards ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RankedGame:
+    """A finished game as the leaderboards see it; see `leaderboards.record_finished_game`.
+
+    Attributes:
+        daily_date: the UTC date of the daily challenge the game played, or None.
+        finished_at: when the game ended (aware); it decides the day and week buckets.
+    """
+
+    id: str
+    player_id: str
+    code: str
+    cells: int
+    daily_date: date | None
+    score: int
+    moves: int
+    duration_ms: int
+    won: bool
+    finished_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GameKey:
+    """Where a game row stands on its board: ``sort_key`` (smaller is better), then the earlier finish,
+    then the game id. Ranks compare ``sort_key`` only: rows with equal keys share a rank."""
+
+    sort_key: int
+    finished_at: datetime
+    game_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerKey:
+    """Where a player row stands on the players board: ``sort_key`` (smaller is better), then the id."""
+
+    sort_key: int
+    player_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BoardGame:
+    """A row of a game board: a player's best game in the board's scope, with its competition rank."""
+
+    rank: int
+    player_id: str
+    player_name: str
+    game_id: str
+    code: str
+    cells: int
+    won: bool
+    score: int
+    moves: int
+    duration_ms: int
+    finished_at: datetime
+    key: GameKey
+
+
+@dataclass(frozen=True, slots=True)
+class BoardPlayer:
+    """A row of the players board: a player's finished games in the period, with its competition rank."""
+
+    rank: int
+    player_id: str
+    player_name: str
+    played: int
+    won: int
+    best_score: int
+    key: PlayerKey
+
+
+@dataclass(frozen=True, slots=True)
+class BoardPage(Generic[_Row]):
+    """Rows of a board in order, and whether more rows follow the last one."""
+
+    rows: tuple[_Row, ...]
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedGameFigures:
+    """The figures of one finished game, as a profile shows them."""
+
+    game_id: str
+    code: str
+    cells: int
+    won: bool
+    score: int
+    moves: int
+    duration_ms: int
+    finished_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerProfile:
+    """What a player's profile shows; see `leaderboards.get_profile`.
+
+    Attributes:
+        best: per cell variant (8, 4, 2 in that order), the player's best won game by the ``moves``
+            order (fewest moves, then shortest time), for the variants the player has won.
+        daily_wins: the distinct dates of the daily challenges the player won, oldest first.
+        recent: the player's latest finished games, newest first.
+    """
+
+    player_id: str
+    name: str
+    played: int
+    won: int
+    best_score: int
+    best: tuple[FinishedGameFigures, ...]
+    daily_wins: tuple[date, ...]
+    recent: tuple[FinishedGameFigures, ...]

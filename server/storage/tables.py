@@ -104,17 +104,9 @@ class GameRow(Base):
         CheckConstraint("cells IN (8, 4, 2)", name="cells"),
         # Unfinished games of a player.
         Index("ix_games_player_id_status", "player_id", "status"),
-        # Leaderboards (DESIGN.md section 6): per deal, per variant, daily challenge, periods.
-        Index(
-            "ix_games_code_won_moves_duration_ms_finished_at",
-            "code",
-            "won",
-            "moves",
-            "duration_ms",
-            "finished_at",
-        ),
-        Index("ix_games_cells_finished_at", "cells", "finished_at"),
-        Index("ix_games_daily_date_won_moves_duration_ms", "daily_date", "won", "moves", "duration_ms"),
+        # A player's recent games and daily streak (the profile). The leaderboards read the summary
+        # tables below, not this table.
+        Index("ix_games_player_id_finished_at", "player_id", "finished_at"),
         Index("ix_games_finished_at", "finished_at"),
     )
 
@@ -155,6 +147,54 @@ class ActionRow(Base):
     game: Mapped[GameRow] = relationship(back_populates="actions", lazy="raise")
 
 
+class BoardBestRow(Base):
+    """A player's best game on one scope of a game leaderboard; see `server.storage.leaderboards`.
+
+    ``scope`` names the board, its key, its order and its period bucket (``D/EO1-C8-AAAAAFA/m/a``);
+    ``sort_key`` packs the figures the order ranks by into one integer, smaller is better. Derived data,
+    maintained in the transaction that finishes a game and rebuilt from ``games`` by the migration that
+    made it: no foreign keys, so that deleting a game never scans this table.
+    """
+
+    __tablename__ = "board_bests"
+    __table_args__ = (
+        # Pages (keyset), ranks (a count over an index range) and neighbours all walk this index.
+        Index(
+            "ix_board_bests_scope_sort_key_finished_at_game_id", "scope", "sort_key", "finished_at", "game_id"
+        ),
+        {"sqlite_with_rowid": False},
+    )
+
+    scope: Mapped[str] = mapped_column(String(40), primary_key=True)
+    player_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    sort_key: Mapped[int] = mapped_column(BigInteger)
+    finished_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    game_id: Mapped[str] = mapped_column(String(32))
+
+
+class PlayerStatsRow(Base):
+    """A player's finished games in one period bucket (``a``, ``d2026-11-30``, ``w2026-11-30``).
+
+    ``wins_key`` and ``score_key`` pack the players board's two orders into one integer each, smaller is
+    better (see `server.storage.leaderboards`). Derived data like `BoardBestRow`.
+    """
+
+    __tablename__ = "player_stats"
+    __table_args__ = (
+        Index("ix_player_stats_scope_wins_key_player_id", "scope", "wins_key", "player_id"),
+        Index("ix_player_stats_scope_score_key_player_id", "scope", "score_key", "player_id"),
+        {"sqlite_with_rowid": False},
+    )
+
+    scope: Mapped[str] = mapped_column(String(16), primary_key=True)
+    player_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    played: Mapped[int] = mapped_column(Integer)
+    won: Mapped[int] = mapped_column(Integer)
+    best_score: Mapped[int] = mapped_column(Integer)
+    wins_key: Mapped[int] = mapped_column(BigInteger)
+    score_key: Mapped[int] = mapped_column(BigInteger)
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -165,3 +205,5 @@ def _table(row: type[Base]) -> Table:
 players: Final = _table(PlayerRow)
 games: Final = _table(GameRow)
 actions: Final = _table(ActionRow)
+board_bests: Final = _table(BoardBestRow)
+player_stats: Final = _table(PlayerStatsRow)

@@ -1,0 +1,81 @@
+"""Two nodes on one PostgreSQL database and one Redis: spectators on either node see every diff of a
+game played on the other, and a player moving to another node takes the game over from the database."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import dbutil
+import pytest
+from boardcopy import BoardCopy
+from wsclient import WsClient
+
+from server.app import App
+from server.config import Settings
+
+REDIS_SKIP_REASON = "EIGHTOFF_TEST_REDIS_URL is not set (CI sets it)"
+
+
+@pytest.fixture
+async def two_nodes() -> AsyncIterator[tuple[App, App]]:
+    server_url = dbutil.require_postgres_server_url()
+    redis_url = os.environ.get("EIGHTOFF_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip(REDIS_SKIP_REASON)
+    database_url = await dbutil.create_postgres_database_async(server_url)
+    nodes = []
+    try:
+        for name in ("node-a", "node-b"):
+            settings = Settings(port=0, database_url=database_url, redis_url=redis_url, node=name)
+            nodes.append(await App.start(settings))
+        yield nodes[0], nodes[1]
+    finally:
+        for node in nodes:
+            await node.shutdown()
+        await dbutil.drop_postgres_database_async(server_url, database_url)
+
+
+def url_of(app: App) -> str:
+    return f"ws://127.0.0.1:{app.port}/ws"
+
+
+async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]) -> None:
+    node_a, node_b = two_nodes
+    player = await WsClient.open(url_of(node_a))
+    await player.hello()
+    assert (await player.request("live"))["type"] == "live"
+    game = (await player.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+
+    spectator_b = await WsClient.open(url_of(node_b))
+    await spectator_b.hello()
+    board_b = BoardCopy(await spectator_b.request("watch", game=game))
+    spectator_a = await WsClient.open(url_of(node_a))
+    await spectator_a.hello()
+    board_a = BoardCopy(await spectator_a.request("watch", game=game))
+
+    moves = [("t1", "c5"), ("c5", "t1"), ("t2", "c5")]
+    for source, target in moves:
+        assert (await player.request("move", game=game, **{"from": source, "to": target}))["type"] == "ack"
+    for _ in moves:
+        board_b.apply(await spectator_b.next_push())
+        board_a.apply(await spectator_a.next_push())
+    assert board_b.state() == board_a.state()
+
+    # The player's next connection lands on node B: it takes the game over from the database.
+    await player.close()
+    moved = await WsClient.open(url_of(node_b))
+    welcome = await moved.hello(token=player.token)
+    assert welcome["server"]["node"] == "node-b" and welcome["games"] == [game]
+    assert (await moved.request("resume", game=game))["v"] == 3
+    assert (await moved.request("undo", game=game, v=3))["v"] == 4
+    board_b.apply(await spectator_b.next_push())
+    board_a.apply(await spectator_a.next_push())  # node A follows node B's action over Redis
+    assert board_a.state() == board_b.state() and board_a.v == 4
+
+    over = await moved.request("resign", game=game)
+    assert over["type"] == "game_over"
+    for spectator in (spectator_a, spectator_b):
+        assert (await spectator.next_push())["type"] == "game_over"
+    for client in (moved, spectator_a, spectator_b):
+        await client.close()
