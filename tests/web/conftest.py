@@ -1,0 +1,61 @@
+"""A real server on a free loopback port (SQLite in a temporary file), and Debian's Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from server.app import App
+from server.config import Settings
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+async def web_app(tmp_path: Path) -> AsyncIterator[App]:
+    settings = Settings(
+        host="127.0.0.1",
+        port=0,
+        database_url=f"sqlite+aiosqlite:///{tmp_path}/db.sqlite3",
+        sqlite_synchronous="NORMAL",
+        shutdown_grace=2.0,
+    )
+    app = await App.start(settings)
+    try:
+        yield app
+    finally:
+        await app.shutdown()
+
+
+@pytest.fixture
+def site(web_app: App) -> str:
+    """The base URL of the browser client."""
+    return f"http://127.0.0.1:{web_app.port}"
+
+
+@pytest.fixture
+async def chromium(site: str) -> AsyncIterator[object]:
+    """A headless Chromium; it depends on ``site`` so that it closes before the server shuts down."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"Debian chromium is not installed at {CHROMIUM}; .ci/run installs it")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            await browser.close()

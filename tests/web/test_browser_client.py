@@ -1,0 +1,232 @@
+"""The browser client (web/) in a real Chromium against a real server: play, reload, resume, spectate.
+
+The engine plays the same actions alongside ("the mirror"), and after each step the board the page
+draws must be exactly the mirror's layout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from playwright.async_api import Page, WebSocketRoute, expect
+
+from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
+from protocol.builders import layout_fields
+
+CODE = "EO1-C8-AAAAAFA"
+SCREENSHOT = "/tmp/eightoff-board.png"
+SPECTATOR_SCREENSHOT = "/tmp/eightoff-spectator.png"
+VIEWPORT = {"width": 1280, "height": 860}
+
+expect.set_options(timeout=10_000)
+
+READ_BOARD = """() => {
+  const cards = (pile) => [...document.querySelectorAll(`[data-pile="${pile}"] [data-card]`)]
+    .map((node) => node.dataset.card);
+  const cells = [...document.querySelectorAll('#cells [data-pile]')]
+    .map((node) => cards(node.dataset.pile)[0] ?? null);
+  const foundations = {};
+  for (const suit of ["S", "H", "D", "C"]) foundations[suit] = cards(`f${suit}`)[0] ?? null;
+  const tableau = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => cards(`t${i}`));
+  const field = (name) => document.querySelector(`[data-field="${name}"]`).textContent;
+  return {tableau, cells, foundations, score: field("score"), moves: field("moves"),
+          status: field("status"), code: field("code")};
+}"""
+
+
+class DiffDropper:
+    """Sits between a page and the server, forwarding every frame but the server's next ``diff`` once
+    ``armed``, so that the page sees a gap in ``v``; it counts the requests the page sends by type."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.dropped: list[dict[str, Any]] = []
+        self.sent: list[str] = []
+
+    def route(self, ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+
+        def upstream(frame: str | bytes) -> None:
+            self.sent.append(json.loads(frame)["type"])
+            server.send(frame)
+
+        def downstream(frame: str | bytes) -> None:
+            message = json.loads(frame)
+            if self.armed and message["type"] == "diff":
+                self.armed = False
+                self.dropped.append(message)
+                return
+            ws.send(frame)
+
+        ws.on_message(upstream)
+        server.on_message(downstream)
+
+
+async def open_client(context: Any, site: str, errors: list[str], dropper: DiffDropper | None = None) -> Page:
+    page = await context.new_page()
+    page.set_default_timeout(10_000)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    if dropper is not None:
+        await page.route_web_socket(re.compile(r"/ws$"), dropper.route)
+    await page.goto(f"{site}/")
+    await expect(page.locator("body")).to_have_attribute("data-connection", "open")
+    await expect(page.locator("#player")).to_have_attribute("data-player-id", re.compile(r".+"))
+    return page
+
+
+async def expect_board(page: Page, mirror: Game, *, mode: str = "play") -> None:
+    """Wait until the page shows version ``mirror.v``, then compare every pile with the mirror."""
+    board = page.locator("#board")
+    await expect(board).to_have_attribute("data-v", str(mirror.v))
+    await expect(board).to_have_attribute("data-mode", mode)
+    shown = await page.evaluate(READ_BOARD)
+    expected = layout_fields(mirror.layout())
+    assert shown["tableau"] == expected["tableau"]
+    assert shown["cells"] == expected["cells"]
+    assert shown["foundations"] == expected["foundations"]
+    assert (shown["score"], shown["moves"], shown["status"], shown["code"]) == (
+        str(mirror.score),
+        str(mirror.moves),
+        mirror.status.value,
+        CODE,
+    )
+
+
+def top_card(page: Page, pile: str) -> Any:
+    return page.locator(f'[data-pile="{pile}"] [data-card]').last
+
+
+async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None:
+    errors: list[str] = []
+    mirror = Game.from_code(CODE)
+
+    # (1) A new game by code: the dealt board, a move into a cell, undo, an illegal move. -----------------
+    player = await chromium.new_context(viewport=VIEWPORT)
+    page = await open_client(player, site, errors)
+    player_id = await page.locator("#player").get_attribute("data-player-id")
+    assert await page.evaluate("localStorage.getItem('eightoff.token')")
+
+    await page.fill("#code", CODE)
+    await expect(page.locator('input[name="deal"][value="code"]')).to_be_checked()
+    await page.click("#new-game")
+    await expect_board(page, mirror)
+    assert await page.locator("#cells [data-pile]").count() == 8
+    assert await page.locator("#tableau [data-pile]").count() == 8
+    game_id = await page.locator("#board").get_attribute("data-game")
+    assert game_id
+    await expect(page.locator(f'[data-my-game="{game_id}"]')).to_be_visible()
+
+    moved = str(mirror.top_card(parse_pile("t1")))
+    await top_card(page, "t1").click()
+    await expect(top_card(page, "t1")).to_have_class(re.compile(r"\bselected\b"))
+    await page.click('[data-pile="c5"]')
+    mirror.play(Move.parse("t1-c5"))
+    await expect_board(page, mirror)
+    await expect(page.locator(f'[data-pile="c5"] [data-card="{moved}"]')).to_be_visible()
+    await expect(page.locator('[data-field="moves"]')).to_have_text("1")
+
+    await page.click("#undo")
+    mirror.play(UNDO)
+    await expect_board(page, mirror)
+    assert await page.locator('[data-pile="c5"] [data-card]').count() == 0
+
+    with pytest.raises(IllegalMoveError) as refused:
+        mirror.copy().play(Move.parse("t1-t2"))
+    await top_card(page, "t1").click()
+    await page.click('[data-pile="t2"]')
+    await expect(page.locator("#message")).to_have_text(str(refused.value))
+    await expect(page.locator("#message")).to_have_attribute("data-kind", "error")
+    await expect_board(page, mirror)  # nothing changed
+
+    # A card inside a column selects the run above it and moves it as a group (`n`): here refused.
+    with pytest.raises(IllegalMoveError) as refused:
+        mirror.copy().play(Move.parse("t3-t8:2"))
+    t3_cards = page.locator('[data-pile="t3"] [data-card]')
+    # Click the visible strip of the covered card, as a person would.
+    await t3_cards.nth(await t3_cards.count() - 2).click(position={"x": 12, "y": 8})
+    await expect(page.locator('[data-pile="t3"] .selected')).to_have_count(2)
+    await page.click('[data-pile="t8"]')
+    await expect(page.locator("#message")).to_have_text(str(refused.value))
+    await expect(page.locator(".selected")).to_have_count(0)
+    await expect_board(page, mirror)
+
+    # Leave the game with one move made, through the double-click ("auto") this time.
+    auto = mirror.double_tap_move(parse_pile("t1"))
+    await top_card(page, "t1").dblclick()
+    mirror.play(auto)
+    await expect_board(page, mirror)
+    await expect(page.locator("#message")).to_have_text("")
+
+    # (2) Reload: the same player (token in localStorage) gets the game back. ----------------------------
+    await page.reload()
+    await expect(page.locator("body")).to_have_attribute("data-connection", "open")
+    await expect(page.locator("#player")).to_have_attribute("data-player-id", player_id or "")
+    await expect(page.locator(f'[data-my-game="{game_id}"]')).to_be_visible()
+    await expect(page.locator("#board")).to_have_attribute("data-game", game_id)  # this tab's game
+    await expect_board(page, mirror)
+
+    # Switch to another deal, then resume the first from the list of unfinished games.
+    await page.check('input[name="deal"][value="random"]')
+    await page.click("#new-game")
+    await expect(page.locator("#board")).not_to_have_attribute("data-game", game_id)
+    await page.click(f'[data-resume="{game_id}"]')
+    await expect(page.locator("#board")).to_have_attribute("data-game", game_id)
+    await expect_board(page, mirror)
+
+    # (3) Someone else watches the game from the live list and sees the next move arrive. ----------------
+    spectator = await chromium.new_context(viewport=VIEWPORT)
+    dropper = DiffDropper()
+    watcher = await open_client(spectator, site, errors, dropper)
+    assert await watcher.locator("#player").get_attribute("data-player-id") != player_id
+    await watcher.click("#refresh-live")
+    await watcher.locator(f'[data-live-game="{game_id}"] [data-watch]').click()
+    await expect(watcher.locator("#board")).to_have_attribute("data-game", game_id)
+    await expect_board(watcher, mirror, mode="watch")
+    await expect(watcher.locator("#undo")).to_be_hidden()
+
+    await top_card(page, "t2").click()
+    await page.click('[data-pile="c6"]')
+    mirror.play(Move.parse("t2-c6"))
+    await expect_board(page, mirror)
+    await expect_board(watcher, mirror, mode="watch")
+
+    # A spectator that misses a diff sees the gap in v and watches again: a fresh snapshot.
+    assert dropper.sent.count("watch") == 1
+    dropper.armed = True
+    await top_card(page, "t3").click()
+    await page.click('[data-pile="c7"]')
+    mirror.play(Move.parse("t3-c7"))
+    await expect_board(page, mirror)
+    await page.click("#undo")
+    mirror.play(UNDO)
+    await expect_board(page, mirror)
+    await expect_board(watcher, mirror, mode="watch")
+    assert len(dropper.dropped) == 1
+    assert dropper.sent.count("watch") == 2
+
+    # Clicking on a watched board does nothing.
+    await top_card(watcher, "t3").click()
+    assert await watcher.locator(".selected").count() == 0
+
+    # (4) A screenshot for a person to look at (not asserted). -------------------------------------------
+    await top_card(page, "t4").click()  # show a selection too
+    await page.screenshot(path=SCREENSHOT, full_page=True)
+    await watcher.screenshot(path=SPECTATOR_SCREENSHOT, full_page=True)
+    await page.keyboard.press("Escape")
+    await expect(page.locator(".selected")).to_have_count(0)
+
+    # Resigning (two clicks) ends the game for the player and the spectator.
+    await page.click("#resign")
+    await page.click("#resign")
+    for each in (page, watcher):
+        await expect(each.locator("#game-over")).to_be_visible()
+        await expect(each.locator("#game-over")).to_contain_text("resigned")
+        await expect(each.locator('[data-field="status"]')).to_have_text("resigned")
+    await expect(page.locator(f'[data-my-game="{game_id}"]')).to_have_count(0)
+
+    await spectator.close()
+    await player.close()
+    assert errors == []
