@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 import time
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.metrics import Metrics
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
+from server.storage.action_log import ActionAppendConflict, SqliteActionLog
 
 __all__ = ["Committer", "StorageUnavailable", "Write", "WriteConflict"]
 
@@ -41,6 +43,9 @@ class Write:
     actions: list[tuple[str, int, str]] = field(default_factory=list)
     result: GameResult | None = None
 
+    def is_actions_only(self) -> bool:
+        return self.player is None and self.game is None and self.result is None
+
 
 _Pending = tuple[Write, "asyncio.Future[None]"]
 
@@ -48,8 +53,17 @@ _Pending = tuple[Write, "asyncio.Future[None]"]
 class Committer:
     """Owns the write queue and the task that drains it in group commits."""
 
-    def __init__(self, database: Database, metrics: Metrics, *, max_batch: int = 1024) -> None:
+    def __init__(
+        self,
+        database: Database,
+        metrics: Metrics,
+        *,
+        max_batch: int = 1024,
+        action_log: SqliteActionLog | None = None,
+    ) -> None:
+        """``action_log``, for SQLite, takes the batches of plain action appends (the hot path)."""
         self._database = database
+        self._action_log = action_log
         self._metrics = metrics
         self._max_batch = max_batch
         self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
@@ -65,6 +79,8 @@ class Committer:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._action_log is not None:
+            await self._action_log.close()
 
     async def submit(self, write: Write) -> None:
         """Store ``write``; return once it is committed.
@@ -83,9 +99,36 @@ class Committer:
             while len(batch) < self._max_batch and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             started = time.perf_counter()
-            await self._commit_batch(batch)
+            if self._action_log is None:
+                await self._commit_batch(batch)
+            else:
+                appends = [pending for pending in batch if pending[0].is_actions_only()]
+                others = [pending for pending in batch if not pending[0].is_actions_only()]
+                if appends:
+                    await self._append_actions(self._action_log, appends)
+                if others:
+                    await self._commit_batch(others)
             self._metrics.commit_latency.observe(time.perf_counter() - started)
             self._metrics.commit_batch.observe(len(batch))
+
+    async def _append_actions(self, action_log: SqliteActionLog, batch: list[_Pending]) -> None:
+        """Commit writes that only append actions, in one hop to the SQLite writer thread."""
+        try:
+            await action_log.append([row for write, _ in batch for row in write.actions])
+        except ActionAppendConflict:
+            if len(batch) == 1:
+                _settle(batch[0][1], WriteConflict("that version of the game is already stored"))
+                return
+            for pending in batch:  # isolate the conflicting write: the others still commit
+                await self._append_actions(action_log, [pending])
+            return
+        except (sqlite3.Error, OSError) as exc:
+            logger.warning("appending %d actions failed: %s", len(batch), exc)
+            for _, future in batch:
+                _settle(future, StorageUnavailable(str(exc)))
+            return
+        for _, future in batch:
+            _settle(future, None)
 
     async def _commit_batch(self, batch: list[_Pending]) -> None:
         try:

@@ -97,15 +97,11 @@ class ConnectionLoop:
         bucket = TokenBucket(self._settings.rate_per_second, self._settings.rate_burst)
         self._metrics.connections.inc()
         self.clients.add(client)
-        idle = self._settings.idle_timeout
+        client.last_seen = time.monotonic()
         try:
             while True:
-                try:
-                    async with asyncio.timeout(idle):
-                        frame = await ws.recv()
-                except TimeoutError:
-                    await ws.close(1000, "idle timeout")
-                    return
+                frame = await ws.recv()
+                client.last_seen = time.monotonic()
                 if not await self._serve_frame(ws, client, frame, bucket):
                     return
         except ConnectionClosed:
@@ -169,6 +165,19 @@ class ConnectionLoop:
     @staticmethod
     async def _send(ws: ServerConnection, client: Client, message: dict[str, Any]) -> None:
         await ws.send(protocol.encode(message, client.subprotocol))
+
+    async def close_idle_forever(self) -> None:
+        """Close connections silent for ``idle_timeout`` (one sweep a few times per timeout, not a
+        timer per frame: that would cost every request a timer)."""
+        idle = self._settings.idle_timeout
+        if idle is None:
+            return
+        while True:
+            await asyncio.sleep(max(idle / 4, 0.05))
+            deadline = time.monotonic() - idle
+            for client in [client for client in self.clients if client.last_seen < deadline]:
+                ws: ServerConnection = client.transport
+                asyncio.get_running_loop().create_task(ws.close(1000, "idle timeout"))
 
     async def wait_idle(self, timeout: float) -> None:
         """Wait until no request is being served (bounded by ``timeout``)."""

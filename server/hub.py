@@ -269,7 +269,7 @@ class GameHub:
             finished_at = utc_now() if game.is_over() else None
             if finished_at is not None:
                 write.result = room.result(finished_at)
-            await self._commit_or_rebuild(room, write, game.log[:-1])
+            await self._commit_or_rebuild(room, write, lambda: game.log[:-1])
             self._metrics.actions.inc()
             self._bus.publish(BusEvent(self._node, room.id, game.v, action.symbol(), _epoch_ms(finished_at)))
             self._announce(room, transfer, finished_at, skip=requester)
@@ -282,7 +282,7 @@ class GameHub:
                 raise Refusal("illegal_move", f"game {room.id} is over")
             room.game.resign()
             finished_at = utc_now()
-            await self._commit_or_rebuild(room, Write(result=room.result(finished_at)), room.game.log)
+            await self._commit_or_rebuild(room, Write(result=room.result(finished_at)), lambda: room.game.log)
             self._bus.publish(BusEvent(self._node, room.id, room.game.v, None, _epoch_ms(finished_at)))
             self._announce(room, None, finished_at, skip=requester)
             return finished_at
@@ -353,11 +353,14 @@ class GameHub:
                 room.game.resign()
             self._announce(room, None, stored.finished_at or utc_now(), skip=None)
 
-    async def _commit_or_rebuild(self, room: GameRoom, write: Write, stored_log: Iterable[Action]) -> None:
+    async def _commit_or_rebuild(
+        self, room: GameRoom, write: Write, stored_log: Callable[[], Iterable[Action]]
+    ) -> None:
+        """Commit ``write``; when it fails, rebuild the room from ``stored_log()`` (what is stored)."""
         try:
             await self._committer.submit(write)
         except StorageUnavailable:
-            room.rebuild(stored_log)
+            room.rebuild(stored_log())
             raise Refusal("unavailable", "the database is unavailable; nothing was stored, retry") from None
         except WriteConflict:
             self._forget(room)

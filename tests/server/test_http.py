@@ -70,3 +70,16 @@ async def test_rooms_leave_memory_when_nobody_follows_them(app: App, url: str) -
     await back.hello(token=tokens[0])
     assert (await back.request("resume", game=games[0]))["v"] == 1
     await back.close()
+
+
+async def test_silent_connections_are_closed_after_the_idle_timeout(settings) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    app = await App.start(dataclasses.replace(settings, idle_timeout=0.3))
+    try:
+        client = await WsClient.open(f"ws://127.0.0.1:{app.port}/ws")
+        await client.hello()
+        await asyncio.wait_for(client.ws.wait_closed(), 5)
+        assert client.ws.close_code == 1000 and client.ws.close_reason == "idle timeout"
+    finally:
+        await app.shutdown()

@@ -58,7 +58,7 @@ async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> 
         1 for m in solution if m.source.symbol()[0] == "c" and m.target.symbol()[0] == "t"
     )
 
-    for spectator, board in zip(spectators, copies):
+    for spectator, board in zip(spectators, copies, strict=True):
         for _ in solution:
             board.apply(await spectator.next_push())
         end = await spectator.next_push()
