@@ -1,0 +1,708 @@
+"""Load benchmark: the real server against a raw websockets + msgpack echo server, over real sockets.
+
+Run from the project root::
+
+    .venv/bin/python -m bench.bench_load                  (N = 1, 100, 1000; well under a minute)
+    .venv/bin/python -m bench.bench_load --quick          (short windows, for a smoke run)
+    .venv/bin/python -m bench.bench_load --n 100 --duration 10
+
+For each N it runs two targets, one after the other, each in its own process:
+
+- server: ``eightoff serve`` (run as ``python -m server serve`` from the project root, so the working
+  tree's code is measured) as a subprocess on a fresh SQLite file in a temporary directory, with the
+  default durability settings (WAL, ``synchronous=FULL``, group commit, an ``ack`` only after its
+  commit). Inherited ``EIGHTOFF_*`` variables are dropped so the defaults really apply. The one
+  setting changed is the per-connection rate limit (``--rate-per-second`` / ``--rate-burst``, default
+  200/s and 400), raised out of the way: a closed-loop client on loopback goes well past 200 requests
+  a second on one connection, and the benchmark measures the server's work, not its limiter.
+- echo: ``bench/echo_server.py``, the same ``websockets`` server and transport settings with no game,
+  no validation and no database: each frame is msgpack-decoded and answered by an ``ack``-shaped map
+  of the same size (98 bytes). It is the baseline, what the server's figures are divided by.
+
+The driver is a separate process too (``multiprocessing``, spawned, ``--drivers`` of them; one by
+default: on a two-core machine the server and the driver each get a core). It opens N connections
+(one per game; each says ``hello`` and starts a ``new_game`` on deal ``EO1-C8-AAAAAFA`` before anything
+is timed), then every connection runs a closed loop of request → reply round trips: ``move t1→c5``,
+``undo``, ``move``, ``undo`` …, always legal, each action committed before its ack. After a warm-up,
+it counts the replies that arrive in a fixed window and records each one's round-trip time (from just
+before ``send`` to just after ``recv``). Against the echo server it runs the same code, byte for byte
+the same frames. Both server processes and the driver raise their soft ``RLIMIT_NOFILE`` to the hard
+limit (N = 1000 needs over 1000 descriptors on each side). Each game's history grows by one action
+per round trip (thousands in a run at N = 1), so any per-action cost that grows with a game's length
+shows up here.
+
+It prints one table (N, server actions/s, echo messages/s, their ratio, p50 / p99 round trip of each,
+the p99 ratio), a second table of CPU use during the window (server, echo, driver: a driver near 100 %
+means the figures are driver-bound; "other" is the rest of the machine, and a warning is printed when
+another load took a noticeable share, which skews everything) and the server's group-commit figures
+from its ``/metrics``, and the command line. Targets (the issue): at N = 100 the server keeps ≥ 60 % of
+the echo's throughput and a p99 within 2x of the echo's.
+
+Only loopback traffic; every subprocess is stopped (SIGTERM, then SIGKILL) when the run ends,
+fails or is interrupted, and each one is told by the kernel to die with this process
+(``PR_SET_PDEATHSIG``). For profiling: ``--py-spy DIR`` samples each target with ``py-spy record``
+during its window (``pip install py-spy``; needs ptrace permission); ``--server-launcher`` runs the
+server another way, e.g. ``"python -m cProfile -o /tmp/server.prof -m server"`` (it is stopped with
+SIGTERM and shuts down cleanly, so the profile is written); ``--server-args`` adds ``serve`` flags.
+This is not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import asyncio
+import contextlib
+import ctypes
+import math
+import multiprocessing
+import os
+import re
+import resource
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.typing import Subprotocol
+
+ROOT = Path(__file__).resolve().parents[1]
+ECHO_SERVER = Path(__file__).resolve().parent / "echo_server.py"
+SUBPROTOCOL = Subprotocol("eightoff.v1.msgpack")
+CODE = "EO1-C8-AAAAAFA"  # an 8-cell deal: cells 5-8 are empty, so t1 → c5 is legal at the deal
+DEFAULT_NS = (1, 100, 1000)
+RATE_PER_SECOND = "1000000000"
+RATE_BURST = "1000000000"
+CONNECT_CONCURRENCY = 64  # handshakes in flight per driver: stays under the listen backlog (100)
+SETUP_TIMEOUT = 120.0
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+MAX_ERRORS_PER_CONNECTION = 100
+TARGET_THROUGHPUT_RATIO = 0.60
+TARGET_P99_RATIO = 2.0
+
+_SERVING = re.compile(r"serving ws://[^\s:]+:(\d+)/ws")
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def raise_nofile_limit() -> int:
+    """Raise the soft limit of open files to the hard limit; return the soft limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+def _die_with_parent() -> None:
+    """In a child, before exec: raise the file limit and ask for SIGTERM when the parent dies."""
+    raise_nofile_limit()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process, all its threads included (Linux ``/proc``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds all processes of the machine spent busy so far (``/proc/stat``, all CPUs)."""
+    try:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    busy = sum(values[:8]) - idle  # user nice system idle iowait irq softirq steal
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Target:
+    """A server process under test: which kind, its pid and where to reach it."""
+
+    kind: str  # "server" or "echo"
+    process: subprocess.Popen[bytes]
+    url: str
+    metrics_url: str | None
+    log: Path
+    command: list[str]
+
+
+def _server_command(database: Path, launcher: str | None = None, extra: str | None = None) -> list[str]:
+    # ``python -m server`` (the ``eightoff`` command) from the project root: the working tree's code,
+    # whatever the state of the editable install.
+    head = shlex.split(launcher) if launcher else [sys.executable, "-m", "server"]
+    return [
+        *head,
+        "serve",
+        "--host", "127.0.0.1",
+        "--port", "0",
+        "--database-url", f"sqlite+aiosqlite:///{database}",
+        "--rate-per-second", RATE_PER_SECOND,
+        "--rate-burst", RATE_BURST,
+        *shlex.split(extra or ""),
+    ]  # fmt: skip
+
+
+def start_target(kind: str, workdir: Path, launcher: str | None = None, extra: str | None = None) -> Target:
+    """Start the server or the echo server, wait until it listens, return how to reach it."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    if kind == "server":
+        command = _server_command(workdir / "bench.sqlite3", launcher, extra)
+    else:
+        command = [sys.executable, str(ECHO_SERVER), "--host", "127.0.0.1", "--port", "0"]
+    env = {key: value for key, value in os.environ.items() if not key.startswith("EIGHTOFF_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    log = workdir / f"{kind}.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        found = _SERVING.search(log.read_text(errors="replace"))
+        if found:
+            port = int(found.group(1))
+            metrics = f"http://127.0.0.1:{port}/metrics" if kind == "server" else None
+            return Target(kind, process, f"ws://127.0.0.1:{port}/ws", metrics, log, command)
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    stop_process(process)
+    raise RuntimeError(f"{kind} did not start; its log:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def stop_process(process: subprocess.Popen[bytes] | multiprocessing.process.BaseProcess) -> None:
+    """SIGTERM (a graceful shutdown), then SIGKILL if it has not exited within ``STOP_TIMEOUT``."""
+    if isinstance(process, subprocess.Popen):
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        return
+    if process.is_alive():
+        process.terminate()
+        process.join(STOP_TIMEOUT)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+# --------------------------------------------------------------------------- driver (its own process)
+
+
+@dataclass
+class DriverPlan:
+    url: str
+    connections: int
+    warmup: float
+    duration: float
+    target_pid: int | None  # read its CPU time at the window's edges (driver 0 only)
+    metrics_url: str | None  # scrape /metrics at the window's edges (driver 0 only)
+
+
+def _frames(game: str) -> tuple[bytes, bytes]:
+    move = msgpack.packb({"type": "move", "id": 3, "game": game, "from": "t1", "to": "c5"})
+    undo = msgpack.packb({"type": "undo", "id": 4, "game": game})
+    return move, undo
+
+
+class _Window:
+    """The measuring phase every connection of a driver looks at: 0 warm-up, 1 measuring, 2 stop."""
+
+    def __init__(self) -> None:
+        self.phase = 0
+        self.latencies = array.array("d")
+        self.errors = 0
+        self.first_error: str | None = None
+
+
+async def _open(url: str, gate: asyncio.Semaphore, index: int) -> tuple[ClientConnection, str]:
+    """Connect, hello, new_game: the untimed setup of one connection; returns it and its game."""
+    async with gate:
+        ws = await connect(
+            url,
+            subprotocols=[SUBPROTOCOL],
+            compression=None,
+            open_timeout=SETUP_TIMEOUT,
+            ping_interval=None,
+            max_size=None,
+        )
+        await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1, "name": f"bench-{index}"}))
+        welcome = msgpack.unpackb(await ws.recv())
+        if welcome.get("type") == "error":
+            raise RuntimeError(f"hello refused: {welcome}")
+        await ws.send(msgpack.packb({"type": "new_game", "id": 2, "code": CODE}))
+        snapshot = msgpack.unpackb(await ws.recv())
+        if snapshot.get("type") == "error" or not isinstance(snapshot.get("game"), str):
+            raise RuntimeError(f"new_game refused: {snapshot}")
+        return ws, snapshot["game"]
+
+
+async def _play(ws: ClientConnection, game: str, window: _Window) -> None:
+    """move, undo, move, undo … one round trip at a time until the window closes."""
+    frames = _frames(game)
+    turn = 0
+    errors = 0
+    clock = time.perf_counter
+    unpackb = msgpack.unpackb
+    record = window.latencies.append
+    while window.phase < 2:
+        started = clock()
+        await ws.send(frames[turn])
+        reply = await ws.recv()
+        elapsed = clock() - started
+        if window.phase == 1:
+            record(elapsed)
+        message = unpackb(reply)
+        if message.get("type") == "ack":
+            turn ^= 1
+            continue
+        window.errors += 1
+        errors += 1
+        if window.first_error is None:
+            window.first_error = repr(message)[:300]
+        if errors >= MAX_ERRORS_PER_CONNECTION:
+            return
+
+
+def _scrape(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("eightoff_") and "{" not in line:
+            name, _, value = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                values[name] = float(value)
+    return values
+
+
+async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
+    gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
+    setup_started = time.monotonic()
+    opened = await asyncio.wait_for(
+        asyncio.gather(*(_open(plan.url, gate, i) for i in range(plan.connections))), SETUP_TIMEOUT
+    )
+    setup_seconds = time.monotonic() - setup_started
+    pipe.send(("ready", setup_seconds))
+    loop = asyncio.get_running_loop()
+    command, go_at = await loop.run_in_executor(None, pipe.recv)
+    if command != "go":
+        raise RuntimeError(f"unexpected command {command!r}")
+    window = _Window()
+    await asyncio.sleep(max(0.0, go_at - time.monotonic()))
+    players = [asyncio.create_task(_play(ws, game, window)) for ws, game in opened]
+    await asyncio.sleep(max(0.0, go_at + plan.warmup - time.monotonic()))
+
+    before = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
+    window.phase = 1
+    started = time.perf_counter()
+    own_cpu = time.process_time()
+    target_cpu = cpu_seconds(plan.target_pid) if plan.target_pid else None
+    machine_cpu = busy_cpu_seconds() if plan.target_pid else None
+    await asyncio.sleep(max(0.0, go_at + plan.warmup + plan.duration - time.monotonic()))
+    window.phase = 2
+    elapsed = time.perf_counter() - started
+    own_cpu = time.process_time() - own_cpu
+    target_end = cpu_seconds(plan.target_pid) if plan.target_pid else None
+    target_cpu = None if target_cpu is None or target_end is None else target_end - target_cpu
+    machine_end = busy_cpu_seconds() if plan.target_pid else None
+    machine_cpu = None if machine_cpu is None or machine_end is None else machine_end - machine_cpu
+    after = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
+
+    done, pending = await asyncio.wait(players, timeout=30.0)
+    for task in pending:
+        task.cancel()
+    failures = [task.exception() for task in done if not task.cancelled() and task.exception()]
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(ws.close() for ws, _ in opened), return_exceptions=True), 30)
+    if failures:
+        raise RuntimeError(f"{len(failures)} connections failed, the first: {failures[0]!r}")
+    return {
+        "latencies": window.latencies.tobytes(),
+        "elapsed": elapsed,
+        "errors": window.errors,
+        "first_error": window.first_error,
+        "setup": setup_seconds,
+        "driver_cpu": own_cpu,
+        "target_cpu": target_cpu,
+        "machine_cpu": machine_cpu,
+        "metrics": {key: after[key] - before.get(key, 0.0) for key in after},
+        "stuck": len(pending),
+    }
+
+
+def driver_main(plan: DriverPlan, pipe: Connection) -> None:
+    """Entry point of a driver process: setup, wait for "go", measure, send the figures back."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    raise_nofile_limit()
+    try:
+        result = asyncio.run(_drive(plan, pipe))
+    except BaseException as exc:
+        pipe.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    pipe.send(("done", result))
+
+
+# --------------------------------------------------------------------------- one measurement
+
+
+@dataclass
+class Measurement:
+    kind: str
+    n: int
+    rate: float  # replies a second in the window, all connections together
+    p50_ms: float
+    p99_ms: float
+    mean_ms: float
+    max_ms: float
+    samples: int
+    errors: int
+    first_error: str | None
+    setup_s: float
+    target_cpu: float | None  # fraction of one core
+    driver_cpu: float  # fraction of one core, all drivers together
+    other_cpu: float | None = None  # the rest of the machine (other processes), fraction of one core
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def _percentile(ordered: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of sorted values."""
+    if not ordered:
+        return float("nan")
+    rank = max(1, min(len(ordered), math.ceil(fraction * len(ordered))))
+    return ordered[rank - 1]
+
+
+def _receive(pipe: Connection, process: multiprocessing.process.BaseProcess, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while not pipe.poll(0.1):
+        if not process.is_alive():
+            raise RuntimeError("a driver process died")
+        if time.monotonic() > deadline:
+            raise TimeoutError("a driver did not answer in time")
+    kind, payload = pipe.recv()
+    if kind == "error":
+        raise RuntimeError(f"driver failed: {payload}")
+    return payload
+
+
+def _py_spy(pid: int, seconds: float, output: Path, fmt: str) -> subprocess.Popen[bytes] | None:
+    exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(exe).exists():
+        print("  (py-spy not found: pip install py-spy)", file=sys.stderr)
+        return None
+    command = [
+        exe, "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
+        "--rate", "200", "--format", fmt, "--output", str(output), "--threads",
+    ]  # fmt: skip
+    return subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=_die_with_parent
+    )
+
+
+def measure(target: Target, n: int, args: argparse.Namespace, label: str) -> Measurement:
+    """Drive ``target`` with ``n`` connections split over ``args.drivers`` processes."""
+    context = multiprocessing.get_context("spawn")
+    drivers = max(1, min(args.drivers, n))
+    shares = [n // drivers + (1 if i < n % drivers else 0) for i in range(drivers)]
+    started: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
+    profiler: subprocess.Popen[bytes] | None = None
+    finished = False
+    try:
+        for index, share in enumerate(shares):
+            parent_end, child_end = context.Pipe()
+            plan = DriverPlan(
+                url=target.url,
+                connections=share,
+                warmup=args.warmup,
+                duration=args.duration,
+                target_pid=target.process.pid if index == 0 else None,
+                metrics_url=target.metrics_url if index == 0 else None,
+            )
+            driver = context.Process(target=driver_main, args=(plan, child_end), name=f"driver-{index}")
+            driver.start()
+            child_end.close()
+            started.append((driver, parent_end))
+        setup = max(_receive(pipe, process, SETUP_TIMEOUT + 30) for process, pipe in started)
+        go_at = time.monotonic() + 0.2
+        for _, pipe in started:
+            pipe.send(("go", go_at))
+        if args.py_spy:
+            time.sleep(max(0.0, go_at + args.warmup - time.monotonic()))
+            suffix = {"speedscope": "json", "raw": "txt", "flamegraph": "svg"}[args.py_spy_format]
+            output = Path(args.py_spy) / f"{target.kind}-n{n}.{suffix}"
+            profiler = _py_spy(target.process.pid, args.duration, output, args.py_spy_format)
+        wait = args.warmup + args.duration + 90
+        results = [_receive(pipe, process, wait) for process, pipe in started]
+        finished = True
+        if profiler is not None:
+            _, err = profiler.communicate(timeout=60)
+            if profiler.returncode:
+                print(f"  py-spy failed: {err.decode(errors='replace').strip()[-500:]}", file=sys.stderr)
+            else:
+                print(f"  py-spy profile: {output}", file=sys.stderr)
+    finally:
+        if profiler is not None and profiler.poll() is None:
+            stop_process(profiler)
+        for process, pipe in started:
+            if finished:  # the drivers exit by themselves once they sent their figures
+                process.join(10)
+            stop_process(process)
+            pipe.close()
+
+    latencies = array.array("d")
+    for result in results:
+        latencies.frombytes(result["latencies"])
+    ordered = sorted(latencies)
+    elapsed = results[0]["elapsed"]
+    first = results[0]
+    errors = sum(result["errors"] for result in results)
+    first_error = next((result["first_error"] for result in results if result["first_error"]), None)
+    measurement = Measurement(
+        kind=target.kind,
+        n=n,
+        rate=len(ordered) / elapsed,
+        p50_ms=_percentile(ordered, 0.50) * 1000,
+        p99_ms=_percentile(ordered, 0.99) * 1000,
+        mean_ms=statistics.fmean(ordered) * 1000 if ordered else float("nan"),
+        max_ms=ordered[-1] * 1000 if ordered else float("nan"),
+        samples=len(ordered),
+        errors=errors,
+        first_error=first_error,
+        setup_s=setup,
+        target_cpu=None if first["target_cpu"] is None else first["target_cpu"] / elapsed,
+        driver_cpu=sum(result["driver_cpu"] for result in results) / elapsed,
+        metrics=first["metrics"],
+    )
+    if first["machine_cpu"] is not None and first["target_cpu"] is not None:
+        driver_seconds = sum(result["driver_cpu"] for result in results)
+        other = first["machine_cpu"] - first["target_cpu"] - driver_seconds
+        measurement.other_cpu = max(0.0, other / elapsed)
+    print(
+        f"  {label:6} N={n:<5} {measurement.rate:9.0f}/s  p50 {measurement.p50_ms:7.2f} ms  "
+        f"p99 {measurement.p99_ms:7.2f} ms  errors {errors}  (setup {setup:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return measurement
+
+
+def run_one(kind: str, n: int, args: argparse.Namespace, root: Path) -> Measurement:
+    target = start_target(kind, root / f"{kind}-n{n}", args.server_launcher, args.server_args)
+    try:
+        return measure(target, n, args, kind)
+    finally:
+        stop_process(target.process)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _fmt_ratio(value: float) -> str:
+    return "-" if value != value else f"{value:.2f}"
+
+
+def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespace, command: str) -> None:
+    print()
+    print("Eight Off load benchmark: closed-loop move/undo round trips, one connection per game")
+    print(f"window {args.duration:g} s after {args.warmup:g} s warm-up; {args.drivers} driver process(es); "
+          f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}")  # fmt: skip
+    print()
+    header = (
+        f"{'N':>5} | {'server act/s':>12} | {'echo msg/s':>10} | {'ratio':>5} | "
+        f"{'server p50/p99 ms':>17} | {'echo p50/p99 ms':>15} | {'p99 ratio':>9}"
+    )
+    print(header)
+    print("-" * len(header))
+    for server, echo in pairs:
+        ratio = server.rate / echo.rate if echo.rate else float("nan")
+        p99_ratio = server.p99_ms / echo.p99_ms if echo.p99_ms else float("nan")
+        print(
+            f"{server.n:>5} | {server.rate:>12,.0f} | {echo.rate:>10,.0f} | {_fmt_ratio(ratio):>5} | "
+            f"{server.p50_ms:>7.2f} / {server.p99_ms:>7.2f} | {echo.p50_ms:>6.2f} / {echo.p99_ms:>6.2f} | "
+            f"{_fmt_ratio(p99_ratio):>9}"
+        )
+    print()
+    header2 = (
+        f"{'N':>5} | {'CPU server':>10} | {'CPU echo':>8} | {'CPU driver (srv/echo)':>21} | "
+        f"{'CPU other (srv/echo)':>20} | {'commits/s':>9} | {'writes/commit':>13} | {'commit ms':>9} | "
+        f"{'errors':>6} | {'setup s (srv/echo)':>18}"
+    )
+    print(header2)
+    print("-" * len(header2))
+    for server, echo in pairs:
+        metrics = server.metrics
+        commits = metrics.get("eightoff_commit_batch_writes_count", 0.0)
+        writes = metrics.get("eightoff_commit_batch_writes_sum", 0.0)
+        commit_time = metrics.get("eightoff_commit_latency_seconds_sum", 0.0)
+        window = args.duration
+        print(
+            f"{server.n:>5} | {_pct(server.target_cpu):>10} | {_pct(echo.target_cpu):>8} | "
+            f"{_pct(server.driver_cpu) + ' / ' + _pct(echo.driver_cpu):>21} | "
+            f"{_pct(server.other_cpu) + ' / ' + _pct(echo.other_cpu):>20} | "
+            f"{commits / window:>9,.0f} | {(writes / commits if commits else float('nan')):>13.1f} | "
+            f"{(commit_time / commits * 1000 if commits else float('nan')):>9.2f} | "
+            f"{server.errors + echo.errors:>6} | {server.setup_s:>8.1f} / {echo.setup_s:<7.1f}"
+        )
+    noisy = [m for pair in pairs for m in pair if m.other_cpu is not None and m.other_cpu > 0.25]
+    if noisy:
+        worst = max(m.other_cpu or 0.0 for m in noisy)
+        print(
+            f"WARNING: other processes used up to {worst * 100:.0f}% of a core during {len(noisy)} "
+            "window(s): those figures are skewed; rerun on a quiet machine."
+        )
+    for server, echo in pairs:
+        for measurement in (server, echo):
+            if measurement.first_error:
+                print(f"first error ({measurement.kind}, N={measurement.n}): {measurement.first_error}")
+    print()
+    print("CPU is the share of one core used during the window (server: all its threads, SQLite's included);")
+    print("'other' is the rest of the machine meanwhile: well above 0 means another load skewed the figures.")
+    print("Server settings: defaults (SQLite WAL, synchronous=FULL, group commit of up to 1024 writes, ack")
+    print(f"after commit), except --rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}: the")
+    print("per-connection limit (200/s, burst 400) would otherwise refuse a closed loop on loopback.")
+    if args.server_args or args.server_launcher:
+        launcher = args.server_launcher or "python -m server"
+        print(f"Experiment: server launcher {launcher}, extra flags: {args.server_args or 'none'}")
+    for server, echo in pairs:
+        if server.n == 100 and server.samples and echo.samples:
+            ratio = server.rate / echo.rate if echo.rate else float("nan")
+            p99_ratio = server.p99_ms / echo.p99_ms if echo.p99_ms else float("nan")
+            print(
+                f"Targets at N=100: throughput ratio {ratio:.2f} (target ≥ {TARGET_THROUGHPUT_RATIO:.2f}: "
+                f"{'met' if ratio >= TARGET_THROUGHPUT_RATIO else 'missed'}), p99 ratio {p99_ratio:.2f} "
+                f"(target ≤ {TARGET_P99_RATIO:.1f}: {'met' if p99_ratio <= TARGET_P99_RATIO else 'missed'})"
+            )
+    print(f"command: {command}")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value * 100:.0f}%"
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench_load", description="Load benchmark of the real server against a websockets echo server."
+    )
+    parser.add_argument(
+        "--n",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_NS),
+        metavar="N",
+        help="concurrent games (connections) to run, in order (default: 1 100 1000)",
+    )
+    parser.add_argument("--duration", type=float, default=None, help="measured window, seconds (default 5)")
+    parser.add_argument("--warmup", type=float, default=None, help="warm-up before the window (default 1)")
+    parser.add_argument("--quick", action="store_true", help="short windows (1.5 s after 0.5 s warm-up)")
+    parser.add_argument("--drivers", type=int, default=1, help="driver processes sharing the N connections")
+    parser.add_argument("--only", choices=("server", "echo"), help="run one target only (no ratios)")
+    parser.add_argument(
+        "--py-spy", metavar="DIR", help="sample the server (and echo) with py-spy in each window"
+    )
+    parser.add_argument("--py-spy-format", default="speedscope", choices=("speedscope", "raw", "flamegraph"))
+    parser.add_argument(
+        "--server-launcher",
+        metavar="CMD",
+        help="run the server as CMD followed by 'serve …' instead of 'python -m server', e.g. "
+        '"python -m cProfile -o /tmp/server.prof -m server" (stopped by SIGTERM: the profile is written)',
+    )
+    parser.add_argument(
+        "--server-args",
+        metavar="FLAGS",
+        help="extra flags for 'eightoff serve' (for experiments; the table then no longer shows the "
+        'defaults), e.g. "--sqlite-synchronous NORMAL"',
+    )
+    args = parser.parse_args(argv)
+    if args.duration is None:
+        args.duration = 1.5 if args.quick else 5.0
+    if args.warmup is None:
+        args.warmup = 0.5 if args.quick else 1.0
+    if args.duration <= 0 or args.warmup < 0 or any(n < 1 for n in args.n) or args.drivers < 1:
+        parser.error("durations must be positive and N and --drivers at least 1")
+    return args
+
+
+def _nan_measurement(kind: str, n: int) -> Measurement:
+    nan = float("nan")
+    return Measurement(kind, n, nan, nan, nan, nan, nan, 0, 0, None, nan, None, nan)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    given = sys.argv[1:] if argv is None else list(argv)
+    python = Path(sys.executable)
+    with contextlib.suppress(ValueError):
+        python = python.relative_to(ROOT)  # .venv/bin/python, as run from the project root
+    module = ["-m", "bench.bench_load"] if __spec__ is not None else [sys.argv[0]]
+    command = shlex.join([str(python), *module, *given])
+    limit = raise_nofile_limit()
+    if max(args.n) + 64 > limit:
+        print(f"warning: the open-file limit is {limit}, below N={max(args.n)}", file=sys.stderr)
+    if args.py_spy:
+        Path(args.py_spy).mkdir(parents=True, exist_ok=True)
+
+    def _terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _terminate)
+    pairs: list[tuple[Measurement, Measurement]] = []
+    with tempfile.TemporaryDirectory(prefix="eightoff-bench-") as tmp:
+        root = Path(tmp)
+        print(f"working in {root}", file=sys.stderr)
+        for n in args.n:
+            server = (
+                _nan_measurement("server", n) if args.only == "echo" else run_one("server", n, args, root)
+            )
+            echo = _nan_measurement("echo", n) if args.only == "server" else run_one("echo", n, args, root)
+            pairs.append((server, echo))
+    report(pairs, args, command)
+    return 0
+
+
+if __name__ == "__main__":
+    if __package__ in (None, ""):  # run as a script: make ``bench`` importable for the spawned drivers
+        sys.path.insert(0, str(ROOT))
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted; every subprocess was stopped", file=sys.stderr)
+        sys.exit(130)
