@@ -32,6 +32,8 @@ __all__ = [
     "ops",
     "player_info",
     "player_row",
+    "profile",
+    "profile_game",
     "snapshot",
     "welcome",
 ]
@@ -233,18 +235,20 @@ def game_row(
     player: Mapping[str, object],
     game_id: str,
     code: str,
+    cells: int,
     won: bool,
     moves: int,
     duration_ms: int,
     score: int,
     finished_at: str,
 ) -> dict[str, object]:
-    """A row of the ``deal``, ``variant`` and ``daily`` boards: one finished game."""
+    """A row of the ``deal``, ``variant`` and ``daily`` boards: a player's best finished game there."""
     return {
         "rank": rank,
         "player": player,
         "game": game_id,
         "code": code,
+        "cells": cells,
         "won": won,
         "moves": moves,
         "duration_ms": duration_ms,
@@ -257,17 +261,18 @@ def player_row(
     *,
     rank: int,
     player: Mapping[str, object],
-    games: int,
-    wins: int,
+    played: int,
+    won: int,
     best_score: int,
 ) -> dict[str, object]:
-    """A row of the ``players`` board; ``win_rate`` is wins / games (0 when no games)."""
+    """A row of the ``players`` board: finished games ``played`` and ``won``, ``win_rate`` = won / played
+    (0 when none), and the best score of a game."""
     return {
         "rank": rank,
         "player": player,
-        "games": games,
-        "wins": wins,
-        "win_rate": wins / games if games else 0.0,
+        "played": played,
+        "won": won,
+        "win_rate": won / played if played else 0.0,
         "best_score": best_score,
     }
 
@@ -283,6 +288,60 @@ def leaderboard(
     message["rows"] = list(rows)
     if next_cursor is not None:
         message["next"] = next_cursor
+    return message
+
+
+def profile_game(
+    game_id: str,
+    *,
+    code: str,
+    cells: int,
+    won: bool,
+    score: int,
+    moves: int,
+    duration_ms: int,
+    finished_at: str,
+) -> dict[str, object]:
+    """A finished game as a ``profile`` lists it (its ``best`` and ``recent`` games)."""
+    return {
+        "game": game_id,
+        "code": code,
+        "cells": cells,
+        "won": won,
+        "score": score,
+        "moves": moves,
+        "duration_ms": duration_ms,
+        "finished_at": finished_at,
+    }
+
+
+def profile(
+    *,
+    player: Mapping[str, object],
+    played: int,
+    won: int,
+    best_score: int,
+    best: Sequence[Mapping[str, object]],
+    streak_current: int,
+    streak_best: int,
+    recent: Sequence[Mapping[str, object]],
+    request_id: RequestId | None = None,
+) -> dict[str, object]:
+    """The reply to ``profile``: a player's totals, best game per variant, daily streak, recent games.
+
+    Args:
+        best: ``profile_game`` entries, at most one per cell variant.
+        recent: ``profile_game`` entries, newest first.
+    """
+    message = _head("profile", request_id)
+    message["player"] = player
+    message["played"] = played
+    message["won"] = won
+    message["win_rate"] = won / played if played else 0.0
+    message["best_score"] = best_score
+    message["best"] = list(best)
+    message["streak"] = {"current": streak_current, "best": streak_best}
+    message["recent"] = list(recent)
     return message
 
 

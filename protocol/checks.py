@@ -143,6 +143,14 @@ def _one_of(*choices: str) -> _Check:
     return check
 
 
+def _one_of_integers(*choices: int) -> _Check:
+    def check(value: object, path: str) -> None:
+        if type(value) is not int or value not in choices:
+            _fail(path, f"expected one of {', '.join(map(str, choices))}, got {value!r}")
+
+    return check
+
+
 def _win_rate(value: object, path: str) -> None:
     if not (type(value) is int or type(value) is float) or math.isnan(value) or not 0 <= value <= 1:
         _fail(path, f"expected a number in 0..1, got {value!r}")
@@ -218,15 +226,46 @@ def _ops(value: object, path: str) -> None:
 
 def _check_rows(message: dict[str, object]) -> None:
     rows = cast("list[dict[str, object]]", message["rows"])
-    kinds = {"games" in row for row in rows}
+    kinds = {"played" in row for row in rows}
     if len(kinds) > 1:
         _fail("leaderboard.rows", "game rows and player rows mixed")
+    previous = 0
     for index, row in enumerate(rows):
-        _fields_of(
-            row, f"leaderboard.rows[{index}]", _PLAYER_ROW if "games" in row else _GAME_ROW, frozenset()
-        )
-        if "games" in row and cast(int, row["wins"]) > cast(int, row["games"]):
-            _fail(f"leaderboard.rows[{index}]", "more wins than games")
+        path = f"leaderboard.rows[{index}]"
+        if "played" in row:
+            _fields_of(row, path, _PLAYER_ROW, frozenset())
+            _check_won_played(row, path)
+        else:
+            _fields_of(row, path, _GAME_ROW, frozenset())
+            _check_cells_of_code(row, path)
+        rank = cast(int, row["rank"])
+        if rank < previous:
+            _fail(f"{path}.rank", f"rank {rank} after rank {previous}: rows come in rank order")
+        previous = rank
+
+
+def _check_won_played(figures: dict[str, object], path: str) -> None:
+    if cast(int, figures["won"]) > cast(int, figures["played"]):
+        _fail(path, "more wins than games played")
+
+
+def _check_cells_of_code(game: dict[str, object], path: str) -> None:
+    code = cast(str, game["code"])
+    if Deal.from_code(code).cells != game["cells"]:
+        _fail(f"{path}.cells", f"{game['cells']} cells, but {code} has {Deal.from_code(code).cells}")
+
+
+def _check_profile(message: dict[str, object]) -> None:
+    _check_won_played(message, "profile")
+    for name in ("best", "recent"):
+        for index, game in enumerate(cast("list[dict[str, object]]", message[name])):
+            _check_cells_of_code(game, f"profile.{name}[{index}]")
+    best = cast("list[dict[str, object]]", message["best"])
+    if any(not game["won"] for game in best) or len({game["cells"] for game in best}) != len(best):
+        _fail("profile.best", "at most one won game per variant")
+    streak = cast("dict[str, int]", message["streak"])
+    if streak["current"] > streak["best"]:
+        _fail("profile.streak", "the current streak is longer than the best one")
 
 
 def _any_row(value: object, path: str) -> None:
@@ -234,11 +273,13 @@ def _any_row(value: object, path: str) -> None:
         _fail(path, f"expected a map, got {value!r}")
 
 
+_cells = _one_of_integers(8, 4, 2)
 _GAME_ROW: dict[str, _Check] = {
     "rank": _integer(1),
     "player": _player,
     "game": _game_id,
     "code": _code,
+    "cells": _cells,
     "won": _boolean,
     "moves": _count,
     "duration_ms": _count,
@@ -248,11 +289,23 @@ _GAME_ROW: dict[str, _Check] = {
 _PLAYER_ROW: dict[str, _Check] = {
     "rank": _integer(1),
     "player": _player,
-    "games": _count,
-    "wins": _count,
+    "played": _count,
+    "won": _count,
     "win_rate": _win_rate,
     "best_score": _count,
 }
+_PROFILE_GAME = _record(
+    {
+        "game": _game_id,
+        "code": _code,
+        "cells": _cells,
+        "won": _boolean,
+        "score": _count,
+        "moves": _count,
+        "duration_ms": _count,
+        "finished_at": _timestamp,
+    }
+)
 _LIVE_GAME = _record(
     {
         "game": _game_id,
@@ -327,6 +380,20 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
     "ok": ({}, frozenset(), None),
     "live": ({"games": _array(_LIVE_GAME, 0, 100), "next": _cursor}, frozenset({"next"}), None),
     "leaderboard": ({"rows": _array(_any_row, 0, 100), "next": _cursor}, frozenset({"next"}), _check_rows),
+    "profile": (
+        {
+            "player": _player,
+            "played": _count,
+            "won": _count,
+            "win_rate": _win_rate,
+            "best_score": _count,
+            "best": _array(_PROFILE_GAME, 0, 3),
+            "streak": _record({"current": _count, "best": _count}),
+            "recent": _array(_PROFILE_GAME, 0, 100),
+        },
+        frozenset(),
+        _check_profile,
+    ),
     "error": (
         {"code": _one_of(*sorted(_ERROR_CODES)), "message": _string(0, 200)},
         frozenset(),

@@ -40,6 +40,7 @@ __all__ = [
     "Order",
     "OwnFoundation",
     "Period",
+    "ProfileRequest",
     "ResignRequest",
     "ResumeRequest",
     "TapRequest",
@@ -355,12 +356,32 @@ class LeaderboardRequest:
         return wire
 
 
+@dataclass(frozen=True, slots=True)
+class ProfileRequest:
+    """``profile``: a player's figures, best games, daily streak and recent games.
+
+    ``player`` is a player id; None asks for the requesting player's own profile.
+    """
+
+    TYPE: ClassVar[str] = "profile"
+    player: str | None = None
+    request_id: RequestId | None = None
+
+    def to_wire(self) -> dict[str, object]:
+        wire = _with_id({"type": self.TYPE}, self.request_id)
+        if self.player is not None:
+            wire["player"] = self.player
+        return wire
+
+
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
 ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
 #: Every request naming a ``game``.
 GameRequest: TypeAlias = ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest
 #: Any decoded client message.
-ClientMessage: TypeAlias = HelloRequest | NewGameRequest | GameRequest | LiveRequest | LeaderboardRequest
+ClientMessage: TypeAlias = (
+    HelloRequest | NewGameRequest | GameRequest | LiveRequest | LeaderboardRequest | ProfileRequest
+)
 
 #: Wire ``type`` → message class, in the order of protocol/README.md.
 CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
@@ -378,5 +399,6 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         UnwatchRequest,
         LiveRequest,
         LeaderboardRequest,
+        ProfileRequest,
     )
 }

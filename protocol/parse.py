@@ -41,6 +41,7 @@ from protocol.messages import (
     NewGameRequest,
     Order,
     Period,
+    ProfileRequest,
     ResignRequest,
     ResumeRequest,
     TapRequest,
@@ -422,6 +423,15 @@ def _leaderboard(message: dict[object, object], rid: RequestId | None) -> Leader
     )
 
 
+_PROFILE = frozenset({"type", "id", "player"})
+
+
+def _profile(message: dict[object, object], rid: RequestId | None) -> ProfileRequest:
+    _check_fields(message, _PROFILE, (), rid)
+    player = message.get("player", _MISSING)
+    return ProfileRequest(None if player is _MISSING else _game_id(player, "player", rid), rid)
+
+
 _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMessage]] = {
     "hello": _hello,
     "new_game": _new_game,
@@ -435,6 +445,7 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "unwatch": _game_only(UnwatchRequest),
     "live": _live,
     "leaderboard": _leaderboard,
+    "profile": _profile,
 }
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib.resources
+import json
 import logging
 import signal
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
+from typing import ClassVar
+from urllib.parse import unquote
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
@@ -23,10 +26,12 @@ from server.bus import LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
-from server.hub import GameHub
+from server.hub import GameHub, Refusal
+from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
 from server.requests import RequestHandler
 from server.storage import Database, upgrade_to_head
+from server.storage.action_log import SqliteActionLog, sqlite_file_of
 
 __all__ = ["App", "run"]
 
@@ -53,6 +58,7 @@ class App:
     loop: ConnectionLoop
     metrics: Metrics
     server: Server
+    sweeper: asyncio.Task[None]
 
     @classmethod
     async def start(cls, settings: Settings) -> App:
@@ -60,15 +66,20 @@ class App:
         await asyncio.to_thread(upgrade_to_head, settings.database_url)
         database = Database.create(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
         metrics = Metrics()
-        committer = Committer(database, metrics, max_batch=settings.commit_batch)
+        sqlite_file = sqlite_file_of(settings.database_url)
+        action_log = (
+            SqliteActionLog(sqlite_file, synchronous=settings.sqlite_synchronous) if sqlite_file else None
+        )
+        committer = Committer(database, metrics, max_batch=settings.commit_batch, action_log=action_log)
         committer.start()
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
         bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
         hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
         await hub.start_bus()
-        handler = RequestHandler(settings, database, committer, hub, __version__)
+        leaderboards = LeaderboardService(database)
+        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__)
         loop = ConnectionLoop(settings, handler, hub, metrics)
-        http = _HttpRoutes(metrics)
+        http = _HttpRoutes(metrics, leaderboards)
         server = await serve(
             loop,
             settings.host,
@@ -82,7 +93,8 @@ class App:
             compression=None,
             server_header=f"eightoff/{__version__}",
         )
-        app = cls(settings, database, committer, hub, loop, metrics, server)
+        sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
+        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
         return app
 
@@ -94,6 +106,7 @@ class App:
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight actions commit, close every connection with 1001."""
         self.server.server.close()
+        self.sweeper.cancel()
         self.loop.draining = True
         await self.loop.wait_idle(self.settings.shutdown_grace)
         self.server.close(close_connections=True)
@@ -104,13 +117,26 @@ class App:
 
 
 class _HttpRoutes:
-    """``process_request``: plain HTTP on the WebSocket port (/healthz, /metrics, the web client)."""
+    """``process_request``: plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web
+    client).
 
-    def __init__(self, metrics: Metrics) -> None:
+    ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
+    ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
+    with the HTTP status of their code.
+    """
+
+    _STATUS: ClassVar[dict[str, HTTPStatus]] = {
+        "bad_request": HTTPStatus.BAD_REQUEST,
+        "not_found": HTTPStatus.NOT_FOUND,
+        "unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
+    }
+
+    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService | None = None) -> None:
         self._metrics = metrics
+        self._leaderboards = leaderboards
 
     async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
-        path = request.path.split("?", 1)[0]
+        path, _, query = request.path.partition("?")
         if path == "/ws":
             return None
         if path == "/healthz":
@@ -119,7 +145,36 @@ class _HttpRoutes:
             return _response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
             )
+        is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
+        if is_api and self._leaderboards is not None:
+            return await self._api(self._leaderboards, path, query)
         return self._static(path)
+
+    async def _api(self, leaderboards: LeaderboardService, path: str, query: str) -> Response:
+        try:
+            if path == "/api/leaderboard":
+                message = await leaderboards.leaderboard(parse_leaderboard_query(query))
+            else:
+                player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
+                message = await leaderboards.profile(player_id)
+        except protocol.ProtocolError as exc:
+            return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
+        except Refusal as refusal:
+            status = self._STATUS.get(refusal.code, HTTPStatus.INTERNAL_SERVER_ERROR)
+            return self._json(status, {"code": refusal.code, "message": refusal.message})
+        except Exception:
+            logger.exception("GET %s failed", path)
+            return self._json(
+                HTTPStatus.INTERNAL_SERVER_ERROR, {"code": "internal", "message": "the server failed"}
+            )
+        return self._json(HTTPStatus.OK, {k: v for k, v in message.items() if k not in ("type", "id")})
+
+    @staticmethod
+    def _json(status: HTTPStatus, body: dict[str, object]) -> Response:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        response = _response(status, data, "application/json")
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
     @staticmethod
     def _static(path: str) -> Response:

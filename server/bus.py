@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 
 __all__ = ["Bus", "BusEvent", "LocalBus", "RedisBus"]
 
@@ -36,7 +36,8 @@ class BusEvent:
     finished_at_ms: int | None = None
 
     def pack(self) -> bytes:
-        return msgpack.packb([self.node, self.game, self.v, self.action, self.finished_at_ms])
+        packed: bytes = msgpack.packb([self.node, self.game, self.v, self.action, self.finished_at_ms])
+        return packed
 
     @classmethod
     def unpack(cls, data: bytes) -> BusEvent:

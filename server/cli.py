@@ -1,4 +1,4 @@
-"""The ``eightoff`` command line: serve, db, deal."""
+"""The ``eightoff`` command line: serve, db, deal, verify."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from engine import Deal, InvalidCodeError
 from protocol import layout_fields
@@ -48,8 +50,19 @@ def _serve(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    asyncio.run(run(settings))
+    with asyncio.Runner(loop_factory=_fast_event_loop()) as runner:
+        runner.run(run(settings))
     return 0
+
+
+def _fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (it is a dependency on POSIX): about 15% more
+    actions per second under load; the standard loop elsewhere."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -63,6 +76,74 @@ def _db(args: argparse.Namespace) -> int:
     current = current_revision(settings.database_url)
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")
     return 0
+
+
+class _ProgressBar:
+    """A one-line progress bar on a text stream (redrawn in place on a terminal, else a line per 10%)."""
+
+    def __init__(self, stream: TextIO, label: str, *, width: int = 30, interval: float = 0.1) -> None:
+        self._stream = stream
+        self._label = label
+        self._width = width
+        self._interval = interval
+        self._is_tty = stream.isatty()
+        self._started = time.monotonic()
+        self._drawn_at = 0.0
+        self._tenth = -1
+        self._line = ""
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        fraction = min(1.0, done / total) if total else 1.0
+        elapsed = max(now - self._started, 1e-9)
+        rate = done / elapsed
+        eta = (total - done) / rate if rate and total > done else 0.0
+        filled = int(fraction * self._width)
+        self._line = (
+            f"{self._label} [{'#' * filled}{'.' * (self._width - filled)}] {fraction:4.0%} "
+            f"{done:,}/{total:,} games, {rate:,.0f}/s, {eta:,.0f} s left"
+        )
+        if self._is_tty:
+            if now - self._drawn_at >= self._interval or done >= total:
+                self._stream.write("\r" + self._line)
+                self._stream.flush()
+                self._drawn_at = now
+        elif int(fraction * 10) > self._tenth:
+            self._tenth = int(fraction * 10)
+            self._stream.write(self._line + "\n")
+            self._stream.flush()
+
+    def finish(self) -> None:
+        if self._is_tty and self._line:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from server.leaderboard import verify_games
+    from server.storage import Database, current_revision
+
+    settings = _settings(args)
+    if settings is None:
+        return 2
+    if current_revision(settings.database_url) is None:
+        print("eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
+        return 2
+    bar = _ProgressBar(sys.stderr, "verify")
+
+    async def run() -> tuple[int, list[Any]]:
+        database = Database.create(settings.database_url)
+        try:
+            return await verify_games(database, batch=args.batch, progress=bar)
+        finally:
+            await database.dispose()
+
+    checked, mismatches = asyncio.run(run())
+    bar.finish()
+    for mismatch in mismatches:
+        print(f"MISMATCH {mismatch.game_id}: {mismatch.problem}")
+    print(f"verified {checked:,} stored games: {len(mismatches):,} mismatch(es)")
+    return 1 if mismatches else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +168,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the layout as JSON (protocol snapshot shapes)"
     )
     deal.set_defaults(handler=_deal)
+    verify = commands.add_parser(
+        "verify",
+        help="replay every stored game through the engine and report any that does not end as stored",
+        description="Replay every stored game's actions through the rules engine and compare the result "
+        "with the stored status, score, moves, undos and won flag. Exits 1 when any game differs.",
+    )
+    verify.add_argument(
+        "--database-url", dest="database_url", default=None, help="as for serve (env EIGHTOFF_DATABASE_URL)"
+    )
+    verify.add_argument(
+        "--batch",
+        type=lambda text: max(1, int(text)),
+        default=500,
+        metavar="N",
+        help="games per read (default 500)",
+    )
+    verify.set_defaults(handler=_verify)
     return parser
 
 

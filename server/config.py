@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -76,6 +76,16 @@ def _convert(kind: Any, text: str) -> Any:
     return text
 
 
+def _parser_for(kind: Any) -> Callable[[str], Any]:
+    """An argparse ``type`` named after the setting's type, so errors read "invalid int value"."""
+
+    def parse(text: str) -> Any:
+        return _convert(kind, text)
+
+    parse.__name__ = str(kind).split(" ")[0]
+    return parse
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add one ``--flag`` per setting; each help text names its environment variable and default."""
     for setting in fields(Settings):
@@ -84,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             flag,
             dest=setting.name,
             default=None,
-            type=lambda text, kind=setting.type: _convert(kind, text),
+            type=_parser_for(setting.type),
             metavar=setting.name.upper(),
             help=f"{setting.metadata['help']} (env {_env_name(setting.name)}; default {setting.default})",
         )
@@ -99,5 +109,9 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
         if flag_value is not None:
             values[setting.name] = flag_value
         elif _env_name(setting.name) in environ:
-            values[setting.name] = _convert(setting.type, environ[_env_name(setting.name)])
+            text = environ[_env_name(setting.name)]
+            try:
+                values[setting.name] = _convert(setting.type, text)
+            except ValueError:
+                raise ValueError(f"{_env_name(setting.name)}={text!r} is not a valid {setting.type}") from None
     return dataclasses.replace(Settings(), **values)

@@ -18,6 +18,7 @@ from server.committer import Committer, StorageUnavailable, Write
 from server.config import Settings
 from server.hub import FinishedGame, GameHub, GameRoom, PlayerRef, Refusal, replay_stored, utc_now
 from server.ids import hash_token, new_id, new_token
+from server.leaderboard import LeaderboardService
 from server.storage import Database, PlayerRecord, repository
 
 __all__ = ["Client", "RequestHandler"]
@@ -29,7 +30,7 @@ _RANDOM = secrets.SystemRandom()
 class Client:
     """One connection's session: its player once it said hello, and what it follows."""
 
-    __slots__ = ("busy", "games", "player", "subprotocol", "transport", "watching")
+    __slots__ = ("games", "last_seen", "player", "subprotocol", "transport", "watching")
 
     def __init__(self, subprotocol: protocol.Subprotocol, transport: Any = None) -> None:
         self.subprotocol = subprotocol
@@ -37,7 +38,7 @@ class Client:
         self.player: PlayerRef | None = None
         self.games: set[str] = set()
         self.watching: set[str] = set()
-        self.busy = False
+        self.last_seen = 0.0
 
 
 class RequestHandler:
@@ -49,12 +50,14 @@ class RequestHandler:
         database: Database,
         committer: Committer,
         hub: GameHub,
+        leaderboards: LeaderboardService,
         version: str,
     ) -> None:
         self._settings = settings
         self._database = database
         self._committer = committer
         self._hub = hub
+        self._leaderboards = leaderboards
         self._version = version
         self._routes: dict[type[Any], Callable[[Client, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
@@ -69,6 +72,7 @@ class RequestHandler:
             protocol.UnwatchRequest: self._unwatch,
             protocol.LiveRequest: self._live,
             protocol.LeaderboardRequest: self._leaderboard,
+            protocol.ProfileRequest: self._profile,
         }
 
     async def handle(self, client: Client, request: protocol.ClientMessage) -> Reply:
@@ -214,7 +218,11 @@ class RequestHandler:
         return [builders.live(games, next_cursor=after, request_id=request.request_id)]
 
     async def _leaderboard(self, client: Client, request: protocol.LeaderboardRequest) -> Reply:
-        raise Refusal("unavailable", "leaderboards are not served by this version yet")
+        return [await self._leaderboards.leaderboard(request)]
+
+    async def _profile(self, client: Client, request: protocol.ProfileRequest) -> Reply:
+        player_id = request.player if request.player is not None else self._player(client).id
+        return [await self._leaderboards.profile(player_id, request.request_id)]
 
     # ------------------------------------------------------------------ helpers
 

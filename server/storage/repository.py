@@ -13,7 +13,8 @@ from typing import Any, Final
 from sqlalchemy import Row, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from server.storage.records import GameResult, GameStart, PlayerRecord, StoredGame
+from server.storage import leaderboards
+from server.storage.records import GameResult, GameStart, PlayerRecord, RankedGame, StoredGame
 from server.storage.tables import actions, games, players
 
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
@@ -100,7 +101,10 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
 
 
 async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
-    """Write a game's final figures, if it is still being played.
+    """Write a game's final figures, if it is still being played, and put it on the leaderboards.
+
+    The leaderboard summaries (`leaderboards.record_finished_game`) change in the caller's transaction,
+    with the game: a board never shows a game that is not stored, nor misses one that is.
 
     Returns:
         True when the game was updated; False when there is no such game or it has already ended (the
@@ -111,20 +115,40 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
     """
     if result.status not in _FINAL_STATUSES:
         raise ValueError(f"finish_game status {result.status!r} is not one of {sorted(_FINAL_STATUSES)}")
-    outcome = await conn.execute(
-        update(games)
-        .where(games.c.id == result.id, games.c.status == "playing")
-        .values(
-            status=result.status,
+    finished = (
+        await conn.execute(
+            update(games)
+            .where(games.c.id == result.id, games.c.status == "playing")
+            .values(
+                status=result.status,
+                score=result.score,
+                moves=result.moves,
+                undos=result.undos,
+                finished_at=result.finished_at,
+                duration_ms=result.duration_ms,
+                won=result.won,
+            )
+            .returning(games.c.player_id, games.c.code, games.c.cells, games.c.daily_date)
+        )
+    ).first()
+    if finished is None:
+        return False
+    await leaderboards.record_finished_game(
+        conn,
+        RankedGame(
+            id=result.id,
+            player_id=finished.player_id,
+            code=finished.code,
+            cells=finished.cells,
+            daily_date=finished.daily_date,
             score=result.score,
             moves=result.moves,
-            undos=result.undos,
-            finished_at=result.finished_at,
             duration_ms=result.duration_ms,
             won=result.won,
-        )
+            finished_at=result.finished_at,
+        ),
     )
-    return outcome.rowcount == 1
+    return True
 
 
 async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
@@ -151,6 +175,45 @@ async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
         won=game.won,
         actions=tuple(notations),
     )
+
+
+async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: int) -> list[StoredGame]:
+    """Up to ``limit`` games with their actions, in id order, after the game ``after_id`` (from the first
+    when None): a keyset walk over every stored game, two queries per batch."""
+    statement = select(games).order_by(games.c.id).limit(limit)
+    if after_id is not None:
+        statement = statement.where(games.c.id > after_id)
+    rows = (await conn.execute(statement)).all()
+    if not rows:
+        return []
+    logs: dict[str, list[str]] = {row.id: [] for row in rows}
+    found = await conn.execute(
+        select(actions.c.game_id, actions.c.action)
+        .where(actions.c.game_id >= rows[0].id, actions.c.game_id <= rows[-1].id)
+        .order_by(actions.c.game_id, actions.c.v)
+    )
+    for game_id, action in found:
+        if game_id in logs:  # not a game inserted meanwhile
+            logs[game_id].append(action)
+    return [
+        StoredGame(
+            id=row.id,
+            player_id=row.player_id,
+            code=row.code,
+            cells=row.cells,
+            daily_date=row.daily_date,
+            status=row.status,
+            score=row.score,
+            moves=row.moves,
+            undos=row.undos,
+            started_at=row.started_at,
+            finished_at=row.finished_at,
+            duration_ms=row.duration_ms,
+            won=row.won,
+            actions=tuple(logs[row.id]),
+        )
+        for row in rows
+    ]
 
 
 async def unfinished_game_ids(conn: AsyncConnection, player_id: str) -> list[str]:

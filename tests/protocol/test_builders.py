@@ -139,8 +139,16 @@ def test_welcome_sends_the_token_only_when_given() -> None:
 
 
 def test_player_row_win_rate() -> None:
-    assert protocol.player_row(rank=1, player=PLAYER, games=4, wins=3, best_score=0)["win_rate"] == 0.75
-    assert protocol.player_row(rank=1, player=PLAYER, games=0, wins=0, best_score=0)["win_rate"] == 0.0
+    assert protocol.player_row(rank=1, player=PLAYER, played=4, won=3, best_score=0)["win_rate"] == 0.75
+    assert protocol.player_row(rank=1, player=PLAYER, played=0, won=0, best_score=0)["win_rate"] == 0.0
+
+
+def test_profile_win_rate_and_streak() -> None:
+    message = protocol.profile(
+        player=PLAYER, played=8, won=2, best_score=935, best=[], streak_current=1, streak_best=3, recent=[]
+    )
+    protocol.validate_server_message(message)
+    assert message["win_rate"] == 0.25 and message["streak"] == {"current": 1, "best": 3}
 
 
 def test_error_cuts_long_messages_and_refuses_unknown_codes() -> None:

@@ -119,20 +119,40 @@ def test_refuses_other_broken_messages(message: object) -> None:
 
 def test_refuses_mixed_or_impossible_leaderboard_rows() -> None:
     game_row = protocol.game_row(
-        rank=1, player=PLAYER, game_id="g", code="EO1-C8-AAAAAFA", won=True, moves=1, duration_ms=1, score=0,
-        finished_at=STARTED,
+        rank=1, player=PLAYER, game_id="g", code="EO1-C8-AAAAAFA", cells=8, won=True, moves=1, duration_ms=1,
+        score=0, finished_at=STARTED,
     )  # fmt: skip
-    player_row = protocol.player_row(rank=2, player=PLAYER, games=1, wins=1, best_score=0)
+    player_row = protocol.player_row(rank=2, player=PLAYER, played=1, won=1, best_score=0)
     assert "mixed" in _refused(protocol.leaderboard([game_row, player_row]))
     impossible = copy.deepcopy(player_row)
-    impossible["wins"] = 2
+    impossible["won"] = 2
     assert "more wins" in _refused(protocol.leaderboard([impossible]))
     nan = copy.deepcopy(player_row)
     nan["win_rate"] = float("nan")
     assert "win_rate" in _refused(protocol.leaderboard([nan]))
+    wrong_variant = copy.deepcopy(game_row)
+    wrong_variant["cells"] = 4
+    assert "EO1-C8-AAAAAFA has 8" in _refused(protocol.leaderboard([wrong_variant]))
+    assert "rank order" in _refused(protocol.leaderboard([player_row, {**player_row, "rank": 1}]))
+
+
+def test_refuses_impossible_profiles() -> None:
+    best = protocol.profile_game(
+        "g", code="EO1-C4-AAAAAFA", cells=4, won=True, score=520, moves=90, duration_ms=1, finished_at=STARTED
+    )
+    fine = protocol.profile(
+        player=PLAYER, played=3, won=1, best_score=520, best=[best], streak_current=0, streak_best=1,
+        recent=[best],
+    )  # fmt: skip
+    protocol.validate_server_message(fine)
+    assert "more wins" in _refused({**fine, "won": 4})
+    assert "one won game per variant" in _refused({**fine, "best": [best, best]})
+    assert "one won game per variant" in _refused({**fine, "best": [{**best, "won": False}]})
+    assert "current streak" in _refused({**fine, "streak": {"current": 2, "best": 1}})
+    assert "cells" in _refused({**fine, "recent": [{**best, "cells": 8}]})
 
 
 def test_server_message_types() -> None:
     assert set(protocol.SERVER_MESSAGE_TYPES) == {
-        "welcome", "snapshot", "ack", "diff", "game_over", "ok", "live", "leaderboard", "error"
+        "welcome", "snapshot", "ack", "diff", "game_over", "ok", "live", "leaderboard", "profile", "error"
     }  # fmt: skip

@@ -118,6 +118,8 @@ def test_leaderboard_defaults_per_board() -> None:
         LeaderboardRequest(Board.DAILY, cells=2, date=dt.date(2026, 1, 2), period=None, order=Order.SCORE),
         LeaderboardRequest(Board.DEAL, Deal(7, 8), 8, around="p1"),
         LeaderboardRequest(Board.PLAYERS, order=Order.WINS, period=Period.DAY, limit=5, after="c"),
+        protocol.ProfileRequest(),
+        protocol.ProfileRequest("p_1", request_id=3),
     ],
     ids=lambda request: request.TYPE,
 )
@@ -128,7 +130,7 @@ def test_to_wire_parses_back_to_the_same_request(request_: protocol.ClientMessag
 def test_client_message_types_in_readme_order() -> None:
     assert list(protocol.CLIENT_MESSAGE_TYPES) == [
         "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "live",
-        "leaderboard",
+        "leaderboard", "profile",
     ]  # fmt: skip
 
 

@@ -175,8 +175,12 @@ def sample_server_messages() -> list[dict[str, object]]:
             )
         )
     game_row = protocol.game_row(
-        rank=1, player=player, game_id="g_1", code="EO1-C8-AAAAAFA", won=True, moves=240, duration_ms=600_000,
-        score=935, finished_at=started,
+        rank=1, player=player, game_id="g_1", code="EO1-C8-AAAAAFA", cells=8, won=True, moves=240,
+        duration_ms=600_000, score=935, finished_at=started,
+    )  # fmt: skip
+    profile_game = protocol.profile_game(
+        "g_1", code="EO1-C2-AAAAAFA", cells=2, won=True, score=935, moves=240, duration_ms=600_000,
+        finished_at=started,
     )  # fmt: skip
     live_game = protocol.live_game(
         "g_1", player=player, code="EO1-C4-AAAAAFA", moves=3, score=10, watchers=2, started_at=started
@@ -193,11 +197,25 @@ def sample_server_messages() -> list[dict[str, object]]:
         protocol.live([live_game], next_cursor="abc", request_id=9),
         protocol.live([]),
         protocol.leaderboard([game_row], next_cursor="n1"),
-        protocol.leaderboard([protocol.player_row(rank=1, player=player, games=4, wins=3, best_score=935)]),
+        protocol.leaderboard([protocol.player_row(rank=1, player=player, played=4, won=3, best_score=935)]),
         protocol.leaderboard(
-            [protocol.player_row(rank=7, player=player, games=0, wins=0, best_score=0)], request_id=2
+            [protocol.player_row(rank=7, player=player, played=0, won=0, best_score=0)], request_id=2
         ),
         protocol.leaderboard([]),
+        protocol.profile(
+            player=player,
+            played=4,
+            won=3,
+            best_score=935,
+            best=[profile_game],
+            streak_current=2,
+            streak_best=5,
+            recent=[profile_game],
+            request_id=4,
+        ),
+        protocol.profile(
+            player=player, played=0, won=0, best_score=0, best=[], streak_current=0, streak_best=0, recent=[]
+        ),
         protocol.error(protocol.ErrorCode.STALE, "game g_1 is at v=12"),
         protocol.error("illegal_move", "t1-t2 is illegal", 5),
     ]

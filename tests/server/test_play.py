@@ -91,7 +91,7 @@ async def test_reconnect_resume_and_stale_retry(url: str) -> None:
     """A player reconnects with its token, finds its game, and a retried request with an old v is refused."""
     first = await player(url, name="bea")
     token = first.token
-    game = (await first.request("new_game", cells=4))["game"]
+    game = (await first.request("new_game", code="EO1-C4-AAAAAAC"))["game"]  # a C4 deal with a legal move
     snapshot = await first.request("resume", game=game)
     legal = next(iter(Game.from_code(snapshot["code"]).legal_moves))
     ack = await first.request("move", game=game, **wire_move(legal), v=0)

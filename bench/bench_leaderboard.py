@@ -1,0 +1,539 @@
+"""Leaderboard benchmark: query latency at a million finished games, on SQLite and on PostgreSQL.
+
+Run from the project root::
+
+    .venv/bin/python -m bench.bench_leaderboard                       (1,000,000 games; minutes)
+    .venv/bin/python -m bench.bench_leaderboard --games 100000        (a smaller world, quicker)
+    .venv/bin/python -m bench.bench_leaderboard --backend sqlite      (one backend only)
+
+PostgreSQL runs when ``--postgres-url`` or ``EIGHTOFF_TEST_POSTGRES_URL`` names a server, e.g.
+``postgresql+asyncpg://postgres@127.0.0.1:5432/test``: as the tests do, it creates a fresh database
+next to that one and drops it at the end, even on failure. SQLite uses a file in a temporary
+directory (WAL, the server's connection settings).
+
+**Loading** (a bulk loader, not the API). A seeded ``random.Random`` makes ``--games`` finished games
+(default 1,000,000) of ``--players`` players (50,000; a few play much more than most), on ``--codes``
+deals (1,000, a third of each variant) and daily challenges, over ``--days`` UTC days (60) ending on
+2026-12-03, a Thursday: about 15 % are daily games, 55 % are won. Players and games go in with
+multi-row inserts (SQLite: ``executemany`` in one transaction; PostgreSQL: ``COPY``). The summary
+tables are then built by the migration itself: the database is downgraded one revision (dropping the
+summaries) and upgraded again, whose backfill computes every player's best game of every scope from
+``games`` in SQL. (The tests check that this backfill gives exactly the rows the server maintains
+game by game.) Then ``ANALYZE`` (PostgreSQL: ``VACUUM ANALYZE``, so that index-only scans apply).
+
+**Measuring.** The clock is fixed at 2026-12-03 18:00 UTC. For each board (deal and variant boards
+over all time, the week and the day; the daily board of the day; the players board over all time,
+the week and the day) it times ``LeaderboardService.leaderboard`` (the request as the protocol
+parses it, the queries, the rows as the protocol builds them; no network) for:
+
+- page 1 (20 rows);
+- a deep page: the 50th page of 20 (rows 981-1000), reached by following 49 cursors first, or the
+  last page of a board with fewer rows;
+- ``around`` a player drawn at random among the board's rows (limit 20), a different one each time;
+- and, alone, the count that ranks the middle row of the deal, variant C8 and players boards (all
+  time): the one statement whose cost grows with the rank.
+
+``--samples`` runs each (default 200, after 10 warm-up runs), reporting p50 and p99 in milliseconds,
+and the ratio of each p99 to the p99 of a baseline measured in the same run: a primary-key lookup of
+one random game through the same connection pool. Then it prints the query plan of every statement a
+board read runs (SQLite: ``EXPLAIN QUERY PLAN``; PostgreSQL: ``EXPLAIN (ANALYZE, BUFFERS)``), for the
+largest deal board, the C8 variant board and the players board, with a row of each board's middle as
+the key. Target (the issue): every p99 under 20 ms on both backends at 1,000,000 games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import os
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import asyncpg  # type: ignore[import-untyped]
+from alembic import command
+from sqlalchemy import func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+import protocol
+from engine import Deal, daily_deal
+from server.leaderboard import LeaderboardService
+from server.storage import Database, upgrade_to_head
+from server.storage import leaderboards as boards
+from server.storage.db import _alembic_config, async_url
+from server.storage.tables import board_bests, games, player_stats
+
+SEED = 20261130
+LAST_DAY = dt.date(2026, 12, 3)  # a Thursday: the week so far has 4 days
+NOW = dt.datetime.combine(LAST_DAY, dt.time(18), dt.UTC)
+DAILY_SHARE = 0.15
+WON_SHARE = 0.55
+PAGE = 20
+DEEP_PAGE = 50
+WARMUP = 10
+DATABASE_PREFIX = "eightoff_bench"
+
+
+# --------------------------------------------------------------------------- the world
+
+
+@dataclass(frozen=True)
+class World:
+    games: int
+    players: int
+    codes: int
+    days: int
+
+    def player_ids(self) -> list[str]:
+        return [f"p{index:07d}" for index in range(self.players)]
+
+    def deals(self, rng: random.Random) -> list[tuple[str, int]]:
+        return [
+            (Deal(rng.getrandbits(35), (8, 4, 2)[index % 3]).code(), (8, 4, 2)[index % 3])
+            for index in range(self.codes)
+        ]
+
+    def game_rows(self) -> Iterator[tuple[Any, ...]]:
+        """(id, player_id, code, cells, daily_date, status, score, moves, undos, started_at, finished_at,
+        duration_ms, won) of every game, deterministic."""
+        rng = random.Random(SEED)
+        deals = self.deals(rng)
+        first_day = LAST_DAY - dt.timedelta(days=self.days - 1)
+        dailies = {
+            (first_day + dt.timedelta(days=d), cells): daily_deal(
+                first_day + dt.timedelta(days=d), cells
+            ).code()
+            for d in range(self.days)
+            for cells in (8, 4, 2)
+        }
+        midnight = dt.datetime.combine(first_day, dt.time(), dt.UTC)
+        for index in range(self.games):
+            player = f"p{int(self.players * rng.random() ** 2):07d}"  # a few players play a lot
+            day_number = rng.randrange(self.days)
+            finished_at = midnight + dt.timedelta(days=day_number, microseconds=rng.randrange(86_400_000_000))
+            if finished_at > NOW:  # the last day ends at the clock
+                finished_at -= dt.timedelta(hours=6)
+            daily_date = None
+            if rng.random() < DAILY_SHARE:
+                cells = (8, 4, 2)[rng.randrange(3)]
+                daily_date = first_day + dt.timedelta(days=day_number)
+                code = dailies[daily_date, cells]
+            else:
+                code, cells = deals[rng.randrange(len(deals))]
+            won = rng.random() < WON_SHARE
+            if won:
+                moves, score = rng.randrange(70, 260), 520 + 5 * rng.randrange(0, 60)
+            else:
+                moves, score = rng.randrange(1, 300), 5 * rng.randrange(0, 100)
+            duration_ms = rng.randrange(30_000, 2_400_000)
+            started_at = finished_at - dt.timedelta(milliseconds=duration_ms)
+            yield (
+                f"g{index:09d}",
+                player,
+                code,
+                cells,
+                daily_date,
+                "won" if won else "resigned",
+                score,
+                moves,
+                rng.randrange(0, 20),
+                started_at,
+                finished_at,
+                duration_ms,
+                won,
+            )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _sqlite_time(moment: dt.datetime) -> str:
+    """SQLAlchemy's SQLite storage of our UTCDateTime: naive UTC with microseconds."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _sqlite_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    daily_date = row[4].isoformat() if row[4] else None
+    return (
+        *row[:4],
+        daily_date,
+        *row[5:9],
+        _sqlite_time(row[9]),
+        _sqlite_time(row[10]),
+        row[11],
+        int(row[12]),
+    )
+
+
+def load_sqlite(path: Path, world: World) -> None:
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=OFF")
+        connection.execute("BEGIN")
+        created = _sqlite_time(NOW - dt.timedelta(days=400))
+        connection.executemany(
+            "INSERT INTO players (id, name, token_hash, created_at) VALUES (?, ?, ?, ?)",
+            ((player, f"player {player}", f"{player:0>64}", created) for player in world.player_ids()),
+        )
+        connection.executemany(
+            "INSERT INTO games (id, player_id, code, cells, daily_date, status, score, moves, undos, "
+            "started_at, finished_at, duration_ms, won) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (_sqlite_row(row) for row in world.game_rows()),
+        )
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+
+
+async def load_postgres(url: str, world: World) -> None:
+    connection = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+    try:
+        created = NOW - dt.timedelta(days=400)
+        await connection.copy_records_to_table(
+            "players",
+            records=[
+                (player, f"player {player}", f"{player:0>64}", created) for player in world.player_ids()
+            ],
+            columns=["id", "name", "token_hash", "created_at"],
+        )
+        columns = [
+            "id", "player_id", "code", "cells", "daily_date", "status", "score", "moves", "undos",
+            "started_at", "finished_at", "duration_ms", "won",
+        ]  # fmt: skip
+        rows = world.game_rows()
+        while batch := [row for _, row in zip(range(100_000), rows, strict=False)]:
+            await connection.copy_records_to_table("games", records=batch, columns=columns)
+    finally:
+        await connection.close()
+
+
+def build_summaries(url: str) -> None:
+    """The migration's own backfill: drop the summaries (downgrade one revision), then upgrade."""
+    command.downgrade(_alembic_config(url), "-1")
+    upgrade_to_head(url)
+
+
+async def analyze(url: str) -> None:
+    engine = create_async_engine(async_url(url), poolclass=NullPool, isolation_level="AUTOCOMMIT")
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("ANALYZE" if engine.dialect.name == "sqlite" else "VACUUM ANALYZE"))
+    finally:
+        await engine.dispose()
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class Board:
+    name: str
+    fields: dict[str, Any]
+    kind: str  # games | wins
+    scope: str
+
+
+def boards_to_measure(busiest_code: str) -> list[Board]:
+    today = LAST_DAY
+    result = []
+    for period in ("all", "week", "day"):
+        bucket = boards.period_bucket(period, today)
+        result.append(
+            Board(f"deal {period}", {"board": "deal", "code": busiest_code, "period": period}, "games",
+                  boards.deal_scope(busiest_code, "moves", bucket))
+        )  # fmt: skip
+        result.append(
+            Board(f"variant C8 {period}", {"board": "variant", "cells": 8, "period": period}, "games",
+                  boards.variant_scope(8, "moves", bucket))
+        )  # fmt: skip
+    result.append(Board("daily C8 today", {"board": "daily"}, "games", boards.daily_scope(today, 8, "moves")))
+    for period in ("all", "week", "day"):
+        bucket = boards.period_bucket(period, today)  # type: ignore[arg-type]
+        result.append(
+            Board(
+                f"players {period}",
+                {"board": "players", "period": period},
+                "wins",
+                boards.player_scope(bucket),
+            )
+        )
+    return result
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def timed(call: Callable[[], Awaitable[Any]], samples: int) -> list[float]:
+    for _ in range(WARMUP):
+        await call()
+    times = []
+    for _ in range(samples):
+        started = time.perf_counter()
+        await call()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+Result = tuple[str, str, float, float, int]  # board, read, p50, p99, rows on the board
+
+
+async def measure(url: str, world: World, samples: int) -> tuple[list[Result], list[str]]:
+    database = Database.create(url)
+    service = LeaderboardService(database, clock=lambda: NOW)
+    rng = random.Random(SEED + 1)
+
+    async def ask(**fields: Any) -> dict[str, Any]:
+        request = protocol.parse_client_message({"type": "leaderboard", **fields})
+        assert isinstance(request, protocol.LeaderboardRequest)
+        return await service.leaderboard(request)
+
+    results: list[Result] = []
+    plans: list[str] = []
+    try:
+        async with database.connection() as conn:
+            busiest_deal = select(games.c.code).group_by(games.c.code)
+            busiest = (
+                await conn.execute(busiest_deal.order_by(func.count().desc(), games.c.code).limit(1))
+            ).one()[0]
+            sizes = [
+                await conn.scalar(select(func.count()).select_from(table))
+                for table in (games, board_bests, player_stats)
+            ]
+        print(
+            f"  {sizes[0]:,} games; summaries: {sizes[1]:,} board_bests rows, "
+            f"{sizes[2]:,} player_stats rows; busiest deal {busiest}"
+        )
+
+        lookups = iter([f"g{rng.randrange(world.games):09d}" for _ in range(samples + WARMUP)])
+
+        async def baseline() -> None:
+            async with database.connection() as conn:
+                (await conn.execute(select(games).where(games.c.id == next(lookups)))).one()
+
+        results.append(
+            ("baseline: one game by primary key", "", *_p50_p99(await timed(baseline, samples)), 1)
+        )
+        for board in boards_to_measure(busiest):
+            results += await _measure_board(board, ask, database, rng, samples)
+        async with database.connection() as conn:
+            for board in boards_to_measure(busiest):
+                if board.name in ("deal all", "variant C8 all", "players all"):
+                    results += await _rank_count_and_plans(conn, board, samples, plans)
+    finally:
+        await database.dispose()
+    return results, plans
+
+
+async def _measure_board(
+    board: Board,
+    ask: Callable[..., Awaitable[dict[str, Any]]],
+    database: Database,
+    rng: random.Random,
+    samples: int,
+) -> list[Result]:
+    """Page 1, a deep page and around a random player, of one board."""
+    table = board_bests if board.kind == "games" else player_stats
+    async with database.connection() as conn:
+        members = list(await conn.scalars(select(table.c.player_id).where(table.c.scope == board.scope)))
+    size = len(members)
+    first_page = _p50_p99(await timed(lambda: ask(**board.fields, limit=PAGE), samples))
+    reply, page_number = await ask(**board.fields, limit=PAGE), 1
+    deep_fields = {**board.fields, "limit": PAGE}
+    while "next" in reply and page_number < DEEP_PAGE:
+        deep_fields["after"] = reply["next"]
+        reply, page_number = await ask(**deep_fields), page_number + 1
+    label = f"page {page_number}" + (f" (ranks {reply['rows'][0]['rank']}..)" if page_number > 1 else "")
+    deep_page = _p50_p99(await timed(lambda: ask(**deep_fields), samples))
+    picks = iter([rng.choice(members) for _ in range(samples + WARMUP)])
+    around = _p50_p99(await timed(lambda: ask(**board.fields, limit=PAGE, around=next(picks)), samples))
+    return [
+        (board.name, "page 1", *first_page, size),
+        (board.name, label, *deep_page, size),
+        (board.name, "around a random player", *around, size),
+    ]
+
+
+async def _rank_count_and_plans(conn: Any, board: Board, samples: int, plans: list[str]) -> list[Result]:
+    """Time the rank count of the board's middle row alone, and add the plans of its statements."""
+    middle = await _middle_key(conn, board)
+    if middle is None:
+        return []
+    key, player, size = middle
+    statements = boards.statements(board.kind, board.scope, key, player, limit=PAGE)  # type: ignore[arg-type]
+    rank = statements["rank of a row"]
+
+    async def count() -> None:
+        (await conn.execute(rank)).one()
+
+    smaller = (await conn.execute(rank)).one()[0]
+    timing = _p50_p99(await timed(count, samples))
+    plans.append(f"-- {board.name} (scope {board.scope!r}), key of the middle row")
+    for name, statement in statements.items():
+        plans.append(f"   {name}:")
+        plans.extend(
+            f"      {line}"
+            for line in await boards.explain(conn, statement, analyze=True)
+            if not _is_plan_detail(line)
+        )
+    return [(board.name, f"rank count alone ({smaller:,} smaller)", *timing, size)]
+
+
+def _is_plan_detail(line: str) -> bool:
+    """PostgreSQL plan lines left out of the report: buffers, planning and memoize bookkeeping."""
+    return line.strip().startswith(("Buffers:", "Planning:", "Cache Key:", "Cache Mode:", "Hits:"))
+
+
+def _p50_p99(times: list[float]) -> tuple[float, float]:
+    return statistics.median(times), percentile(times, 0.99)
+
+
+async def _middle_key(conn: Any, board: Board) -> tuple[tuple[Any, ...], str, int] | None:
+    """The key and player of the board's middle row, and the board's size."""
+    if board.kind == "games":
+        count = await conn.scalar(
+            select(func.count()).select_from(board_bests).where(board_bests.c.scope == board.scope)
+        )
+        row = (
+            await conn.execute(
+                select(
+                    board_bests.c.sort_key,
+                    board_bests.c.finished_at,
+                    board_bests.c.game_id,
+                    board_bests.c.player_id,
+                )
+                .where(board_bests.c.scope == board.scope)
+                .order_by(board_bests.c.sort_key, board_bests.c.finished_at, board_bests.c.game_id)
+                .offset(count // 2)
+                .limit(1)
+            )
+        ).first()
+        return None if row is None else ((row[0], row[1], row[2]), row[3], count)
+    count = await conn.scalar(
+        select(func.count()).select_from(player_stats).where(player_stats.c.scope == board.scope)
+    )
+    row = (
+        await conn.execute(
+            select(player_stats.c.wins_key, player_stats.c.player_id)
+            .where(player_stats.c.scope == board.scope)
+            .order_by(player_stats.c.wins_key, player_stats.c.player_id)
+            .offset(count // 2)
+            .limit(1)
+        )
+    ).first()
+    return None if row is None else ((row[0], row[1]), row[1], count)
+
+
+# --------------------------------------------------------------------------- backends
+
+
+@contextmanager
+def sqlite_database() -> Iterator[tuple[str, Path]]:
+    with tempfile.TemporaryDirectory(prefix="eightoff-bench-") as directory:
+        path = Path(directory) / "bench.db"
+        yield f"sqlite+aiosqlite:///{path}", path
+
+
+@contextmanager
+def postgres_database(server_url: str) -> Iterator[str]:
+    name = f"{DATABASE_PREFIX}_{os.getpid()}_{random.getrandbits(40):010x}"
+
+    async def run(statement: str) -> None:
+        engine = create_async_engine(async_url(server_url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        try:
+            async with engine.connect() as conn:
+                await conn.execute(text(statement))
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+    try:
+        yield async_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def run_backend(
+    backend: str, world: World, samples: int, postgres_url: str | None
+) -> tuple[list[Any], list[str]]:
+    print(f"\n== {backend}: loading {world.games:,} games of {world.players:,} players …", flush=True)
+    if backend == "sqlite":
+        with sqlite_database() as (url, path):
+            return _load_and_measure(url, world, samples, lambda: load_sqlite(path, world), path)
+    assert postgres_url is not None
+    with postgres_database(postgres_url) as url:
+        return _load_and_measure(url, world, samples, lambda: asyncio.run(load_postgres(url, world)), None)
+
+
+def _load_and_measure(
+    url: str, world: World, samples: int, load: Callable[[], None], path: Path | None
+) -> tuple[list[Any], list[str]]:
+    started = time.perf_counter()
+    upgrade_to_head(url)
+    load()
+    loaded = time.perf_counter()
+    build_summaries(url)
+    built = time.perf_counter()
+    asyncio.run(analyze(url))
+    analyzed = time.perf_counter()
+    size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
+    print(
+        f"  games loaded in {loaded - started:.1f} s; summaries built by the migration in "
+        f"{built - loaded:.1f} s; ANALYZE {analyzed - built:.1f} s{size}",
+        flush=True,
+    )
+    return asyncio.run(measure(url, world, samples))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", type=int, default=1_000_000)
+    parser.add_argument("--players", type=int, default=50_000)
+    parser.add_argument("--codes", type=int, default=1_000)
+    parser.add_argument("--days", type=int, default=60)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--postgres-url", default=os.environ.get("EIGHTOFF_TEST_POSTGRES_URL"))
+    args = parser.parse_args(argv)
+    world = World(args.games, args.players, args.codes, args.days)
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    if "postgresql" in backends and not args.postgres_url:
+        print("PostgreSQL skipped: no --postgres-url and EIGHTOFF_TEST_POSTGRES_URL is not set")
+        backends.remove("postgresql")
+    started = time.perf_counter()
+    tables = {}
+    for backend in backends:
+        tables[backend] = run_backend(backend, world, args.samples, args.postgres_url)
+    for backend, (results, _) in tables.items():
+        base_p99 = results[0][3]
+        print(f"\n{backend}: {world.games:,} games, {args.samples} samples each, times in ms")
+        print(f"{'board':20}{'read':32}{'rows':>9}{'p50':>9}{'p99':>9}{'p99/base':>10}")
+        for name, what, p50, p99, size in results:
+            print(f"{name:20}{what:32}{size:>9,}{p50:>9.2f}{p99:>9.2f}{p99 / base_p99:>10.1f}")
+        worst = max(p99 for _, _, _, p99, _ in results[1:])
+        print(f"worst p99 {worst:.2f} ms: {'within' if worst < 20 else 'OVER'} the 20 ms target")
+    for backend, (_, plans) in tables.items():
+        print(f"\n{backend}: query plans")
+        print("\n".join(plans))
+    print(f"\ncommand: python -m bench.bench_leaderboard {' '.join(sys.argv[1:])}".rstrip())
+    print(f"total run {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,434 @@
+"""Leaderboards and profiles as the server serves them: decoded requests in, protocol messages out.
+
+`LeaderboardService` answers the ``leaderboard`` and ``profile`` requests of the WebSocket protocol and
+their HTTP twins (``GET /api/leaderboard?…`` and ``GET /api/players/{id}``, parsed here by
+`parse_leaderboard_query` with the protocol's own rules). What is stored, and why it is fast, is in
+`server.storage.leaderboards`; this module maps the protocol's boards, orders and periods to its
+scopes, reads the clock (periods are UTC calendar periods), and owns the cursor format. It also holds
+`verify_games`, behind ``eightoff verify``: every stored game replayed through the engine must end as
+stored, since only games played on the server may count.
+
+The cursor is opaque to clients: base64url of a version byte, a CRC-32 of the scope it pages, the UTC
+day the first page was served on, and the last row's key (sort key, finish time and game id, or sort
+key and player id). The next page starts strictly after that key (keyset pagination, never an
+offset), so rows arriving meanwhile never shift it; the day pins the period bucket (and the default
+daily date), so paging across UTC midnight stays on the board it started on. Ranks are counted afresh
+for every page.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import re
+import struct
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+from urllib.parse import parse_qsl
+
+from sqlalchemy.exc import SQLAlchemyError
+
+import protocol
+from engine import Deal, Game, IllegalMoveError, InvalidCodeError, InvalidNotationError, Status, parse_action
+from protocol import Board, LeaderboardRequest, Order, Period, builders
+from server import hub
+from server.hub import Refusal
+from server.storage import Database, StoredGame, repository
+from server.storage import leaderboards as boards
+from server.storage.records import BoardGame, BoardPlayer, FinishedGameFigures, GameKey, PlayerKey
+
+__all__ = [
+    "LeaderboardService",
+    "Mismatch",
+    "check_stored_game",
+    "daily_streaks",
+    "parse_leaderboard_query",
+    "parse_profile_path",
+    "verify_games",
+]
+
+_CURSOR_VERSION: Final = 1
+_CURSOR_HEAD: Final = struct.Struct(">BIi")  # version, crc32 of the scope, as-of day (days since 1970)
+_GAME_KEY: Final = struct.Struct(">qq")  # sort key, finished_at in microseconds since 1970
+_PLAYER_KEY: Final = struct.Struct(">q")  # sort key
+_CURSOR_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+_EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_EPOCH_DAY: Final = dt.date(1970, 1, 1)
+_MICROSECOND: Final = dt.timedelta(microseconds=1)
+_GAME_ORDERS: Final[dict[Order, boards.GameOrder]] = {
+    Order.MOVES: "moves",
+    Order.TIME: "time",
+    Order.SCORE: "score",
+}
+_PERIODS: Final[dict[Period, boards.Period]] = {Period.DAY: "day", Period.WEEK: "week", Period.ALL: "all"}
+#: Query parameters whose value is an integer on the wire.
+_INTEGER_PARAMETERS: Final = frozenset({"cells", "limit"})
+_DIGITS: Final = re.compile(r"[0-9]{1,16}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The stored scope a request reads, and how to read it."""
+
+    kind: Literal["games", "players"]
+    scope: str
+    player_order: boards.PlayerOrder = "wins"
+
+
+def _target(request: LeaderboardRequest, day: dt.date) -> _Target:
+    """The scope of ``request`` when the current UTC day is ``day``."""
+    period = _PERIODS[request.period or Period.ALL]
+    if request.board is Board.PLAYERS:
+        order: boards.PlayerOrder = "score" if request.order is Order.SCORE else "wins"
+        return _Target("players", boards.player_scope(boards.period_bucket(period, day)), order)
+    game_order = _GAME_ORDERS[request.order]
+    bucket = boards.period_bucket(period, day)
+    if request.board is Board.DEAL:
+        if request.deal is None:  # pragma: no cover - the parser guarantees a code
+            raise Refusal("bad_request", "code: the deal board needs a code")
+        return _Target("games", boards.deal_scope(request.deal.code(), game_order, bucket))
+    cells = request.cells or 8
+    if request.board is Board.VARIANT:
+        return _Target("games", boards.variant_scope(cells, game_order, bucket))
+    return _Target("games", boards.daily_scope(request.date or day, cells, game_order))
+
+
+# --------------------------------------------------------------------------- cursors
+
+
+def _micros(moment: dt.datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _encode_cursor(target: _Target, day: dt.date, key: GameKey | PlayerKey) -> str:
+    head = _CURSOR_HEAD.pack(_CURSOR_VERSION, zlib.crc32(target.scope.encode()), (day - _EPOCH_DAY).days)
+    if isinstance(key, GameKey):
+        body = _GAME_KEY.pack(key.sort_key, _micros(key.finished_at)) + key.game_id.encode()
+    else:
+        body = _PLAYER_KEY.pack(key.sort_key) + key.player_id.encode()
+    return base64.urlsafe_b64encode(head + body).rstrip(b"=").decode("ascii")
+
+
+def _bad_cursor(why: str) -> Refusal:
+    return Refusal("bad_request", f"after: {why}; send back the `next` of a page of the same board")
+
+
+def _decode_cursor_head(text: str) -> tuple[dt.date, bytes, int]:
+    """The as-of day, the key bytes and the scope checksum of a cursor.
+
+    Raises:
+        Refusal: bad_request naming ``after``.
+    """
+    if _CURSOR_RE.fullmatch(text) is None:
+        raise _bad_cursor("not a cursor of this server")
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        version, checksum, days = _CURSOR_HEAD.unpack_from(raw)
+        day = _EPOCH_DAY + dt.timedelta(days=days)
+    except (binascii.Error, struct.error, ValueError, OverflowError):
+        raise _bad_cursor("not a cursor of this server") from None
+    if version != _CURSOR_VERSION:
+        raise _bad_cursor("a cursor of another version")
+    return day, raw[_CURSOR_HEAD.size :], checksum
+
+
+def _decode_key(target: _Target, body: bytes) -> GameKey | PlayerKey:
+    try:
+        if target.kind == "games":
+            sort_key, micros = _GAME_KEY.unpack_from(body)
+            game_id = body[_GAME_KEY.size :].decode("ascii")
+            finished_at = _EPOCH + dt.timedelta(microseconds=micros)
+            if not game_id:
+                raise ValueError("no game id")
+            return GameKey(sort_key, finished_at, game_id)
+        (sort_key,) = _PLAYER_KEY.unpack_from(body)
+        player_id = body[_PLAYER_KEY.size :].decode("ascii")
+        if not player_id:
+            raise ValueError("no player id")
+        return PlayerKey(sort_key, player_id)
+    except (struct.error, UnicodeDecodeError, ValueError, OverflowError):
+        raise _bad_cursor("not a cursor of this server") from None
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def _timestamp(moment: dt.datetime) -> str:
+    return protocol.format_timestamp(moment)
+
+
+def _game_row(row: BoardGame) -> dict[str, object]:
+    return builders.game_row(
+        rank=row.rank,
+        player=builders.player_info(row.player_id, row.player_name),
+        game_id=row.game_id,
+        code=row.code,
+        cells=row.cells,
+        won=row.won,
+        moves=row.moves,
+        duration_ms=row.duration_ms,
+        score=row.score,
+        finished_at=_timestamp(row.finished_at),
+    )
+
+
+def _player_row(row: BoardPlayer) -> dict[str, object]:
+    return builders.player_row(
+        rank=row.rank,
+        player=builders.player_info(row.player_id, row.player_name),
+        played=row.played,
+        won=row.won,
+        best_score=row.best_score,
+    )
+
+
+def _profile_game(game: FinishedGameFigures) -> dict[str, object]:
+    return builders.profile_game(
+        game.game_id,
+        code=game.code,
+        cells=game.cells,
+        won=game.won,
+        score=game.score,
+        moves=game.moves,
+        duration_ms=game.duration_ms,
+        finished_at=_timestamp(game.finished_at),
+    )
+
+
+def daily_streaks(days_won: Sequence[dt.date], today: dt.date) -> tuple[int, int]:
+    """(current, best) runs of consecutive days in ``days_won`` (sorted, distinct).
+
+    The current run is the one ending today, or yesterday (today's daily may still be played); any
+    older run is over, and the current streak is 0.
+    """
+    best = run = 0
+    previous: dt.date | None = None
+    for day in days_won:
+        run = run + 1 if previous is not None and (day - previous).days == 1 else 1
+        best = max(best, run)
+        previous = day
+    current = run if previous is not None and (today - previous).days in (0, 1) else 0
+    return current, best
+
+
+# --------------------------------------------------------------------------- the service
+
+
+class LeaderboardService:
+    """Serves leaderboard pages and profiles from the database; owned by the app.
+
+    Args:
+        database: where the games and their summaries are.
+        clock: the current time (aware); by default ``server.hub.utc_now``, looked up at each call.
+    """
+
+    def __init__(self, database: Database, *, clock: Callable[[], dt.datetime] | None = None) -> None:
+        self._database = database
+        self._clock = clock
+
+    def _today(self) -> dt.date:
+        now = self._clock() if self._clock is not None else hub.utc_now()
+        return now.astimezone(dt.UTC).date()
+
+    async def leaderboard(self, request: LeaderboardRequest) -> dict[str, object]:
+        """The ``leaderboard`` reply to ``request``.
+
+        Raises:
+            Refusal: ``bad_request`` for a cursor that is not one of this board; ``unavailable`` when
+                the database cannot be read.
+        """
+        day = self._today()
+        key: GameKey | PlayerKey | None = None
+        if request.after is not None:
+            day, body, checksum = _decode_cursor_head(request.after)
+            target = _target(request, day)
+            if checksum != zlib.crc32(target.scope.encode()):
+                raise _bad_cursor("the cursor is of another board, order or period")
+            key = _decode_key(target, body)
+        else:
+            target = _target(request, day)
+        try:
+            async with self._database.connection() as conn:
+                await boards.use_one_snapshot(conn)
+                rows, has_more = await self._read(conn, target, request, key)
+        except (SQLAlchemyError, OSError):
+            raise Refusal("unavailable", "the database is unavailable; retry") from None
+        next_cursor = None
+        if has_more and rows:
+            next_cursor = _encode_cursor(target, day, rows[-1].key)
+        wire = [_game_row(row) if isinstance(row, BoardGame) else _player_row(row) for row in rows]
+        return builders.leaderboard(wire, next_cursor=next_cursor, request_id=request.request_id)
+
+    @staticmethod
+    async def _read(
+        conn: Any, target: _Target, request: LeaderboardRequest, key: GameKey | PlayerKey | None
+    ) -> tuple[Sequence[BoardGame] | Sequence[BoardPlayer], bool]:
+        limit = request.limit
+        if target.kind == "games":
+            if request.around is not None:
+                game_page = await boards.game_around(conn, target.scope, request.around, limit=limit)
+            else:
+                after = key if isinstance(key, GameKey) else None
+                game_page = await boards.game_page(conn, target.scope, after=after, limit=limit)
+            return game_page.rows, game_page.has_more
+        order = target.player_order
+        if request.around is not None:
+            player_page = await boards.player_around(conn, target.scope, order, request.around, limit=limit)
+        else:
+            after_player = key if isinstance(key, PlayerKey) else None
+            player_page = await boards.player_page(conn, target.scope, order, after=after_player, limit=limit)
+        return player_page.rows, player_page.has_more
+
+    async def profile(
+        self, player_id: str, request_id: protocol.RequestId | None = None
+    ) -> dict[str, object]:
+        """The ``profile`` reply for ``player_id``.
+
+        Raises:
+            Refusal: ``not_found`` for an unknown player; ``unavailable`` when the database cannot be read.
+        """
+        try:
+            async with self._database.connection() as conn:
+                await boards.use_one_snapshot(conn)
+                found = await boards.get_profile(conn, player_id)
+        except (SQLAlchemyError, OSError):
+            raise Refusal("unavailable", "the database is unavailable; retry") from None
+        if found is None:
+            raise Refusal("not_found", f"no player {player_id}")
+        current, best = daily_streaks(found.daily_wins, self._today())
+        return builders.profile(
+            player=builders.player_info(found.player_id, found.name),
+            played=found.played,
+            won=found.won,
+            best_score=found.best_score,
+            best=[_profile_game(game) for game in found.best],
+            streak_current=current,
+            streak_best=best,
+            recent=[_profile_game(game) for game in found.recent],
+            request_id=request_id,
+        )
+
+
+# --------------------------------------------------------------------------- HTTP query strings
+
+
+def parse_leaderboard_query(query: str) -> LeaderboardRequest:
+    """The request of ``GET /api/leaderboard?QUERY``: the message's fields as query parameters.
+
+    Values are text; ``cells`` and ``limit`` made of digits become integers. The result goes through
+    the protocol's own validation, so the rules and the ``bad_request`` messages (naming the
+    parameter) are those of the ``leaderboard`` message.
+
+    Raises:
+        protocol.ProtocolError: ``bad_request``.
+    """
+    message: dict[object, object] = {"type": LeaderboardRequest.TYPE}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query), max_num_fields=32)
+    except ValueError as exc:
+        raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"malformed query: {exc}") from None
+    for name, value in pairs:
+        if name in ("type", "id"):
+            raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"unexpected parameter {name!r}")
+        if name in message:
+            raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"{name}: given more than once")
+        message[name] = int(value) if name in _INTEGER_PARAMETERS and _DIGITS.fullmatch(value) else value
+    request = protocol.parse_client_message(message)
+    if not isinstance(request, LeaderboardRequest):  # pragma: no cover - the type is fixed above
+        raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, "not a leaderboard request")
+    return request
+
+
+def parse_profile_path(player_id: str) -> str:
+    """The player id of ``GET /api/players/{id}``, checked like the ``profile`` message's ``player``.
+
+    Raises:
+        protocol.ProtocolError: ``bad_request``.
+    """
+    request = protocol.parse_client_message({"type": "profile", "player": player_id})
+    if not isinstance(request, protocol.ProfileRequest) or request.player is None:  # pragma: no cover
+        raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, "not a profile request")
+    return request.player
+
+
+# --------------------------------------------------------------------------- verifying stored games
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """A stored game whose action log does not replay to its stored figures."""
+
+    game_id: str
+    problem: str
+
+
+def check_stored_game(stored: StoredGame) -> str | None:
+    """Replay a stored game's actions through the engine; None when it ends as stored, else what differs.
+
+    Only games played on the server count on the boards: this is the check that every stored result
+    is what its actions produce (`eightoff verify` runs it on every game).
+    """
+    try:
+        game = Game(Deal.from_code(stored.code))
+    except InvalidCodeError as exc:
+        return f"code {stored.code!r} is not a game code: {exc}"
+    for v, text in enumerate(stored.actions, start=1):
+        try:
+            game.play(parse_action(text))
+        except (InvalidNotationError, IllegalMoveError) as exc:
+            return f"action v={v} {text!r} does not replay: {exc}"
+    if stored.status == Status.RESIGNED.value and game.status is Status.PLAYING:
+        game.resign()
+    differences = [
+        f"{name} stored {stored_value!r}, replayed {replayed!r}"
+        for name, stored_value, replayed in (
+            ("status", stored.status, game.status.value),
+            ("won", stored.won, game.status is Status.WON),
+            ("score", stored.score, game.score),
+            ("moves", stored.moves, game.moves),
+            ("undos", stored.undos, game.undos),
+            ("cells", stored.cells, game.deal.cells),
+        )
+        if stored_value != replayed
+    ]
+    if stored.status != Status.PLAYING.value and (stored.finished_at is None or stored.duration_ms is None):
+        differences.append("finished without finished_at or duration_ms")
+    return "; ".join(differences) or None
+
+
+async def verify_games(
+    database: Database,
+    *,
+    batch: int = 500,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, list[Mismatch]]:
+    """Check every stored game (`check_stored_game`), in id order, ``batch`` games per read.
+
+    Args:
+        progress: called after each batch with (games checked, games stored when the check began).
+
+    Returns:
+        The number of games checked and the mismatches found.
+    """
+    async with database.connection() as conn:
+        total = await repository.count_games(conn)
+    checked = 0
+    mismatches: list[Mismatch] = []
+    after: str | None = None
+    while True:
+        async with database.connection() as conn:
+            stored_games = await repository.load_games_after(conn, after, batch)
+        if not stored_games:
+            break
+        for stored in stored_games:
+            problem = check_stored_game(stored)
+            if problem is not None:
+                mismatches.append(Mismatch(stored.id, problem))
+        checked += len(stored_games)
+        after = stored_games[-1].id
+        if progress is not None:
+            progress(checked, total)
+    return checked, mismatches

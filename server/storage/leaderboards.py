@@ -1,0 +1,679 @@
+"""Leaderboard summaries: kept up to date when a game finishes, read by keyset pages and index counts.
+
+What is stored, and why
+-----------------------
+A game board ranks each player's *best* game once (like Nakama's ``best`` operator). Computing that at
+query time means grouping every game of the board by player, on every page (a variant board of a
+million games would group a third of them), and ranking needs all of them. So the best game is kept, in
+``board_bests``: one row per (scope, player), where a *scope* is one board, one order and one period
+bucket, e.g. ``V/8/m/w2026-11-30`` (variant C8, ``moves`` order, the week from Monday 2026-11-30).
+
+Periods are calendar buckets in UTC (protocol/README.md): the current day, the current ISO week (from
+Monday) and all time. A player's best game of this week is simply their row in this week's bucket, so
+no query ever aggregates over a time window. One finished game touches at most 21 rows (deal and
+variant boards: 3 orders × 3 periods each; the daily board: 3 orders) and 3 ``player_stats`` rows
+(all time, its day, its week), in the transaction that finishes it (`record_finished_game`, called by
+`repository.finish_game`), so a board never disagrees with the games stored. The price is space: in
+bench/bench_leaderboard.py a million games make 14.3 million ``board_bests`` rows (most players play a
+deal once, so nearly every game is some player's best of its deal in its day, week and all time).
+
+Orders pack the figures they rank by into one integer, ``sort_key``, smaller is better:
+
+- ``moves``: lost ``<< 62 | min(moves, 2^21 - 1) << 41 | min(duration_ms, 2^41 - 1)``: won games first,
+  then fewest moves, then shortest time;
+- ``time``: lost ``<< 62 | min(duration_ms, 2^41 - 1) << 21 | min(moves, 2^21 - 1)``;
+- ``score``: ``-score`` (score is farmable: protocol/README.md says so);
+- players ``wins``: ``(2^31 - 1 - won) << 32`` plus ``played`` when ``won > 0``, else ``2^32 - 1 -
+  played``: most wins, then the higher win rate (with equal wins: fewer games), then more games (only
+  when nobody has a win, all rates being 0);
+- players ``score``: ``-best_score``.
+
+Moves beyond 2,097,151 and durations beyond 69 years saturate (and then tie); nothing else is lost.
+Rows with equal ``sort_key`` share a rank (standard competition ranking, "1224"), and are listed by
+earliest finish (game boards), then by id.
+
+Reading
+-------
+Every read walks the index ``(scope, sort_key, finished_at, game_id)`` (``(scope, wins_key|score_key,
+player_id)`` for players): a page is a keyset range after the last row's key, never an OFFSET; a row's
+rank is ``1 + count(rows of the scope with a smaller sort_key)``, a count over an index range (an
+index-only scan), so its cost grows with the rank: about 30,000 index entries a millisecond on SQLite
+and 15,000 on PostgreSQL (bench/bench_leaderboard.py: 0.7 and 1.5 ms for the middle of a 49,000-row
+board). Only the first row of a page needs a count: the ranks of the rest follow from their position
+on the page. Boards of a few hundred thousand players would want cached rank buckets instead.
+
+Within a game scope a row only ever gets better (a best never gets worse), so a cursor never skips or
+repeats a row whose key did not change while paging; a player row may move either way (a lost game
+lowers the win rate), and then appears where it now stands.
+
+The day and week buckets are kept forever (about one row per player and active day); pruning old ones
+is a possible maintenance job, not done here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Select,
+    case,
+    func,
+    literal,
+    literal_column,
+    select,
+    tuple_,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.expression import ClauseElement, Executable
+
+from server.storage.records import (
+    BoardGame,
+    BoardPage,
+    BoardPlayer,
+    FinishedGameFigures,
+    GameKey,
+    PlayerKey,
+    PlayerProfile,
+    RankedGame,
+)
+from server.storage.tables import board_bests, games, player_stats, players
+
+__all__ = [
+    "DURATION_CAP",
+    "LOST_BIT",
+    "MOVES_CAP",
+    "GameOrder",
+    "Period",
+    "PlayerOrder",
+    "board_rows",
+    "daily_scope",
+    "deal_scope",
+    "explain",
+    "game_around",
+    "game_page",
+    "game_sort_key",
+    "get_profile",
+    "period_bucket",
+    "player_around",
+    "player_page",
+    "player_scope",
+    "player_stats_rows",
+    "record_finished_game",
+    "statements",
+    "use_one_snapshot",
+    "variant_scope",
+    "wins_key",
+]
+
+GameOrder = Literal["moves", "time", "score"]
+PlayerOrder = Literal["wins", "score"]
+Period = Literal["day", "week", "all"]
+
+LOST_BIT: Final = 1 << 62
+MOVES_CAP: Final = (1 << 21) - 1
+DURATION_CAP: Final = (1 << 41) - 1
+_WON_CAP: Final = (1 << 31) - 1
+_PLAYED_CAP: Final = (1 << 32) - 1
+GAME_ORDERS: Final[tuple[GameOrder, ...]] = ("moves", "time", "score")
+_ORDER_TAGS: Final[dict[GameOrder, str]] = {"moves": "m", "time": "t", "score": "s"}
+_VARIANTS: Final = (8, 4, 2)
+RECENT_GAMES: Final = 10
+
+
+# --------------------------------------------------------------------------- keys and scopes
+
+
+def game_sort_key(order: GameOrder, *, won: bool, moves: int, duration_ms: int, score: int) -> int:
+    """The packed ``sort_key`` of a game under ``order`` (smaller is better; see the module docstring)."""
+    if order == "score":
+        return -score
+    lost = 0 if won else LOST_BIT
+    moves = min(max(moves, 0), MOVES_CAP)
+    duration_ms = min(max(duration_ms, 0), DURATION_CAP)
+    if order == "moves":
+        return lost | moves << 41 | duration_ms
+    return lost | duration_ms << 21 | moves
+
+
+def wins_key(*, played: int, won: int) -> int:
+    """The players board's ``wins`` key: most wins, then higher win rate, then more games played."""
+    tail = played if won > 0 else _PLAYED_CAP - played
+    return (_WON_CAP - won) * (_PLAYED_CAP + 1) + tail
+
+
+def period_bucket(period: Period, day: dt.date) -> str:
+    """The bucket of ``period`` holding the UTC ``day``: ``a``, ``d2026-11-30`` or ``w2026-11-30``
+    (a week is named by its Monday)."""
+    if period == "all":
+        return "a"
+    if period == "day":
+        return f"d{day.isoformat()}"
+    return f"w{(day - dt.timedelta(days=day.weekday())).isoformat()}"
+
+
+def deal_scope(code: str, order: GameOrder, bucket: str) -> str:
+    """The scope of the deal board of ``code``: ``D/EO1-C8-AAAAAFA/m/a``."""
+    return f"D/{code}/{_ORDER_TAGS[order]}/{bucket}"
+
+
+def variant_scope(cells: int, order: GameOrder, bucket: str) -> str:
+    """The scope of the variant board of ``cells``: ``V/8/m/a``."""
+    return f"V/{cells}/{_ORDER_TAGS[order]}/{bucket}"
+
+
+def daily_scope(day: dt.date, cells: int, order: GameOrder) -> str:
+    """The scope of the daily board of ``day`` in ``cells``' variant: ``Y/2026-11-30/8/m``."""
+    return f"Y/{day.isoformat()}/{cells}/{_ORDER_TAGS[order]}"
+
+
+def player_scope(bucket: str) -> str:
+    """The scope of the players board of a period bucket (the bucket itself)."""
+    return bucket
+
+
+def _utc_day(moment: dt.datetime) -> dt.date:
+    return moment.astimezone(dt.UTC).date()
+
+
+def board_rows(game: RankedGame) -> list[dict[str, Any]]:
+    """The ``board_bests`` candidates of a finished game: one per scope it plays in."""
+    day = _utc_day(game.finished_at)
+    buckets = [period_bucket(period, day) for period in ("all", "day", "week")]
+    rows: list[dict[str, Any]] = []
+    for order in GAME_ORDERS:
+        key = game_sort_key(
+            order, won=game.won, moves=game.moves, duration_ms=game.duration_ms, score=game.score
+        )
+        scopes = [deal_scope(game.code, order, bucket) for bucket in buckets]
+        scopes += [variant_scope(game.cells, order, bucket) for bucket in buckets]
+        if game.daily_date is not None:
+            scopes.append(daily_scope(game.daily_date, game.cells, order))
+        rows.extend(
+            {
+                "scope": scope,
+                "player_id": game.player_id,
+                "sort_key": key,
+                "finished_at": game.finished_at,
+                "game_id": game.id,
+            }
+            for scope in scopes
+        )
+    return rows
+
+
+def player_stats_rows(game: RankedGame) -> list[dict[str, Any]]:
+    """The ``player_stats`` increments of a finished game: all time, its UTC day and its week."""
+    day = _utc_day(game.finished_at)
+    won = 1 if game.won else 0
+    return [
+        {
+            "scope": player_scope(period_bucket(period, day)),
+            "player_id": game.player_id,
+            "played": 1,
+            "won": won,
+            "best_score": game.score,
+            "wins_key": wins_key(played=1, won=won),
+            "score_key": -game.score,
+        }
+        for period in ("all", "day", "week")
+    ]
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _insert(conn: AsyncConnection, table: Any) -> Any:
+    if conn.dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def _upsert_best(conn: AsyncConnection) -> Executable:
+    """Insert a candidate, or replace the stored best when the candidate comes strictly before it."""
+    insert = _insert(conn, board_bests)
+    new, old = insert.excluded, board_bests.c
+    return insert.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[old.scope, old.player_id],
+        set_={"sort_key": new.sort_key, "finished_at": new.finished_at, "game_id": new.game_id},
+        where=tuple_(new.sort_key, new.finished_at, new.game_id)
+        < tuple_(old.sort_key, old.finished_at, old.game_id),
+    )
+
+
+def _wins_key_sql(played: ColumnElement[Any], won: ColumnElement[Any]) -> ColumnElement[Any]:
+    """`wins_key` in SQL (constants inline, so that PostgreSQL computes in bigint)."""
+    return (literal_column(str(_WON_CAP)) - won) * literal_column(str(_PLAYED_CAP + 1)) + case(
+        (won > 0, played), else_=literal_column(str(_PLAYED_CAP)) - played
+    )
+
+
+def _upsert_stats(conn: AsyncConnection) -> Executable:
+    """Insert a player's first game of a bucket, or add a game to the bucket's figures."""
+    insert = _insert(conn, player_stats)
+    new, old = insert.excluded, player_stats.c
+    played = old.played + new.played
+    won = old.won + new.won
+    best = case((new.best_score > old.best_score, new.best_score), else_=old.best_score)
+    return insert.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=[old.scope, old.player_id],
+        set_={
+            "played": played,
+            "won": won,
+            "best_score": best,
+            "wins_key": _wins_key_sql(played, won),
+            "score_key": -best,
+        },
+    )
+
+
+async def record_finished_game(conn: AsyncConnection, game: RankedGame) -> None:
+    """Put a finished game on every board it belongs to, in the caller's transaction.
+
+    The game becomes its player's row in a scope when it comes before the row stored there (or there is
+    none); the player's figures of all time, of its day and of its week count it. Call it exactly once
+    per game (`repository.finish_game` does), or ``played`` counts the game twice.
+    """
+    # Rows in primary-key order, so that concurrent writers (PostgreSQL) lock them in the same order.
+    await conn.execute(_upsert_best(conn), sorted(board_rows(game), key=lambda row: row["scope"]))
+    await conn.execute(_upsert_stats(conn), sorted(player_stats_rows(game), key=lambda row: row["scope"]))
+
+
+# --------------------------------------------------------------------------- reading: the two kinds of board
+
+
+@dataclass(frozen=True, slots=True)
+class _Board:
+    """How to read one kind of board: its table, scope column, key columns (in order) and row select."""
+
+    scope: Any
+    player: Any
+    keys: tuple[Any, ...]
+
+    def where_scope(self, scope: str) -> ColumnElement[bool]:
+        return self.scope == scope  # type: ignore[no-any-return]
+
+    def key_tuple(self, values: Sequence[Any]) -> Any:
+        return tuple_(*(literal(value, column.type) for value, column in zip(values, self.keys, strict=True)))
+
+
+_GAME_BOARD: Final = _Board(
+    board_bests.c.scope,
+    board_bests.c.player_id,
+    (board_bests.c.sort_key, board_bests.c.finished_at, board_bests.c.game_id),
+)
+_WINS_BOARD: Final = _Board(
+    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.wins_key, player_stats.c.player_id)
+)
+_SCORE_BOARD: Final = _Board(
+    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.score_key, player_stats.c.player_id)
+)
+
+
+def _player_board(order: PlayerOrder) -> _Board:
+    return _WINS_BOARD if order == "wins" else _SCORE_BOARD
+
+
+def _rows_statement(board: _Board, scope: str) -> Select[Any]:
+    if board is _GAME_BOARD:
+        return (
+            select(
+                *board.keys,
+                board_bests.c.player_id,
+                players.c.name,
+                games.c.code,
+                games.c.cells,
+                games.c.won,
+                games.c.score,
+                games.c.moves,
+                games.c.duration_ms,
+            )
+            .select_from(
+                board_bests.join(games, games.c.id == board_bests.c.game_id).join(
+                    players, players.c.id == board_bests.c.player_id
+                )
+            )
+            .where(board.where_scope(scope))
+        )
+    return (
+        select(
+            board.keys[0],
+            player_stats.c.player_id,
+            players.c.name,
+            player_stats.c.played,
+            player_stats.c.won,
+            player_stats.c.best_score,
+        )
+        .select_from(player_stats.join(players, players.c.id == player_stats.c.player_id))
+        .where(board.where_scope(scope))
+    )
+
+
+def _page_statement(board: _Board, scope: str, after: Sequence[Any] | None, limit: int) -> Select[Any]:
+    statement = _rows_statement(board, scope).order_by(*board.keys).limit(limit)
+    if after is not None:
+        statement = statement.where(tuple_(*board.keys) > board.key_tuple(after))
+    return statement
+
+
+def _before_statement(board: _Board, scope: str, before: Sequence[Any], limit: int) -> Select[Any]:
+    """The rows just before a key, nearest first."""
+    return (
+        _rows_statement(board, scope)
+        .where(tuple_(*board.keys) < board.key_tuple(before))
+        .order_by(*(column.desc() for column in board.keys))
+        .limit(limit)
+    )
+
+
+def _own_key_statement(board: _Board, scope: str, player_id: str) -> Select[Any]:
+    return select(*board.keys).where(board.where_scope(scope), board.player == player_id)
+
+
+def _rank_statement(board: _Board, scope: str, first: Sequence[Any]) -> Select[Any]:
+    """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope."""
+    sort_key, *tiebreak = board.keys
+    table = sort_key.table
+    smaller = (
+        select(func.count())
+        .select_from(table)
+        .where(board.where_scope(scope), sort_key < literal(first[0], BigInteger()))
+    )
+    tied_before = (
+        select(func.count())
+        .select_from(table)
+        .where(
+            board.where_scope(scope),
+            sort_key == literal(first[0], BigInteger()),
+            tuple_(*tiebreak)
+            < tuple_(*(literal(v, c.type) for v, c in zip(first[1:], tiebreak, strict=True))),
+        )
+    )
+    return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
+
+
+async def _ranks(
+    conn: AsyncConnection, board: _Board, scope: str, keys: Sequence[Sequence[Any]]
+) -> list[int]:
+    """Competition ranks of consecutive rows of a board, from one count query for the first row."""
+    if not keys:
+        return []
+    smaller, tied_before = (await conn.execute(_rank_statement(board, scope, keys[0]))).one()
+    ranks = [int(smaller) + 1]
+    position = int(smaller) + int(tied_before)  # of the first row, from 0
+    for index in range(1, len(keys)):
+        ranks.append(ranks[-1] if keys[index][0] == keys[index - 1][0] else position + index + 1)
+    return ranks
+
+
+def _game_row(row: Any, rank: int) -> BoardGame:
+    return BoardGame(
+        rank=rank,
+        player_id=row.player_id,
+        player_name=row.name,
+        game_id=row.game_id,
+        code=row.code,
+        cells=row.cells,
+        won=bool(row.won),
+        score=row.score,
+        moves=row.moves,
+        duration_ms=row.duration_ms or 0,
+        finished_at=row.finished_at,
+        key=GameKey(row.sort_key, row.finished_at, row.game_id),
+    )
+
+
+def _player_row(row: Any, rank: int) -> BoardPlayer:
+    return BoardPlayer(
+        rank=rank,
+        player_id=row.player_id,
+        player_name=row.name,
+        played=row.played,
+        won=row.won,
+        best_score=row.best_score,
+        key=PlayerKey(row[0], row.player_id),
+    )
+
+
+def _key_of(board: _Board, row: Any) -> tuple[Any, ...]:
+    return tuple(row[: len(board.keys)]) if board is _GAME_BOARD else (row[0], row.player_id)
+
+
+async def _page(
+    conn: AsyncConnection, board: _Board, scope: str, after: Sequence[Any] | None, limit: int
+) -> tuple[list[Any], list[int], bool]:
+    rows = list((await conn.execute(_page_statement(board, scope, after, limit + 1))).all())
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    return rows, await _ranks(conn, board, scope, [_key_of(board, row) for row in rows]), has_more
+
+
+async def _around(
+    conn: AsyncConnection, board: _Board, scope: str, player_id: str, limit: int
+) -> tuple[list[Any], list[int], bool]:
+    """The player's row with up to ``(limit - 1) // 2`` rows before it; the rest of ``limit`` after it.
+
+    At the top of the board there are fewer rows before, and the rows after fill the page; at the
+    bottom, the other way round. No row when the player has none in the scope.
+    """
+    own = (await conn.execute(_own_key_statement(board, scope, player_id))).first()
+    if own is None:
+        return [], [], False
+    key = tuple(own)
+    before = list((await conn.execute(_before_statement(board, scope, key, limit - 1))).all())
+    # The player's own row and the rows after it: the page starting just before the own key.
+    after = list((await conn.execute(_from_statement(board, scope, key, limit + 1))).all())
+    if not after or after[0].player_id != player_id:  # pragma: no cover - read outside one snapshot
+        return [], [], False
+    own_row, after = after[0], after[1:]
+    take_before = min(len(before), max((limit - 1) // 2, limit - 1 - len(after)))
+    take_after = min(len(after), limit - 1 - take_before)
+    rows = [*reversed(before[:take_before]), own_row, *after[:take_after]]
+    ranks = await _ranks(conn, board, scope, [_key_of(board, row) for row in rows])
+    return rows, ranks, len(after) > take_after
+
+
+def _from_statement(board: _Board, scope: str, start: Sequence[Any], limit: int) -> Select[Any]:
+    """The rows from a key on (the row with that key first)."""
+    return (
+        _rows_statement(board, scope)
+        .where(tuple_(*board.keys) >= board.key_tuple(start))
+        .order_by(*board.keys)
+        .limit(limit)
+    )
+
+
+async def use_one_snapshot(conn: AsyncConnection) -> None:
+    """Make the reads of ``conn``'s next transaction see one snapshot of the database.
+
+    A page takes several statements (rows, then ranks; ``around``: the player's key, the rows before,
+    the rows from it): read from one snapshot, the ranks and rows agree even while games finish.
+    PostgreSQL needs REPEATABLE READ for that (its default READ COMMITTED snapshots each statement);
+    a SQLite read transaction already keeps one snapshot. Call it before the connection's first
+    statement.
+    """
+    if conn.dialect.name == "postgresql":
+        await conn.execution_options(isolation_level="REPEATABLE READ")
+
+
+async def game_page(
+    conn: AsyncConnection, scope: str, *, after: GameKey | None = None, limit: int = 20
+) -> BoardPage[BoardGame]:
+    """A page of a game board: at most ``limit`` rows after ``after`` (from the top when None)."""
+    key = None if after is None else (after.sort_key, after.finished_at, after.game_id)
+    rows, ranks, has_more = await _page(conn, _GAME_BOARD, scope, key, limit)
+    return BoardPage(tuple(map(_game_row, rows, ranks)), has_more)
+
+
+async def game_around(
+    conn: AsyncConnection, scope: str, player_id: str, *, limit: int = 20
+) -> BoardPage[BoardGame]:
+    """The page of a game board around a player's row (see `_around`); empty when the player has none."""
+    rows, ranks, has_more = await _around(conn, _GAME_BOARD, scope, player_id, limit)
+    return BoardPage(tuple(map(_game_row, rows, ranks)), has_more)
+
+
+async def player_page(
+    conn: AsyncConnection, scope: str, order: PlayerOrder, *, after: PlayerKey | None = None, limit: int = 20
+) -> BoardPage[BoardPlayer]:
+    """A page of the players board of a period bucket, in ``order``."""
+    key = None if after is None else (after.sort_key, after.player_id)
+    rows, ranks, has_more = await _page(conn, _player_board(order), scope, key, limit)
+    return BoardPage(tuple(map(_player_row, rows, ranks)), has_more)
+
+
+async def player_around(
+    conn: AsyncConnection, scope: str, order: PlayerOrder, player_id: str, *, limit: int = 20
+) -> BoardPage[BoardPlayer]:
+    """The page of the players board around a player's row; empty when the player has none."""
+    rows, ranks, has_more = await _around(conn, _player_board(order), scope, player_id, limit)
+    return BoardPage(tuple(map(_player_row, rows, ranks)), has_more)
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def _figures(row: Any) -> FinishedGameFigures:
+    return FinishedGameFigures(
+        game_id=row.id,
+        code=row.code,
+        cells=row.cells,
+        won=bool(row.won),
+        score=row.score,
+        moves=row.moves,
+        duration_ms=row.duration_ms or 0,
+        finished_at=row.finished_at,
+    )
+
+
+_FIGURES: Final = (
+    games.c.id,
+    games.c.code,
+    games.c.cells,
+    games.c.won,
+    games.c.score,
+    games.c.moves,
+    games.c.duration_ms,
+    games.c.finished_at,
+)
+
+
+async def get_profile(
+    conn: AsyncConnection, player_id: str, *, recent: int = RECENT_GAMES
+) -> PlayerProfile | None:
+    """A player's profile, or None when there is no such player."""
+    player = (
+        await conn.execute(select(players.c.id, players.c.name).where(players.c.id == player_id))
+    ).first()
+    if player is None:
+        return None
+    stats = (
+        await conn.execute(
+            select(player_stats.c.played, player_stats.c.won, player_stats.c.best_score).where(
+                player_stats.c.scope == player_scope("a"), player_stats.c.player_id == player_id
+            )
+        )
+    ).first()
+    best_scopes = {variant_scope(cells, "moves", "a"): cells for cells in _VARIANTS}
+    best_rows = (
+        await conn.execute(
+            select(board_bests.c.scope, *_FIGURES)
+            .join(games, games.c.id == board_bests.c.game_id)
+            .where(
+                board_bests.c.scope.in_(best_scopes),
+                board_bests.c.player_id == player_id,
+                board_bests.c.sort_key < LOST_BIT,
+            )
+        )
+    ).all()
+    best = sorted((_figures(row) for row in best_rows), key=lambda figures: _VARIANTS.index(figures.cells))
+    daily = await conn.scalars(
+        select(games.c.daily_date)
+        .where(
+            games.c.player_id == player_id,
+            games.c.finished_at.is_not(None),
+            games.c.won.is_(True),
+            games.c.daily_date.is_not(None),
+        )
+        .distinct()
+        .order_by(games.c.daily_date)
+    )
+    recent_rows = (
+        await conn.execute(
+            select(*_FIGURES)
+            .where(games.c.player_id == player_id, games.c.finished_at.is_not(None))
+            .order_by(games.c.finished_at.desc(), games.c.id.desc())
+            .limit(recent)
+        )
+    ).all()
+    return PlayerProfile(
+        player_id=player.id,
+        name=player.name,
+        played=stats.played if stats else 0,
+        won=stats.won if stats else 0,
+        best_score=stats.best_score if stats else 0,
+        best=tuple(best),
+        daily_wins=tuple(daily),
+        recent=tuple(map(_figures, recent_rows)),
+    )
+
+
+# --------------------------------------------------------------------------- query plans
+
+
+class _Explain(Executable, ClauseElement):
+    """``EXPLAIN QUERY PLAN`` (SQLite) or ``EXPLAIN`` (PostgreSQL) of a statement, with its parameters."""
+
+    inherit_cache = False
+
+    def __init__(self, statement: ClauseElement, *, analyze: bool) -> None:
+        self.statement = statement
+        self.analyze = analyze
+
+
+def _compile_explain(element: _Explain, compiler: Any, **kw: Any) -> str:
+    if compiler.dialect.name == "sqlite":
+        prefix = "EXPLAIN QUERY PLAN "
+    else:
+        prefix = "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " if element.analyze else "EXPLAIN (COSTS OFF) "
+    return prefix + str(compiler.process(element.statement, **kw))
+
+
+def _register_explain() -> None:
+    from sqlalchemy.ext.compiler import compiles
+
+    compiles(_Explain)(_compile_explain)
+
+
+_register_explain()
+
+
+async def explain(conn: AsyncConnection, statement: ClauseElement, *, analyze: bool = False) -> list[str]:
+    """The query plan of ``statement``, one line per step (SQLite: ``EXPLAIN QUERY PLAN`` rows)."""
+    result = await conn.execute(_Explain(statement, analyze=analyze))
+    if conn.dialect.name == "sqlite":
+        return [f"{row[0]}:{row[1]} {row[3]}" for row in result]
+    return [str(row[0]) for row in result]
+
+
+def statements(
+    kind: Literal["games", "wins", "score"], scope: str, key: Sequence[Any], player_id: str, *, limit: int
+) -> dict[str, Select[Any]]:
+    """The statements a board read runs, by name, to show their plans (bench/bench_leaderboard.py).
+
+    ``key`` is a row's key as a tuple (games: sort key, finish, game id; players: sort key, player id).
+    """
+    board = {"games": _GAME_BOARD, "wins": _WINS_BOARD, "score": _SCORE_BOARD}[kind]
+    return {
+        "page": _page_statement(board, scope, None, limit + 1),
+        "page after a cursor": _page_statement(board, scope, key, limit + 1),
+        "rank of a row": _rank_statement(board, scope, key),
+        "own row (around)": _own_key_statement(board, scope, player_id),
+        "rows before (around)": _before_statement(board, scope, key, limit - 1),
+        "rows from (around)": _from_statement(board, scope, key, limit + 1),
+    }

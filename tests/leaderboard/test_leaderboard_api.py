@@ -1,0 +1,264 @@
+"""Leaderboards over the API: games played through a real server (WebSocket) land on the boards, the
+HTTP API answers the same rows, daily codes are the same for everyone on a day and differ across
+days, and every stored game replays through the engine to its stored result (``eightoff verify``)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import pytest
+from solver import solve
+from sqlalchemy import update
+from wsclient import WsClient
+
+from engine import Deal, Game, Move, daily_deal
+from server import cli, requests
+from server.app import App
+from server.storage import Database, repository
+from server.storage.tables import games
+
+WINNABLE = "EO1-C8-AAAAAAB"
+
+
+def http_get(app: App, path: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{app.port}{path}", timeout=10) as response:
+            assert response.headers["Content-Type"] == "application/json"
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        assert error.headers["Content-Type"] == "application/json"
+        return error.code, json.loads(error.read())
+
+
+def wire_move(move: Move) -> dict[str, Any]:
+    fields: dict[str, Any] = {"from": move.source.symbol(), "to": move.target.symbol()}
+    if move.count > 1:
+        fields["n"] = move.count
+    return fields
+
+
+async def player(url: str, name: str) -> WsClient:
+    client = await WsClient.open(url)
+    await client.hello(name=name)
+    return client
+
+
+async def win(client: WsClient, solution: list[Move], *, detours: int = 0) -> str:
+    """Win WINNABLE; each detour first moves the card of cell 1 to cell 5 and back (two more moves)."""
+    game = (await client.request("new_game", code=WINNABLE))["game"]
+    for _ in range(detours):
+        for source, target in (("c1", "c5"), ("c5", "c1")):
+            assert (await client.request("move", game=game, **{"from": source, "to": target}))[
+                "type"
+            ] == "ack"
+    for move in solution:
+        reply = await client.request("move", game=game, **wire_move(move))
+        assert reply["type"] == "ack", reply
+    assert reply["status"] == "won"
+    over = await client.recv()
+    assert over["type"] == "game_over" and over["won"]
+    return game
+
+
+async def resign_after_one_move(client: WsClient, **new_game: Any) -> tuple[str, str]:
+    snapshot = await client.request("new_game", **new_game)
+    game = snapshot["game"]
+    legal = next(iter(Game.from_code(snapshot["code"]).legal_moves))
+    assert (await client.request("move", game=game, **wire_move(legal)))["type"] == "ack"
+    assert (await client.request("resign", game=game))["type"] == "game_over"
+    return game, snapshot["code"]
+
+
+async def test_played_games_make_the_boards(app: App, url: str) -> None:
+    solution = solve(Deal.from_code(WINNABLE))
+    assert solution is not None
+    ann, bob, cy = await player(url, "Ann"), await player(url, "Bob"), await player(url, "Cy")
+    ann_game = await win(ann, solution)
+    bob_game = await win(bob, solution, detours=1)
+    cy_game, _ = await resign_after_one_move(cy, code=WINNABLE)
+    ann_daily, daily_code = await resign_after_one_move(ann, daily=True)
+    assert daily_code == daily_deal(dt.datetime.now(dt.UTC).date()).code()
+    ids = {client.player["id"]: name for client, name in ((ann, "Ann"), (bob, "Bob"), (cy, "Cy"))}  # type: ignore[index]
+    ann_id, bob_id, cy_id = ids
+
+    deal = await ann.request("leaderboard", board="deal", code=WINNABLE)
+    assert [(row["rank"], row["player"]["name"], row["game"]) for row in deal["rows"]] == [
+        (1, "Ann", ann_game),
+        (2, "Bob", bob_game),
+        (3, "Cy", cy_game),
+    ]
+    assert [row["moves"] for row in deal["rows"]] == [len(solution), len(solution) + 2, 1]
+    assert [row["won"] for row in deal["rows"]] == [True, True, False]
+    variant = await bob.request("leaderboard", board="variant", cells=8, period="day")
+    # Ann's best C8 game is her win, not her resigned daily game; each player once.
+    assert [row["game"] for row in variant["rows"]] == [ann_game, bob_game, cy_game]
+    daily = await cy.request("leaderboard", board="daily")
+    assert [(row["game"], row["code"]) for row in daily["rows"]] == [(ann_daily, daily_code)]
+    players = await cy.request("leaderboard", board="players", period="week")
+    assert [(row["rank"], row["player"]["id"], row["played"], row["won"]) for row in players["rows"]] == [
+        (1, bob_id, 1, 1),
+        (2, ann_id, 2, 1),
+        (3, cy_id, 1, 0),
+    ]
+    around = await cy.request("leaderboard", board="players", around=cy_id, limit=2)
+    assert [row["player"]["id"] for row in around["rows"]] == [ann_id, cy_id]
+    paged = await cy.request("leaderboard", board="deal", code=WINNABLE, limit=2)
+    rest = await cy.request("leaderboard", board="deal", code=WINNABLE, limit=2, after=paged["next"])
+    assert [row["rank"] for row in paged["rows"] + rest["rows"]] == [1, 2, 3] and "next" not in rest
+
+    # The same boards over HTTP: the same rows and cursors.
+    for fields in (
+        {"board": "deal", "code": WINNABLE},
+        {"board": "variant", "cells": 8, "period": "day"},
+        {"board": "daily"},
+        {"board": "players", "period": "week"},
+        {"board": "deal", "code": WINNABLE, "limit": 2},
+    ):
+        websocket = await ann.request("leaderboard", **fields)
+        status, body = await asyncio.to_thread(
+            http_get, app, "/api/leaderboard?" + urllib.parse.urlencode(fields)
+        )
+        assert status == 200
+        assert body == {key: value for key, value in websocket.items() if key not in ("type", "id")}, fields
+
+    # Profiles: one's own over WebSocket, anyone's over both.
+    own = await ann.request("profile")
+    assert own["player"] == {"id": ann_id, "name": "Ann"}
+    assert (own["played"], own["won"], own["win_rate"]) == (2, 1, 0.5)
+    assert [game["game"] for game in own["best"]] == [ann_game]
+    assert own["best"][0]["moves"] == len(solution)
+    assert [game["game"] for game in own["recent"]] == [ann_daily, ann_game]
+    assert own["streak"] == {"current": 0, "best": 0}  # the daily was resigned, not won
+    status, body = await asyncio.to_thread(http_get, app, f"/api/players/{bob_id}")
+    assert status == 200 and body == {
+        key: value
+        for key, value in (await ann.request("profile", player=bob_id)).items()
+        if key not in ("type", "id")
+    }
+    for client in (ann, bob, cy):
+        await client.close()
+
+    # Every stored game replays through the engine to its stored result.
+    async with app.database.connection() as conn:
+        stored = await repository.load_games_after(conn, None, 100)
+    assert {game.id for game in stored} == {ann_game, bob_game, cy_game, ann_daily}
+    from server.leaderboard import check_stored_game
+
+    assert [check_stored_game(game) for game in stored] == [None] * 4
+
+
+async def test_bad_parameters_are_refused_naming_them(app: App, url: str) -> None:
+    client = await player(url, "Ann")
+    for fields, named in (
+        ({"board": "variant", "cells": 3}, "cells"),
+        ({"board": "variant", "period": "month"}, "period"),
+        ({"board": "variant", "limit": 101}, "limit"),
+        ({"board": "players", "order": "moves"}, "order"),
+        ({"board": "variant", "after": "garbage!"}, "after"),
+        ({"board": "deal"}, "code"),
+    ):
+        reply = await client.request("leaderboard", **fields)
+        assert reply["type"] == "error" and reply["code"] == "bad_request" and named in reply["message"], (
+            fields
+        )
+        query = urllib.parse.urlencode(fields)
+        status, body = await asyncio.to_thread(http_get, app, f"/api/leaderboard?{query}")
+        assert status == 400 and body["code"] == "bad_request" and named in body["message"], fields
+        assert body["message"] == reply["message"]
+    missing = await client.request("profile", player="nobody")
+    assert missing["code"] == "not_found"
+    assert await asyncio.to_thread(http_get, app, "/api/players/nobody") == (
+        404,
+        {"code": "not_found", "message": "no player nobody"},
+    )
+    status, body = await asyncio.to_thread(http_get, app, "/api/players/a%20b")
+    assert status == 400 and "player" in body["message"]
+    status, body = await asyncio.to_thread(http_get, app, "/api/leaderboard?board=variant&board=deal")
+    assert status == 400 and body["message"] == "board: given more than once"
+    await client.close()
+
+
+async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
+    app: App, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = await player(url, "Ann"), await player(url, "Bob")
+    today = dt.datetime.now(dt.UTC)
+    tomorrow = today + dt.timedelta(days=1)
+    codes: dict[dt.date, set[str]] = {}
+    for moment in (today, tomorrow):
+        monkeypatch.setattr(requests, "utc_now", lambda moment=moment: moment)
+        for client in (first, second):
+            for cells in (8, 4):
+                snapshot = await client.request("new_game", daily=True, cells=cells)
+                codes.setdefault(moment.date(), set()).add(snapshot["code"])
+                assert (await client.request("resign", game=snapshot["game"]))["type"] == "game_over"
+    assert codes[today.date()] == {daily_deal(today.date(), 8).code(), daily_deal(today.date(), 4).code()}
+    assert codes[tomorrow.date()] == {
+        daily_deal(tomorrow.date(), 8).code(),
+        daily_deal(tomorrow.date(), 4).code(),
+    }
+    assert not codes[today.date()] & codes[tomorrow.date()]
+    # Each day's board holds that day's games, by both players.
+    for moment in (today, tomorrow):
+        board = await first.request("leaderboard", board="daily", date=moment.date().isoformat())
+        assert {row["code"] for row in board["rows"]} == {daily_deal(moment.date()).code()}
+        assert len(board["rows"]) == 2
+    await first.close()
+    await second.close()
+
+
+async def test_verify_command_replays_every_game(
+    app: App, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    solution = solve(Deal.from_code(WINNABLE))
+    assert solution is not None
+    client = await player(url, "Ann")
+    won = await win(client, solution)
+    resigned, _ = await resign_after_one_move(client, code="EO1-C4-AAAAAAC")  # has a legal move
+    playing = (await client.request("new_game", cells=2))["game"]
+    await client.request("move", game=playing, **{"from": "c1", "to": "t1"})  # maybe illegal: fine either way
+    await client.close()
+    database_url = app.settings.database_url
+
+    assert await asyncio.to_thread(cli.main, ["verify", "--database-url", database_url, "--batch", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "verified 3 stored games: 0 mismatch(es)" in captured.out
+    assert "verify [" in captured.err and "3/3 games" in captured.err  # the progress bar
+
+    async with app.database.transaction() as conn:
+        await conn.execute(update(games).where(games.c.id == won).values(moves=len(solution) - 1))
+        await conn.execute(update(games).where(games.c.id == resigned).values(status="won", won=True))
+    assert await asyncio.to_thread(cli.main, ["verify", "--database-url", database_url]) == 1
+    out = capsys.readouterr().out
+    assert f"MISMATCH {won}: moves stored {len(solution) - 1}, replayed {len(solution)}" in out
+    assert f"MISMATCH {resigned}: status stored 'won', replayed 'playing'" in out
+    assert "verified 3 stored games: 2 mismatch(es)" in out
+
+
+async def test_verify_reports_an_action_log_that_does_not_replay(database: Database) -> None:
+    from leaderboard_support import T0
+
+    from server.leaderboard import verify_games
+    from server.storage import GameResult, GameStart, PlayerRecord
+
+    async with database.transaction() as conn:
+        await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
+        await repository.insert_game(conn, GameStart("g1", "p1", "EO1-C8-AAAAAFA", 8, None, T0))
+        await repository.insert_actions(conn, [("g1", 1, "t1-c5"), ("g1", 2, "t1-t1")])
+        await repository.finish_game(
+            conn, GameResult("g1", "resigned", 0, 2, 0, T0 + dt.timedelta(seconds=5), 5000, False)
+        )
+    seen: list[tuple[int, int]] = []
+    checked, mismatches = await verify_games(
+        database, progress=lambda done, total: seen.append((done, total))
+    )
+    assert checked == 1 and seen == [(1, 1)]
+    assert [(m.game_id, m.problem.split(":")[0]) for m in mismatches] == [
+        ("g1", "action v=2 't1-t1' does not replay")
+    ]
