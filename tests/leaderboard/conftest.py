@@ -13,9 +13,9 @@ from pathlib import Path
 
 import dbutil
 import pytest
+import serverutil
 
 from server.app import App
-from server.config import Settings
 from server.storage import Database
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
@@ -58,14 +58,10 @@ def server_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Itera
 
 @pytest.fixture
 async def app(server_database_url: str) -> AsyncIterator[App]:
-    settings = Settings(host="127.0.0.1", port=0, database_url=server_database_url, sqlite_synchronous="OFF")
-    app = await App.start(settings)
-    try:
+    async with serverutil.running_app(server_database_url, sqlite_synchronous="OFF") as app:
         yield app
-    finally:
-        await app.shutdown()
 
 
 @pytest.fixture
 def url(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}/ws"
+    return serverutil.ws_url(app)

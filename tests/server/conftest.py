@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import dbutil
 import pytest
+import serverutil
 
 from server.app import App
 from server.config import Settings
@@ -26,18 +26,11 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-async def app(settings: Settings) -> AsyncIterator[App]:
-    app = await App.start(settings)
-    try:
+async def app(database_url: str) -> AsyncIterator[App]:
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL") as app:
         yield app
-    finally:
-        await app.shutdown()
 
 
 @pytest.fixture
 def url(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}/ws"
-
-
-def with_settings(settings: Settings, **changes: object) -> Settings:
-    return dataclasses.replace(settings, **changes)
+    return serverutil.ws_url(app)

@@ -10,7 +10,6 @@ bucket; too many games and watches on one connection; a spectator that never rea
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import socket
 import time
@@ -20,39 +19,24 @@ from typing import Any
 
 import msgpack
 import pytest
+import serverutil
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 from wsclient import SUBPROTOCOLS, WsClient
 
 from server.app import App
-from server.config import Settings
 
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "protocol" / "vectors" / "client_messages.json").read_text()
 )
 
 
-async def started(settings: Settings, **changes: Any) -> App:
-    return await App.start(dataclasses.replace(settings, **changes))
-
-
 @pytest.fixture
-async def strict_app(settings: Settings) -> AsyncIterator[App]:
-    app = await started(
-        settings,
-        rate_per_second=20.0,
-        rate_burst=20,
-        max_games_per_connection=2,
-        max_watches_per_connection=2,
-    )
-    try:
+async def strict_app(database_url: str) -> AsyncIterator[App]:
+    limits = {"rate_per_second": 20.0, "rate_burst": 20}
+    per_connection = {"max_games_per_connection": 2, "max_watches_per_connection": 2}
+    async with serverutil.running_app(database_url, **limits, **per_connection) as app:
         yield app
-    finally:
-        await app.shutdown()
-
-
-def ws_url(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}/ws"
 
 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
@@ -92,7 +76,7 @@ async def test_raw_frame_vectors(url: str, case: dict[str, Any]) -> None:
 
 
 async def test_flood_is_refused_then_closed_while_others_are_served(strict_app: App) -> None:
-    url = ws_url(strict_app)
+    url = serverutil.ws_url(strict_app)
     flooder = await WsClient.open(url)
     await flooder.hello()
     calm = await WsClient.open(url)
@@ -123,16 +107,16 @@ async def test_flood_is_refused_then_closed_while_others_are_served(strict_app: 
 
 
 async def test_too_many_games_and_watches(strict_app: App) -> None:
-    client = await WsClient.open(ws_url(strict_app))
+    client = await WsClient.open(serverutil.ws_url(strict_app))
     await client.hello()
     games = [(await client.request("new_game"))["game"] for _ in range(2)]
     third = await client.request("new_game")
     assert third["type"] == "error" and third["code"] == "rate_limited"
-    watcher = await WsClient.open(ws_url(strict_app))
+    watcher = await WsClient.open(serverutil.ws_url(strict_app))
     await watcher.hello()
     for game in games:
         assert (await watcher.request("watch", game=game))["type"] == "snapshot"
-    other = await WsClient.open(ws_url(strict_app))
+    other = await WsClient.open(serverutil.ws_url(strict_app))
     await other.hello()
     extra = (await other.request("new_game"))["game"]
     refused = await watcher.request("watch", game=extra)
@@ -160,12 +144,10 @@ async def test_no_subprotocol_means_msgpack(url: str) -> None:
         assert reply["type"] == "welcome" and reply["id"] == 1
 
 
-async def test_spectator_that_never_reads_is_dropped(settings: Settings) -> None:
-    app = await started(
-        settings, max_write_buffer_bytes=16 * 1024, rate_per_second=10_000.0, rate_burst=10_000
-    )
-    try:
-        url = ws_url(app)
+async def test_spectator_that_never_reads_is_dropped(database_url: str) -> None:
+    limits = {"max_write_buffer_bytes": 16 * 1024, "rate_per_second": 10_000.0, "rate_burst": 10_000}
+    async with serverutil.running_app(database_url, **limits) as app:
+        url = serverutil.ws_url(app)
         owner = await WsClient.open(url)
         await owner.hello()
         game = (await owner.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
@@ -204,5 +186,3 @@ async def test_spectator_that_never_reads_is_dropped(settings: Settings) -> None
         assert len(room.spectators) <= 2
         await owner.close()
         await reader.close()
-    finally:
-        await app.shutdown()

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 
 import dbutil
 import pytest
+import serverutil
 from boardcopy import BoardCopy
 from wsclient import WsClient
 
 from server.app import App
-from server.config import Settings
 
 REDIS_SKIP_REASON = "EIGHTOFF_TEST_REDIS_URL is not set (CI sets it)"
 
@@ -24,33 +24,27 @@ async def two_nodes() -> AsyncIterator[tuple[App, App]]:
     if not redis_url:
         pytest.skip(REDIS_SKIP_REASON)
     database_url = await dbutil.create_postgres_database_async(server_url)
-    nodes = []
     try:
-        for name in ("node-a", "node-b"):
-            settings = Settings(port=0, database_url=database_url, redis_url=redis_url, node=name)
-            nodes.append(await App.start(settings))
-        yield nodes[0], nodes[1]
+        async with (
+            serverutil.running_app(database_url, redis_url=redis_url, node="node-a") as node_a,
+            serverutil.running_app(database_url, redis_url=redis_url, node="node-b") as node_b,
+        ):
+            yield node_a, node_b
     finally:
-        for node in nodes:
-            await node.shutdown()
         await dbutil.drop_postgres_database_async(server_url, database_url)
-
-
-def url_of(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}/ws"
 
 
 async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]) -> None:
     node_a, node_b = two_nodes
-    player = await WsClient.open(url_of(node_a))
+    player = await WsClient.open(serverutil.ws_url(node_a))
     await player.hello()
     assert (await player.request("live"))["type"] == "live"
     game = (await player.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
 
-    spectator_b = await WsClient.open(url_of(node_b))
+    spectator_b = await WsClient.open(serverutil.ws_url(node_b))
     await spectator_b.hello()
     board_b = BoardCopy(await spectator_b.request("watch", game=game))
-    spectator_a = await WsClient.open(url_of(node_a))
+    spectator_a = await WsClient.open(serverutil.ws_url(node_a))
     await spectator_a.hello()
     board_a = BoardCopy(await spectator_a.request("watch", game=game))
 
@@ -64,7 +58,7 @@ async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]
 
     # The player's next connection lands on node B: it takes the game over from the database.
     await player.close()
-    moved = await WsClient.open(url_of(node_b))
+    moved = await WsClient.open(serverutil.ws_url(node_b))
     welcome = await moved.hello(token=player.token)
     assert welcome["server"]["node"] == "node-b" and welcome["games"] == [game]
     assert (await moved.request("resume", game=game))["v"] == 3

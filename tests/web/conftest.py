@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import serverutil
 
 from server.app import App
-from server.config import Settings
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -24,18 +24,9 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture
 async def web_app(tmp_path: Path) -> AsyncIterator[App]:
-    settings = Settings(
-        host="127.0.0.1",
-        port=0,
-        database_url=f"sqlite+aiosqlite:///{tmp_path}/db.sqlite3",
-        sqlite_synchronous="NORMAL",
-        shutdown_grace=2.0,
-    )
-    app = await App.start(settings)
-    try:
+    database_url = f"sqlite+aiosqlite:///{tmp_path}/db.sqlite3"
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", shutdown_grace=2.0) as app:
         yield app
-    finally:
-        await app.shutdown()
 
 
 @pytest.fixture
