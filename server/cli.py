@@ -50,6 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
     if settings is None:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
     with asyncio.Runner(loop_factory=_fast_event_loop()) as runner:
         runner.run(run(settings))
     return 0
