@@ -48,6 +48,7 @@ class Write:
 
 
 _Pending = tuple[Write, "asyncio.Future[None]"]
+_STOP = object()  # queued by stop(): commit what came before, then end
 
 
 class Committer:
@@ -66,19 +67,23 @@ class Committer:
         self._action_log = action_log
         self._metrics = metrics
         self._max_batch = max_batch
-        self._queue: asyncio.Queue[_Pending] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Pending | object] = asyncio.Queue()  # object: _STOP
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="committer")
 
     async def stop(self) -> None:
-        """Commit what is queued, then stop the task."""
-        while not self._queue.empty():
-            await asyncio.sleep(0.005)
-        if self._task is not None:
-            self._task.cancel()
+        """Commit everything already submitted, then stop (new submissions are refused)."""
+        self._stopping = True
+        if self._task is not None and not self._task.done():
+            self._queue.put_nowait(_STOP)
             await asyncio.gather(self._task, return_exceptions=True)
+        while not self._queue.empty():  # only if the task had died: nothing may wait forever
+            pending = self._queue.get_nowait()
+            if isinstance(pending, tuple):
+                _settle(pending[1], StorageUnavailable("the server is stopping"))
         if self._action_log is not None:
             await self._action_log.close()
 
@@ -89,27 +94,49 @@ class Committer:
             StorageUnavailable: the database is unreachable or failed; nothing was stored.
             WriteConflict: the write contradicts what is stored; nothing was stored.
         """
+        if self._stopping:
+            raise StorageUnavailable("the server is stopping")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((write, future))
         await future
 
     async def _run(self) -> None:
-        while True:
-            batch = [await self._queue.get()]
-            while len(batch) < self._max_batch and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
+        """Drain the queue in batches until ``stop()``; a batch that fails in an unexpected way is
+        answered ``unavailable`` and the loop goes on (one bug must not freeze every game)."""
+        stopping = False
+        while not stopping:
+            batch: list[_Pending] = []
+            item = await self._queue.get()
+            while True:
+                if not isinstance(item, tuple):  # _STOP
+                    stopping = True
+                    break
+                batch.append(item)
+                if len(batch) >= self._max_batch or self._queue.empty():
+                    break
+                item = self._queue.get_nowait()
+            if not batch:
+                continue
             started = time.perf_counter()
-            if self._action_log is None:
-                await self._commit_batch(batch)
-            else:
-                appends = [pending for pending in batch if pending[0].is_actions_only()]
-                others = [pending for pending in batch if not pending[0].is_actions_only()]
-                if appends:
-                    await self._append_actions(self._action_log, appends)
-                if others:
-                    await self._commit_batch(others)
+            try:
+                await self._commit(batch)
+            except Exception:
+                logger.exception("group commit of %d writes failed unexpectedly", len(batch))
+                for _, future in batch:
+                    _settle(future, StorageUnavailable("the server failed to store this; retry"))
             self._metrics.commit_latency.observe(time.perf_counter() - started)
             self._metrics.commit_batch.observe(len(batch))
+
+    async def _commit(self, batch: list[_Pending]) -> None:
+        if self._action_log is None:
+            await self._commit_batch(batch)
+            return
+        appends = [pending for pending in batch if pending[0].is_actions_only()]
+        others = [pending for pending in batch if not pending[0].is_actions_only()]
+        if appends:
+            await self._append_actions(self._action_log, appends)
+        if others:
+            await self._commit_batch(others)
 
     async def _append_actions(self, action_log: SqliteActionLog, batch: list[_Pending]) -> None:
         """Commit writes that only append actions, in one hop to the SQLite writer thread."""

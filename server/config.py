@@ -37,9 +37,7 @@ class Settings:
     )
     redis_url: str | None = field(
         default=None,
-        metadata={
-            "help": "redis://… fans diffs out across nodes sharing one database; unset: one node"
-        },
+        metadata={"help": "redis://… fans diffs out across nodes sharing one database; unset: one node"},
     )
     commit_batch: int = field(default=1024, metadata={"help": "most writes grouped into one commit"})
     # Limits
@@ -113,5 +111,6 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
             try:
                 values[setting.name] = _convert(setting.type, text)
             except ValueError:
-                raise ValueError(f"{_env_name(setting.name)}={text!r} is not a valid {setting.type}") from None
+                name = _env_name(setting.name)
+                raise ValueError(f"{name}={text!r} is not a valid {setting.type}") from None
     return dataclasses.replace(Settings(), **values)

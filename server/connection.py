@@ -44,7 +44,7 @@ def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotoc
     return Subprotocol(chosen.value)
 
 
-def _close_abusive(ws: ServerConnection, code: int, reason: str) -> None:
+def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
     """Send the close frame and drop the TCP connection without waiting for the peer's answer.
 
     An abusive client's frames may fill our receive queue, so websockets would never read its
@@ -67,7 +67,9 @@ class Fanout:
 
     def __call__(self, audience: Iterable[Any], message: dict[str, Any]) -> None:
         frames: dict[protocol.Subprotocol, bytes | str] = {}
+        now = time.monotonic()
         for client in audience:
+            client.last_seen = now  # a spectator that is sent diffs is not idle
             frame = frames.get(client.subprotocol)
             if frame is None:
                 frame = frames[client.subprotocol] = protocol.encode(message, client.subprotocol)
@@ -126,12 +128,12 @@ class ConnectionLoop:
             self._metrics.errors.labels(exc.code.value).inc()
             await self._send(ws, client, builders.error(exc.code, exc.message, exc.request_id))
             if exc.close_code is not None:
-                _close_abusive(ws, int(exc.close_code), exc.message)
+                _close_now(ws, int(exc.close_code), exc.message)
                 return False
             return True
         if not bucket.take():
             if bucket.is_abusive():
-                _close_abusive(ws, 1008, "flooding")
+                _close_now(ws, 1008, "flooding")
                 return False
             await self._refuse(ws, client, "rate_limited", "too many requests; slow down", request)
             return True
@@ -176,8 +178,9 @@ class ConnectionLoop:
             await asyncio.sleep(max(idle / 4, 0.05))
             deadline = time.monotonic() - idle
             for client in [client for client in self.clients if client.last_seen < deadline]:
+                client.last_seen = float("inf")  # one close per client, however long it takes
                 ws: ServerConnection = client.transport
-                asyncio.get_running_loop().create_task(ws.close(1000, "idle timeout"))
+                _close_now(ws, 1000, "idle timeout")
 
     async def wait_idle(self, timeout: float) -> None:
         """Wait until no request is being served (bounded by ``timeout``)."""

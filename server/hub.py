@@ -12,9 +12,10 @@ rebuilds any unfinished game by replaying its actions from the deal.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -147,6 +148,7 @@ class GameHub:
         self._node = node
         self._bus: Bus = bus or LocalBus()
         self._rooms: dict[str, GameRoom] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._loading: dict[str, asyncio.Future[GameRoom | FinishedGame]] = {}
 
     # ------------------------------------------------------------------ rooms
@@ -225,6 +227,26 @@ class GameHub:
         self._rooms[room.id] = room
         self._metrics.live_games.set(len(self._rooms))
 
+    def is_current(self, room: GameRoom) -> bool:
+        """``room`` is the one this hub serves for its game (not ended, not replaced by a reload)."""
+        return self._rooms.get(room.id) is room
+
+    def _check_current(self, room: GameRoom) -> None:
+        if not self.is_current(room):
+            if room.game.is_over():
+                raise Refusal("illegal_move", f"game {room.id} is over")
+            raise Refusal("stale", f"game {room.id} was reloaded; resume it")
+
+    @contextlib.contextmanager
+    def forgotten_on_refusal(self, found: GameRoom | FinishedGame) -> Iterator[None]:
+        """A request that loaded a room and is then refused must not leave it in memory."""
+        try:
+            yield
+        except BaseException:
+            if isinstance(found, GameRoom):
+                self.forget_if_idle(found)
+            raise
+
     def forget_if_idle(self, room: GameRoom) -> None:
         """Drop a room nobody follows (the database keeps it) so memory stays bounded."""
         if not room.is_followed() and not room.lock.locked() and self._rooms.get(room.id) is room:
@@ -258,9 +280,8 @@ class GameHub:
             engine.IllegalMoveError: the rules refuse it.
         """
         async with room.lock:
+            self._check_current(room)
             game = room.game
-            if room.id not in self._rooms:
-                raise Refusal("illegal_move", f"game {room.id} is over")
             if expected_v is not None and expected_v != game.v:
                 raise Refusal("stale", f"game {room.id} is at v {game.v}, not {expected_v}")
             action = resolve(game)
@@ -278,8 +299,7 @@ class GameHub:
     async def resign(self, room: GameRoom, requester: Audience) -> dt.datetime:
         """End ``room``'s game as resigned; returns when the result is stored."""
         async with room.lock:
-            if room.id not in self._rooms:
-                raise Refusal("illegal_move", f"game {room.id} is over")
+            self._check_current(room)
             room.game.resign()
             finished_at = utc_now()
             await self._commit_or_rebuild(room, Write(result=room.result(finished_at)), lambda: room.game.log)
@@ -320,11 +340,21 @@ class GameHub:
 
     async def close_bus(self) -> None:
         await self._bus.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _on_bus_event(self, event: BusEvent) -> None:
         room = self._rooms.get(event.game)
         if room is not None:  # tasks take the room's FIFO lock in arrival order: events stay in order
-            asyncio.get_running_loop().create_task(self._apply_remote(room, event))
+            task = asyncio.get_running_loop().create_task(self._apply_remote(room, event))
+            self._tasks.add(task)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("following another node's action failed", exc_info=task.exception())
 
     async def _apply_remote(self, room: GameRoom, event: BusEvent) -> None:
         """Follow an action another node committed: replay it here and push it to our followers."""
@@ -363,7 +393,12 @@ class GameHub:
             room.rebuild(stored_log())
             raise Refusal("unavailable", "the database is unavailable; nothing was stored, retry") from None
         except WriteConflict:
-            self._forget(room)
+            # Another node stored this version first: take the game as stored; our followers see
+            # the jump in v and resync.
+            try:
+                await self._reload(room)
+            except Exception:
+                self._close(room)
             raise Refusal("stale", f"game {room.id} changed elsewhere; resume or watch it again") from None
 
     def _close(self, room: GameRoom) -> None:

@@ -143,7 +143,8 @@ class RequestHandler:
 
     async def _act(self, client: Client, request: Any) -> Reply:
         room = await self._own_room(client, request.game)
-        self._view(client, room)
+        with self._hub.forgotten_on_refusal(room):
+            self._view(client, room)
         outcome = await self._hub.act(room, client, request.action, request.v)
         replies = [builders.ack(room.id, room.game, outcome.transfer, request.request_id)]
         if outcome.finished_at is not None:
@@ -160,27 +161,30 @@ class RequestHandler:
         if isinstance(found, FinishedGame):
             self._check_owner(client, found.owner.id, found.stored.id)
             return [self._stored_snapshot(found, request.request_id)]
-        self._check_owner(client, found.owner.id, found.id)
-        self._view(client, found)
+        with self._hub.forgotten_on_refusal(found):
+            self._check_owner(client, found.owner.id, found.id)
+            self._view(client, found)
         return [self._snapshot(found, request.request_id)]
 
     # ------------------------------------------------------------------ watching
 
     async def _watch(self, client: Client, request: protocol.WatchRequest) -> Reply:
-        found = await self._hub.find(request.game)
-        if isinstance(found, FinishedGame):
-            return [self._stored_snapshot(found, request.request_id)]
-        if (
-            found.id not in client.watching
-            and len(client.watching) >= self._settings.max_watches_per_connection
-        ):
-            raise Refusal(
-                "rate_limited", f"at most {self._settings.max_watches_per_connection} watches per connection"
-            )
-        async with found.lock:  # the snapshot and the first diff after it are consecutive versions
-            found.spectators.add(client)
-            client.watching.add(found.id)
-            return [self._snapshot(found, request.request_id)]
+        while True:  # again if the game ended, or was reloaded, while we waited for its lock
+            found = await self._hub.find(request.game)
+            if isinstance(found, FinishedGame):
+                return [self._stored_snapshot(found, request.request_id)]
+            with self._hub.forgotten_on_refusal(found):
+                if (
+                    found.id not in client.watching
+                    and len(client.watching) >= self._settings.max_watches_per_connection
+                ):
+                    limit = self._settings.max_watches_per_connection
+                    raise Refusal("rate_limited", f"at most {limit} watches per connection")
+            async with found.lock:  # the snapshot and the first diff after it are consecutive versions
+                if self._hub.is_current(found):
+                    found.spectators.add(client)
+                    client.watching.add(found.id)
+                    return [self._snapshot(found, request.request_id)]
 
     async def _unwatch(self, client: Client, request: protocol.UnwatchRequest) -> Reply:
         if request.game in client.watching:
@@ -239,14 +243,16 @@ class RequestHandler:
             )
 
     def _view(self, client: Client, room: GameRoom) -> None:
-        if room.id not in client.games:
-            self._check_game_room(client)
+        if client not in room.viewers:
+            if room.id not in client.games:
+                self._check_game_room(client)
             client.games.add(room.id)
             room.viewers.add(client)
 
     async def _own_room(self, client: Client, game_id: str) -> GameRoom:
         found = await self._hub.find(game_id)
-        self._check_owner(client, found.owner.id, game_id)
+        with self._hub.forgotten_on_refusal(found):
+            self._check_owner(client, found.owner.id, game_id)
         if isinstance(found, FinishedGame):
             raise Refusal("illegal_move", f"game {game_id} is {found.stored.status}")
         return found

@@ -1,0 +1,49 @@
+"""Failures inside the server stay contained: a refused request leaves no room in memory, and an
+unexpected error in one group commit answers ``unavailable`` without stopping the next ones."""
+
+from __future__ import annotations
+
+import pytest
+from wsclient import WsClient
+
+from server.app import App
+from server.storage import repository
+
+
+async def test_refused_requests_leave_no_room_in_memory(app: App, url: str) -> None:
+    owner = await WsClient.open(url)
+    await owner.hello()
+    games = [(await owner.request("new_game"))["game"] for _ in range(5)]
+    await owner.close()  # nobody follows these games now: they leave memory
+    stranger = await WsClient.open(url)
+    await stranger.hello()
+    for game in games:
+        for type_ in ("resume", "move", "undo"):
+            fields = {"from": "t1", "to": "c5"} if type_ == "move" else {}
+            refused = await stranger.request(type_, game=game, **fields)
+            assert refused["code"] == "forbidden"
+    assert list(app.hub.rooms()) == [], "refused requests must not keep rooms loaded"
+    assert (await stranger.request("live"))["games"] == []
+    await stranger.close()
+
+
+async def test_an_unexpected_commit_error_is_unavailable_and_contained(
+    app: App, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_insert_player = repository.insert_player
+    calls = 0
+
+    async def insert_player_failing_once(*args: object, **kwargs: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("a bug in storage")
+        await real_insert_player(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(repository, "insert_player", insert_player_failing_once)
+    first = await WsClient.open(url)
+    refused = await first.request("hello", protocol=1)
+    assert refused["type"] == "error" and refused["code"] == "unavailable"
+    welcome = await first.hello()  # the committer is still alive: the retry works
+    assert welcome["type"] == "welcome"
+    await first.close()
