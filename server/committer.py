@@ -154,6 +154,7 @@ class Committer:
             for _, future in batch:
                 _settle(future, StorageUnavailable(str(exc)))
             return
+        self._metrics.actions.inc(sum(len(write.actions) for write, _ in batch))
         for _, future in batch:
             _settle(future, None)
 
@@ -180,6 +181,7 @@ class Committer:
             for _, future in batch:
                 _settle(future, StorageUnavailable(str(exc)))
             return
+        self._metrics.actions.inc(sum(len(write.actions) for write, _ in batch))
         for _, future in batch:
             _settle(future, None)
 

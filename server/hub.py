@@ -12,10 +12,9 @@ rebuilds any unfinished game by replaying its actions from the deal.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -147,6 +146,7 @@ class GameHub:
         self._push = push
         self._node = node
         self._bus: Bus = bus or LocalBus()
+        self._distributed = not isinstance(self._bus, LocalBus)  # no event to build for nobody
         self._rooms: dict[str, GameRoom] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loading: dict[str, asyncio.Future[GameRoom | FinishedGame]] = {}
@@ -237,15 +237,10 @@ class GameHub:
                 raise Refusal("illegal_move", f"game {room.id} is over")
             raise Refusal("stale", f"game {room.id} was reloaded; resume it")
 
-    @contextlib.contextmanager
-    def forgotten_on_refusal(self, found: GameRoom | FinishedGame) -> Iterator[None]:
-        """A request that loaded a room and is then refused must not leave it in memory."""
-        try:
-            yield
-        except BaseException:
-            if isinstance(found, GameRoom):
-                self.forget_if_idle(found)
-            raise
+    def forget_unfollowed(self, found: GameRoom | FinishedGame) -> None:
+        """Call when a request that loaded ``found`` is refused: the room must not stay in memory."""
+        if isinstance(found, GameRoom):
+            self.forget_if_idle(found)
 
     def forget_if_idle(self, room: GameRoom) -> None:
         """Drop a room nobody follows (the database keeps it) so memory stays bounded."""
@@ -286,13 +281,14 @@ class GameHub:
                 raise Refusal("stale", f"game {room.id} is at v {game.v}, not {expected_v}")
             action = resolve(game)
             transfer = game.play(action)
-            write = Write(actions=[(room.id, game.v, action.symbol())])
+            notation = action.symbol()
+            write = Write(actions=[(room.id, game.v, notation)])
             finished_at = utc_now() if game.is_over() else None
             if finished_at is not None:
                 write.result = room.result(finished_at)
             await self._commit_or_rebuild(room, write, lambda: game.log[:-1])
-            self._metrics.actions.inc()
-            self._bus.publish(BusEvent(self._node, room.id, game.v, action.symbol(), _epoch_ms(finished_at)))
+            if self._distributed:
+                self._bus.publish(BusEvent(self._node, room.id, game.v, notation, _epoch_ms(finished_at)))
             self._announce(room, transfer, finished_at, skip=requester)
             return Outcome(room, transfer, finished_at)
 
@@ -303,7 +299,8 @@ class GameHub:
             room.game.resign()
             finished_at = utc_now()
             await self._commit_or_rebuild(room, Write(result=room.result(finished_at)), lambda: room.game.log)
-            self._bus.publish(BusEvent(self._node, room.id, room.game.v, None, _epoch_ms(finished_at)))
+            if self._distributed:
+                self._bus.publish(BusEvent(self._node, room.id, room.game.v, None, _epoch_ms(finished_at)))
             self._announce(room, None, finished_at, skip=requester)
             return finished_at
 

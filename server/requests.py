@@ -143,8 +143,12 @@ class RequestHandler:
 
     async def _act(self, client: Client, request: Any) -> Reply:
         room = await self._own_room(client, request.game)
-        with self._hub.forgotten_on_refusal(room):
-            self._view(client, room)
+        if client not in room.viewers:
+            try:
+                self._view(client, room)
+            except Refusal:
+                self._hub.forget_unfollowed(room)
+                raise
         outcome = await self._hub.act(room, client, request.action, request.v)
         replies = [builders.ack(room.id, room.game, outcome.transfer, request.request_id)]
         if outcome.finished_at is not None:
@@ -161,9 +165,12 @@ class RequestHandler:
         if isinstance(found, FinishedGame):
             self._check_owner(client, found.owner.id, found.stored.id)
             return [self._stored_snapshot(found, request.request_id)]
-        with self._hub.forgotten_on_refusal(found):
+        try:
             self._check_owner(client, found.owner.id, found.id)
             self._view(client, found)
+        except Refusal:
+            self._hub.forget_unfollowed(found)
+            raise
         return [self._snapshot(found, request.request_id)]
 
     # ------------------------------------------------------------------ watching
@@ -173,13 +180,10 @@ class RequestHandler:
             found = await self._hub.find(request.game)
             if isinstance(found, FinishedGame):
                 return [self._stored_snapshot(found, request.request_id)]
-            with self._hub.forgotten_on_refusal(found):
-                if (
-                    found.id not in client.watching
-                    and len(client.watching) >= self._settings.max_watches_per_connection
-                ):
-                    limit = self._settings.max_watches_per_connection
-                    raise Refusal("rate_limited", f"at most {limit} watches per connection")
+            limit = self._settings.max_watches_per_connection
+            if found.id not in client.watching and len(client.watching) >= limit:
+                self._hub.forget_unfollowed(found)
+                raise Refusal("rate_limited", f"at most {limit} watches per connection")
             async with found.lock:  # the snapshot and the first diff after it are consecutive versions
                 if self._hub.is_current(found):
                     found.spectators.add(client)
@@ -251,7 +255,8 @@ class RequestHandler:
 
     async def _own_room(self, client: Client, game_id: str) -> GameRoom:
         found = await self._hub.find(game_id)
-        with self._hub.forgotten_on_refusal(found):
+        if self._player(client).id != found.owner.id:
+            self._hub.forget_unfollowed(found)
             self._check_owner(client, found.owner.id, game_id)
         if isinstance(found, FinishedGame):
             raise Refusal("illegal_move", f"game {game_id} is {found.stored.status}")
