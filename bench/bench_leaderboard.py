@@ -361,8 +361,11 @@ async def _measure_board(
         reply, page_number = await ask(**deep_fields), page_number + 1
     label = f"page {page_number}" + (f" (ranks {reply['rows'][0]['rank']}..)" if page_number > 1 else "")
     deep_page = _p50_p99(await timed(lambda: ask(**deep_fields), samples))
-    picks = iter([rng.choice(members) for _ in range(samples + WARMUP)])
-    around = _p50_p99(await timed(lambda: ask(**board.fields, limit=PAGE, around=next(picks)), samples))
+    if members:
+        picks = iter([rng.choice(members) for _ in range(samples + WARMUP)])
+        around = _p50_p99(await timed(lambda: ask(**board.fields, limit=PAGE, around=next(picks)), samples))
+    else:  # a board this small a data set left empty: nobody to stand around
+        around = (float("nan"), float("nan"))
     return [
         (board.name, "page 1", *first_page, size),
         (board.name, label, *deep_page, size),
