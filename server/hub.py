@@ -156,6 +156,10 @@ class GameHub:
     def rooms(self) -> Iterable[GameRoom]:
         return self._rooms.values()
 
+    def get_room_or_none(self, game_id: str) -> GameRoom | None:
+        """The room of ``game_id`` if it is in memory (no database look-up)."""
+        return self._rooms.get(game_id)
+
     async def create(self, owner: PlayerRef, deal: Deal, *, daily_date: dt.date | None = None) -> GameRoom:
         """Start a game for ``owner``; returns once the new game is stored."""
         room = GameRoom(

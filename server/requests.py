@@ -2,7 +2,7 @@
 
 This layer knows players, games and the hub, but no sockets: it takes a decoded request and the
 ``Client`` it came from and returns the messages to send back to that client, in order. Pushes to
-other connections go through the ``Pusher`` the connection layer hands in.
+other connections (diffs, game_over) are the hub's business.
 """
 
 from __future__ import annotations
@@ -193,11 +193,10 @@ class RequestHandler:
     async def _unwatch(self, client: Client, request: protocol.UnwatchRequest) -> Reply:
         if request.game in client.watching:
             client.watching.discard(request.game)
-            for room in self._hub.rooms():
-                if room.id == request.game:
-                    room.spectators.discard(client)
-                    self._hub.forget_if_idle(room)
-                    break
+            room = self._hub.get_room_or_none(request.game)
+            if room is not None:
+                room.spectators.discard(client)
+                self._hub.forget_if_idle(room)
         return [builders.ok(request.request_id)]
 
     async def _live(self, client: Client, request: protocol.LiveRequest) -> Reply:
