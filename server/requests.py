@@ -191,11 +191,14 @@ class RequestHandler:
                     return [self._snapshot(found, request.request_id)]
 
     async def _unwatch(self, client: Client, request: protocol.UnwatchRequest) -> Reply:
-        if request.game in client.watching:
+        """Stop following a game, watched or one's own (which frees a place under the games limit)."""
+        if request.game in client.watching or request.game in client.games:
             client.watching.discard(request.game)
+            client.games.discard(request.game)
             room = self._hub.get_room_or_none(request.game)
             if room is not None:
                 room.spectators.discard(client)
+                room.viewers.discard(client)
                 self._hub.forget_if_idle(room)
         return [builders.ok(request.request_id)]
 

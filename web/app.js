@@ -217,7 +217,9 @@ const HANDLERS = {
   snapshot(message, request) {
     const previous = state.board;
     const mode = request && request.type === "watch" ? "watch" : request ? "play" : state.mode;
-    if (previous && state.mode === "watch" && (previous.game !== message.game || mode !== "watch")) {
+    if (previous && (previous.game !== message.game || mode !== state.mode)) {
+      // Leave the board we stop showing, watched or our own: its diffs are no use any more, and
+      // the server limits how many games one connection follows.
       conn.send("unwatch", { game: previous.game });
     }
     state.mode = mode;

@@ -123,6 +123,10 @@ async def test_too_many_games_and_watches(strict_app: App) -> None:
     assert refused["type"] == "error" and refused["code"] == "rate_limited"
     assert (await watcher.request("unwatch", game=games[0]))["type"] == "ok"
     assert (await watcher.request("watch", game=extra))["type"] == "snapshot"
+    # leaving one of one's own games frees a place for a new one; the game itself goes on
+    assert (await client.request("unwatch", game=games[0]))["type"] == "ok"
+    assert (await client.request("new_game"))["type"] == "snapshot"
+    assert (await client.request("resume", game=games[1]))["v"] == 0
     for each in (client, watcher, other):
         await each.close()
 
