@@ -149,6 +149,7 @@ class GameHub:
         self._distributed = not isinstance(self._bus, LocalBus)  # no event to build for nobody
         self._rooms: dict[str, GameRoom] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._early_events: dict[str, list[BusEvent]] = {}  # bus events of games being loaded
         self._loading: dict[str, asyncio.Future[GameRoom | FinishedGame]] = {}
 
     # ------------------------------------------------------------------ rooms
@@ -198,6 +199,7 @@ class GameHub:
                 loading.exception()  # retrieved: waiters re-raise it below
             finally:
                 del self._loading[game_id]
+                self._early_events.pop(game_id, None)  # applied by _load, or moot after a failure
         return await asyncio.shield(loading)
 
     async def find_live(self, game_id: str) -> GameRoom:
@@ -225,6 +227,8 @@ class GameHub:
                 daily_date=stored.daily_date,
             )
             self._add(room)
+        for event in self._early_events.pop(game_id, ()):
+            self._follow(room, event)
         return room
 
     def _add(self, room: GameRoom) -> None:
@@ -347,10 +351,17 @@ class GameHub:
 
     def _on_bus_event(self, event: BusEvent) -> None:
         room = self._rooms.get(event.game)
-        if room is not None:  # tasks take the room's FIFO lock in arrival order: events stay in order
-            task = asyncio.get_running_loop().create_task(self._apply_remote(room, event))
-            self._tasks.add(task)
-            task.add_done_callback(self._task_done)
+        if room is not None:
+            self._follow(room, event)
+        elif event.game in self._loading:  # the load may have read the database before this commit
+            self._early_events.setdefault(event.game, []).append(event)
+
+    def _follow(self, room: GameRoom, event: BusEvent) -> None:
+        """Apply ``event`` to ``room`` in a task; tasks take the room's FIFO lock in arrival order,
+        so events stay in order (and one already in the loaded state is skipped by its v)."""
+        task = asyncio.get_running_loop().create_task(self._apply_remote(room, event))
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
