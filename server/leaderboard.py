@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 _CURSOR_VERSION: Final = 1
+_ID_RE: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _CURSOR_HEAD: Final = struct.Struct(">BIi")  # version, crc32 of the scope, as-of day (days since 1970)
 _GAME_KEY: Final = struct.Struct(">qq")  # sort key, finished_at in microseconds since 1970
 _PLAYER_KEY: Final = struct.Struct(">q")  # sort key
@@ -104,12 +105,17 @@ def _micros(moment: dt.datetime) -> int:
 
 
 def _encode_cursor(target: _Target, day: dt.date, key: GameKey | PlayerKey) -> str:
-    head = _CURSOR_HEAD.pack(_CURSOR_VERSION, zlib.crc32(target.scope.encode()), (day - _EPOCH_DAY).days)
+    head = _CURSOR_HEAD.pack(_CURSOR_VERSION, _scope_checksum(target), (day - _EPOCH_DAY).days)
     if isinstance(key, GameKey):
         body = _GAME_KEY.pack(key.sort_key, _micros(key.finished_at)) + key.game_id.encode()
     else:
         body = _PLAYER_KEY.pack(key.sort_key) + key.player_id.encode()
     return base64.urlsafe_b64encode(head + body).rstrip(b"=").decode("ascii")
+
+
+def _scope_checksum(target: _Target) -> int:
+    """Ties a cursor to its board, period and order (the players board's order is not in its scope)."""
+    return zlib.crc32(f"{target.scope}|{target.player_order}".encode())
 
 
 def _bad_cursor(why: str) -> Refusal:
@@ -141,13 +147,13 @@ def _decode_key(target: _Target, body: bytes) -> GameKey | PlayerKey:
             sort_key, micros = _GAME_KEY.unpack_from(body)
             game_id = body[_GAME_KEY.size :].decode("ascii")
             finished_at = _EPOCH + dt.timedelta(microseconds=micros)
-            if not game_id:
-                raise ValueError("no game id")
+            if _ID_RE.fullmatch(game_id) is None:  # a forged id would reach SQL (NUL: a driver error)
+                raise ValueError("not a game id")
             return GameKey(sort_key, finished_at, game_id)
         (sort_key,) = _PLAYER_KEY.unpack_from(body)
         player_id = body[_PLAYER_KEY.size :].decode("ascii")
-        if not player_id:
-            raise ValueError("no player id")
+        if _ID_RE.fullmatch(player_id) is None:
+            raise ValueError("not a player id")
         return PlayerKey(sort_key, player_id)
     except (struct.error, UnicodeDecodeError, ValueError, OverflowError):
         raise _bad_cursor("not a cursor of this server") from None
@@ -245,7 +251,7 @@ class LeaderboardService:
         if request.after is not None:
             day, body, checksum = _decode_cursor_head(request.after)
             target = _target(request, day)
-            if checksum != zlib.crc32(target.scope.encode()):
+            if checksum != _scope_checksum(target):
                 raise _bad_cursor("the cursor is of another board, order or period")
             key = _decode_key(target, body)
         else:

@@ -5,6 +5,7 @@ both edges, and agreement with an oracle that ranks from the definitions."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime as dt
 import random
 
@@ -347,6 +348,15 @@ async def test_cursor_of_another_board_or_garbage_is_a_bad_request(database: Dat
         with pytest.raises(Refusal) as refused:
             await ask(svc, board="variant", after=garbage)
         assert refused.value.code == "bad_request" and refused.value.message.startswith("after:"), garbage
+    players_by_wins = (await ask(svc, board="players", limit=1))["next"]
+    with pytest.raises(Refusal) as refused:  # the players board's order is part of its cursor too
+        await ask(svc, board="players", order="score", after=players_by_wins)
+    assert refused.value.code == "bad_request"
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    forged = base64.urlsafe_b64encode(raw[:-2] + b"\x00x").rstrip(b"=").decode()  # a NUL in the id
+    with pytest.raises(Refusal) as refused:
+        await ask(svc, board="variant", after=forged)
+    assert refused.value.code == "bad_request"
 
 
 # --------------------------------------------------------------------------- around
