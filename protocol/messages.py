@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from dataclasses import dataclass
-from typing import ClassVar, TypeAlias
+from dataclasses import dataclass, fields
+from typing import ClassVar, Final, TypeAlias
 
 from engine import UNDO, Cell, Column, Deal, Foundation, Game, IllegalMoveError, Move, Pile, Undo
 from protocol.errors import RequestId
@@ -98,33 +98,57 @@ class Order(enum.StrEnum):
     WINS = "wins"
 
 
-def _with_id(wire: dict[str, object], request_id: RequestId | None) -> dict[str, object]:
-    if request_id is not None:
-        wire["id"] = request_id
-    return wire
+#: Field name → wire name where they differ.
+_WIRE_NAMES: Final = {"source": "from", "target": "to", "count": "n", "deal": "code", "request_id": "id"}
+
+
+def _wire_value(value: object) -> object:
+    if isinstance(value, Deal):
+        return value.code()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value if isinstance(value, str) else value.symbol()  # type: ignore[attr-defined]
+    symbol = getattr(value, "symbol", None)  # piles
+    return symbol() if callable(symbol) else value
+
+
+class _Request:
+    """``to_wire()``: the dict a client sends for this request, fields at their default left out, so
+    that ``parse(request.to_wire()) == request``."""
+
+    __slots__ = ()
+    TYPE: ClassVar[str]
+    #: Fields a client writes even at their default (after ``type``).
+    _WIRE_CONSTANTS: ClassVar[dict[str, object]] = {}
+
+    def to_wire(self) -> dict[str, object]:
+        wire: dict[str, object] = {"type": self.TYPE, **self._WIRE_CONSTANTS}
+        for field in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, field.name)
+            if value is None or value == field.default or self._implied(field.name):
+                continue
+            wire[_WIRE_NAMES.get(field.name, field.name)] = _wire_value(value)
+        return wire
+
+    def _implied(self, name: str) -> bool:
+        """A field the wire leaves out because another field already says it (the variant of a code)."""
+        return name == "cells" and getattr(self, "deal", None) is not None
 
 
 @dataclass(frozen=True, slots=True)
-class HelloRequest:
+class HelloRequest(_Request):
     """``hello``: the first message of every connection; no ``token`` asks for a new guest player."""
 
     TYPE: ClassVar[str] = "hello"
+    _WIRE_CONSTANTS: ClassVar[dict[str, object]] = {"protocol": 1}
     token: str | None = None
     name: str | None = None
     request_id: RequestId | None = None
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["protocol"] = 1
-        if self.token is not None:
-            wire["token"] = self.token
-        if self.name is not None:
-            wire["name"] = self.name
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class NewGameRequest:
+class NewGameRequest(_Request):
     """``new_game``: ``deal`` when a code was given; else today's daily deal or a random one of ``cells``.
 
     ``cells`` is always the variant to play (the code's own when a code was given).
@@ -136,19 +160,9 @@ class NewGameRequest:
     daily: bool = False
     request_id: RequestId | None = None
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        if self.deal is not None:
-            wire["code"] = self.deal.code()
-        else:
-            wire["cells"] = self.cells
-            if self.daily:
-                wire["daily"] = True
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class MoveRequest:
+class MoveRequest(_Request):
     """``move``: ``count`` cards from the top of ``source`` onto ``target``, if the game is at ``v``."""
 
     TYPE: ClassVar[str] = "move"
@@ -173,20 +187,9 @@ class MoveRequest:
             target = Foundation(card.suit)
         return Move(self.source, target, self.count)
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["game"] = self.game
-        wire["from"] = self.source.symbol()
-        wire["to"] = self.target.symbol()
-        if self.count != 1:
-            wire["n"] = self.count
-        if self.v is not None:
-            wire["v"] = self.v
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class TapRequest:
+class TapRequest(_Request):
     """``tap``: send the top card of ``source`` to its foundation."""
 
     TYPE: ClassVar[str] = "tap"
@@ -199,17 +202,9 @@ class TapRequest:
         """The move the tap makes (``Game.tap_move``); raises ``IllegalMoveError`` when there is none."""
         return game.tap_move(self.source)
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["game"] = self.game
-        wire["from"] = self.source.symbol()
-        if self.v is not None:
-            wire["v"] = self.v
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class AutoRequest:
+class AutoRequest(_Request):
     """``auto`` (double tap) on the card ``count``-th from the top of ``source``."""
 
     TYPE: ClassVar[str] = "auto"
@@ -223,19 +218,9 @@ class AutoRequest:
         """The move the double tap makes (``Game.double_tap_move``); raises ``IllegalMoveError``."""
         return game.double_tap_move(self.source, self.count)
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["game"] = self.game
-        wire["from"] = self.source.symbol()
-        if self.count != 1:
-            wire["n"] = self.count
-        if self.v is not None:
-            wire["v"] = self.v
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class UndoRequest:
+class UndoRequest(_Request):
     """``undo``: take back the last action, if the game is at ``v``."""
 
     TYPE: ClassVar[str] = "undo"
@@ -247,24 +232,12 @@ class UndoRequest:
         """Always ``UNDO``; ``game.play`` decides whether there is anything to undo."""
         return UNDO
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["game"] = self.game
-        if self.v is not None:
-            wire["v"] = self.v
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class _GameOnly:
+class _GameOnly(_Request):
     game: str
     request_id: RequestId | None = None
     TYPE: ClassVar[str] = ""
-
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["game"] = self.game
-        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,7 +269,7 @@ class UnwatchRequest(_GameOnly):
 
 
 @dataclass(frozen=True, slots=True)
-class LiveRequest:
+class LiveRequest(_Request):
     """``live``: a page of the games being played now."""
 
     TYPE: ClassVar[str] = "live"
@@ -304,17 +277,9 @@ class LiveRequest:
     after: str | None = None
     request_id: RequestId | None = None
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        if self.limit != DEFAULT_PAGE_SIZE:
-            wire["limit"] = self.limit
-        if self.after is not None:
-            wire["after"] = self.after
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class LeaderboardRequest:
+class LeaderboardRequest(_Request):
     """``leaderboard``: a page of one board, defaults resolved.
 
     ``deal`` is set for the ``deal`` board only; ``cells`` is the variant of the ``deal``, ``variant``
@@ -335,29 +300,9 @@ class LeaderboardRequest:
     around: str | None = None
     request_id: RequestId | None = None
 
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        wire["board"] = self.board.value
-        if self.deal is not None:
-            wire["code"] = self.deal.code()
-        elif self.cells is not None:
-            wire["cells"] = self.cells
-        if self.date is not None:
-            wire["date"] = self.date.isoformat()
-        if self.period is not None:
-            wire["period"] = self.period.value
-        wire["order"] = self.order.value
-        if self.limit != DEFAULT_PAGE_SIZE:
-            wire["limit"] = self.limit
-        if self.after is not None:
-            wire["after"] = self.after
-        if self.around is not None:
-            wire["around"] = self.around
-        return wire
-
 
 @dataclass(frozen=True, slots=True)
-class ProfileRequest:
+class ProfileRequest(_Request):
     """``profile``: a player's figures, best games, daily streak and recent games.
 
     ``player`` is a player id; None asks for the requesting player's own profile.
@@ -366,12 +311,6 @@ class ProfileRequest:
     TYPE: ClassVar[str] = "profile"
     player: str | None = None
     request_id: RequestId | None = None
-
-    def to_wire(self) -> dict[str, object]:
-        wire = _with_id({"type": self.TYPE}, self.request_id)
-        if self.player is not None:
-            wire["player"] = self.player
-        return wire
 
 
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
