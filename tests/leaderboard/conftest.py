@@ -1,13 +1,10 @@
 """Fixtures of the leaderboard tests: migrated databases on SQLite always and PostgreSQL when CI has one,
-and a real server on a free port for the API tests.
-
-``tests/server`` is put on ``sys.path`` so that these tests drive the server with the same plain
-WebSocket client (``wsclient``) as the server's own tests.
+and a real server on a free port for the API tests (driven with ``tests/wsclient.py``, the plain
+WebSocket client of the server's own tests).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,8 +14,6 @@ import serverutil
 
 from server.app import App
 from server.storage import Database
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
 
 @pytest.fixture(scope="session")
