@@ -11,37 +11,9 @@ from pathlib import Path
 import dbutil
 import pytest
 import serverutil
+from migrated_db import database, database_url, postgres_url  # noqa: F401 (fixtures)
 
 from server.app import App
-from server.storage import Database
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """This session's PostgreSQL database for leaderboard tests, upgraded to head."""
-    with dbutil.postgres_database(dbutil.require_postgres_server_url()) as url:
-        yield url
-
-
-@pytest.fixture(params=dbutil.BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A database upgraded to head: a new SQLite file, or the session's PostgreSQL database."""
-    if request.param == "sqlite":
-        return dbutil.migrated_sqlite_url(tmp_path)
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    """An empty, migrated `Database`, disposed after the test."""
-    db = Database.create(database_url, sqlite_synchronous="OFF")
-    try:
-        async with db.transaction() as conn:
-            await dbutil.clear_tables(conn)
-        yield db
-    finally:
-        await db.dispose()
 
 
 @pytest.fixture(params=dbutil.BACKENDS)

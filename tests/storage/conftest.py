@@ -6,38 +6,4 @@ upgraded to head once, emptied before each test and dropped at the end.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-
-import dbutil
-import pytest
-
-from server.storage import Database
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """The URL of this session's PostgreSQL database, upgraded to head."""
-    with dbutil.postgres_database(dbutil.require_postgres_server_url()) as url:
-        yield url
-
-
-@pytest.fixture(params=dbutil.BACKENDS)
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The URL of a database upgraded to head, once per backend."""
-    if request.param == "sqlite":
-        return dbutil.migrated_sqlite_url(tmp_path)
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
-@pytest.fixture
-async def database(database_url: str) -> AsyncIterator[Database]:
-    """An empty, migrated `Database`, disposed after the test."""
-    db = Database.create(database_url)
-    try:
-        async with db.transaction() as conn:
-            await dbutil.clear_tables(conn)
-        yield db
-    finally:
-        await db.dispose()
+from migrated_db import database, database_url, postgres_url  # noqa: F401 (fixtures)
