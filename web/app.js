@@ -14,6 +14,7 @@ const TOKEN_KEY = "eightoff.token";          // localStorage: the player survive
 const CURRENT_KEY = "eightoff.current";      // sessionStorage: this tab's game, resumed after a reload
 const CODES_KEY = "eightoff.codes";          // localStorage: game id -> code, to label unfinished games
 const LIVE_REFRESH_MS = 10000;
+const LEADERBOARD_LIMIT = 10;                // rows per leaderboard page ("More" asks for the next)
 
 // ---------------------------------------------------------------------------------------------------
 // 1. Connection
@@ -99,6 +100,16 @@ const state = {
   selection: null,           // {pile, n}: the source picked by a click
   over: null,                // {won, score, moves, duration_ms} once the shown game ended
   message: null,             // {kind: "error" | "info", text}
+  leaderboard: {
+    query: null,             // the fields of the board shown (board, cells, code, date, period, order)
+    rows: [],                // its rows so far (pages appended by "More")
+    next: null,              // the cursor of the next page, if any
+    around: false,           // the rows are the page around the player's own row
+    pending: null,           // {id, query, append, around}: the page awaited; older replies are dropped
+    error: null,             // the server's message refusing the last request
+  },
+  profile: null,             // the player's own last `profile` reply
+  profileError: null,
 };
 
 function storageGet(store, key) {
@@ -180,6 +191,7 @@ const conn = new Connection(handleMessage, handleStatus);
 
 function handleStatus(status) {
   state.connection = status;
+  if (status === "closed") state.leaderboard.pending = null;  // its reply will never come
   if (status === "open") {
     const token = storageGet(localStorage, TOKEN_KEY);
     conn.send("hello", { protocol: 1, token: token || undefined });
@@ -212,6 +224,7 @@ const HANDLERS = {
       if (current && state.myGames.includes(current)) conn.send("resume", { game: current });
     }
     requestLive();
+    if (leaderboardsOpen()) refreshLeaderboards();
   },
 
   snapshot(message, request) {
@@ -258,8 +271,29 @@ const HANDLERS = {
     state.over = message;
     if (board.status === "playing") board.status = message.won ? "won" : "resigned";
     state.selection = null;
-    if (state.mode === "play") storageSet(sessionStorage, CURRENT_KEY, null);
+    if (state.mode === "play") {
+      storageSet(sessionStorage, CURRENT_KEY, null);
+      if (leaderboardsOpen()) refreshLeaderboards();  // the finished game now counts
+    }
     requestLive();
+  },
+
+  leaderboard(message) {
+    const lb = state.leaderboard;
+    if (!lb.pending || lb.pending.id !== message.id) return;  // superseded by a newer request
+    const { query, append, around } = lb.pending;
+    lb.pending = null;
+    lb.error = null;
+    lb.query = query;
+    lb.rows = append ? [...lb.rows, ...message.rows] : message.rows;
+    lb.next = message.next ?? null;
+    lb.around = append ? lb.around : around;
+  },
+
+  profile(message) {
+    if (state.player && message.player.id !== state.player.id) return;
+    state.profile = message;
+    state.profileError = null;
   },
 
   live(message) {
@@ -273,6 +307,22 @@ const HANDLERS = {
       // The stored token is unknown to this server (a new database): start over as a new guest.
       storageSet(localStorage, TOKEN_KEY, null);
       conn.send("hello", { protocol: 1 });
+      return;
+    }
+    if (request && request.type === "leaderboard") {
+      const lb = state.leaderboard;
+      if (!lb.pending || lb.pending.id !== message.id) return;
+      if (!lb.pending.append) {
+        lb.query = null;  // the rows shown no longer answer the form
+        lb.rows = [];
+        lb.next = null;
+      }
+      lb.pending = null;
+      lb.error = message.message;
+      return;
+    }
+    if (request && request.type === "profile") {
+      state.profileError = message.message;
       return;
     }
     if (request && message.code === "stale") {
@@ -328,6 +378,57 @@ function newGame(deal, code, cells) {
   } else {
     conn.send("new_game", { cells, daily: deal === "daily" ? true : undefined });
   }
+}
+
+// Leaderboards and profile --------------------------------------------------------------------------
+
+function leaderboardsOpen() {
+  return $("#leaderboards").open;
+}
+
+/** The fields of a `leaderboard` request from the form: only those that belong to the board. */
+function leaderboardQuery() {
+  const form = $("#leaderboard-form").elements;
+  const board = form.board.value;
+  const query = { board };
+  if (board === "daily" || board === "variant") query.cells = Number(form.cells.value);
+  if (board === "deal") query.code = form.code.value.trim() || undefined;  // the server says it is required
+  if (board === "daily") query.date = form.date.value || undefined;       // default: today (UTC)
+  if (board !== "daily") query.period = form.period.value;
+  query.order = form.order.value;
+  return query;
+}
+
+/** Ask for a page: the first one of `query`, the next one (`after`), or the one around a player. */
+function requestLeaderboard(query, { after, around } = {}) {
+  const lb = state.leaderboard;
+  const id = conn.send("leaderboard", { ...query, limit: LEADERBOARD_LIMIT, after, around });
+  if (id === null) {
+    lb.error = "Not connected to the server; reconnecting…";
+  } else {
+    lb.pending = { id, query, append: after !== undefined, around: around !== undefined };
+    lb.error = null;
+  }
+  render();
+}
+
+function requestProfile() {
+  conn.send("profile");  // no `player`: one's own
+}
+
+/** The board the form describes, from its first page, and the profile with it. */
+function refreshLeaderboards() {
+  requestProfile();
+  requestLeaderboard(leaderboardQuery());
+}
+
+function leaderboardMore() {
+  const lb = state.leaderboard;
+  if (lb.query && lb.next) requestLeaderboard(lb.query, { after: lb.next });
+}
+
+function leaderboardAroundMe() {
+  if (state.player) requestLeaderboard(leaderboardQuery(), { around: state.player.id });
 }
 
 function leaveWatch() {
@@ -445,7 +546,7 @@ function renderBoard() {
     owner: state.mode === "watch" ? `${board.player.name} (watching)` : board.player.name,
   };
   for (const [name, value] of Object.entries(fields)) {
-    document.querySelector(`[data-field="${name}"]`).textContent = String(value);
+    document.querySelector(`#game-info [data-field="${name}"]`).textContent = String(value);
   }
   const playing = state.mode === "play" && board.status === "playing";
   $("#undo").disabled = !playing;
@@ -465,6 +566,137 @@ function renderBoard() {
       : `Game over (resigned). Score ${state.over.score}, ${state.over.moves} moves${seconds}.`;
     over.dataset.won = String(Boolean(state.over.won));
   }
+}
+
+const GAME_ORDERS = [["moves", "Fewest moves"], ["time", "Fastest"], ["score", "Score (farmable)"]];
+const PLAYER_ORDERS = [["wins", "Most wins"], ["score", "Best score (farmable)"]];
+const BOARD_NAMES = { daily: "Daily deal", variant: "Variant", deal: "Deal", players: "Players" };
+const PERIOD_NAMES = { day: "today", week: "this week", all: "all time" };
+
+/** Show the fields that belong to the chosen board, with its orders (keeping the order if it fits). */
+function syncLeaderboardForm() {
+  const form = $("#leaderboard-form");
+  const board = form.elements.board.value;
+  for (const label of form.querySelectorAll("[data-applies]")) {
+    label.hidden = !label.dataset.applies.split(" ").includes(board);
+  }
+  const select = form.elements.order;
+  const orders = board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
+  const keep = orders.some(([value]) => value === select.value) ? select.value : orders[0][0];
+  if (select.dataset.kind !== (board === "players" ? "players" : "games")) {
+    select.dataset.kind = board === "players" ? "players" : "games";
+    select.replaceChildren(...orders.map(([value, text]) => el("option", { value, text })));
+  }
+  select.value = keep;
+  $("#score-note").hidden = select.value !== "score";
+}
+
+let boardCodeEdited = false;  // the deal board's code follows the shown game until the player types one
+
+function formatDuration(ms) {
+  const seconds = Math.floor(ms / 1000);
+  return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
+}
+
+function formatRate(rate) {
+  return `${Math.round(rate * 1000) / 10}%`;
+}
+
+function describeQuery(query) {
+  const parts = [BOARD_NAMES[query.board]];
+  if (query.board === "deal") parts.push(query.code);
+  if (query.board === "daily") parts.push(query.date ?? "today");
+  if (query.cells) parts.push(`${query.cells} cells`);
+  if (query.period) parts.push(PERIOD_NAMES[query.period]);
+  const orders = query.board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
+  parts.push(`by ${(orders.find(([value]) => value === query.order) ?? [query.order, query.order])[1].toLowerCase()}`);
+  return parts.join(" · ");
+}
+
+let drawnLeaderboard = null;
+
+function renderLeaderboard() {
+  const lb = state.leaderboard;
+  const me = state.player ? state.player.id : null;
+  if (!boardCodeEdited && state.board && $("#board-code").value !== state.board.code) {
+    $("#board-code").value = state.board.code;
+  }
+  $("#leaderboard-around").disabled = !me;
+  const error = $("#leaderboard-error");
+  error.hidden = !lb.error;
+  error.textContent = lb.error ?? "";
+  const more = $("#leaderboard-more");
+  more.hidden = !(lb.query && lb.next);
+  more.disabled = lb.pending !== null;
+  const table = $("#leaderboard-table");
+  table.dataset.state = lb.pending ? "loading" : lb.query ? "loaded" : "empty";
+  table.dataset.board = lb.query ? lb.query.board : "";
+
+  const key = JSON.stringify([lb.query, lb.rows, lb.around, me]);
+  if (key !== drawnLeaderboard) {
+    drawnLeaderboard = key;
+    const query = lb.query;
+    const players = query !== null && query.board === "players";
+    const heads = players ? ["#", "Player", "Played", "Won", "Win %"] : ["#", "Player", "Moves", "Time", "Score", "Won"];
+    table.hidden = !query || lb.rows.length === 0;
+    const caption = table.createCaption();
+    caption.textContent = query ? describeQuery(query) : "";
+    table.tHead.replaceChildren(el("tr", {}, ...heads.map((text) => el("th", { scope: "col", text }))));
+    table.tBodies[0].replaceChildren(
+      ...lb.rows.map((row) => {
+        const mine = row.player.id === me;
+        const cell = (col, text, title) => el("td", { "data-col": col, text: String(text), title });
+        const figures = players
+          ? [cell("played", row.played), cell("won", row.won), cell("win_rate", formatRate(row.win_rate))]
+          : [
+            cell("moves", row.moves),
+            cell("time", formatDuration(row.duration_ms)),
+            cell("score", row.score),
+            cell("won", row.won ? "✓" : "✗", row.won ? "won" : "resigned"),
+          ];
+        return el(
+          "tr",
+          {
+            "data-rank": String(row.rank),
+            "data-player-id": row.player.id,
+            "data-won": players ? undefined : String(row.won),
+            "aria-current": mine ? "true" : undefined,
+            className: mine ? "mine" : "",
+            title: players ? undefined : row.code,
+          },
+          cell("rank", row.rank),
+          cell("player", mine ? `${row.player.name} (you)` : row.player.name),
+          ...figures,
+        );
+      }),
+    );
+    const empty = $("#leaderboard-empty");
+    empty.hidden = !query || lb.rows.length > 0;
+    empty.textContent = lb.around
+      ? "You have no row on this board yet."
+      : players ? "No finished games in this period yet." : "No finished games on this board yet.";
+  }
+
+  const profile = state.profile;
+  const box = $("#profile");
+  box.dataset.loaded = String(profile !== null);
+  const values = profile
+    ? {
+      played: profile.played,
+      won: profile.won,
+      win_rate: formatRate(profile.win_rate),
+      streak: `${profile.streak.current} (best ${profile.streak.best})`,
+    }
+    : { played: "–", won: "–", win_rate: "–", streak: "–" };
+  for (const [name, value] of Object.entries(values)) {
+    box.querySelector(`[data-field="${name}"]`).textContent = String(value);
+  }
+  const streak = box.querySelector('[data-field="streak"]');
+  streak.dataset.current = profile ? String(profile.streak.current) : "";
+  streak.dataset.best = profile ? String(profile.streak.best) : "";
+  const profileError = $("#profile-error");
+  profileError.hidden = !state.profileError;
+  profileError.textContent = state.profileError ?? "";
 }
 
 function renderLists() {
@@ -515,6 +747,7 @@ function render() {
   message.dataset.kind = state.message ? state.message.kind : "";
   renderBoard();
   renderLists();
+  renderLeaderboard();
 }
 
 // Input -----------------------------------------------------------------------------------------------
@@ -638,6 +871,25 @@ function bind() {
     const button = event.target.closest("[data-watch]");
     if (button) conn.send("watch", { game: button.dataset.watch });
   });
+  const leaderboardForm = $("#leaderboard-form");
+  $("#leaderboards").addEventListener("toggle", () => {
+    if (leaderboardsOpen()) refreshLeaderboards();
+  });
+  leaderboardForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    refreshLeaderboards();
+  });
+  leaderboardForm.addEventListener("change", (event) => {
+    if (event.target.id === "board-code") return;  // a typed code is sent with Show (or Enter)
+    syncLeaderboardForm();
+    requestLeaderboard(leaderboardQuery());
+  });
+  $("#board-code").addEventListener("input", () => {
+    boardCodeEdited = $("#board-code").value.trim() !== "";
+  });
+  $("#leaderboard-more").addEventListener("click", leaderboardMore);
+  $("#leaderboard-around").addEventListener("click", leaderboardAroundMe);
+  syncLeaderboardForm();
   setInterval(() => {
     if (conn.isOpen && state.player && document.visibilityState === "visible") requestLive();
   }, LIVE_REFRESH_MS);

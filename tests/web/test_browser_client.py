@@ -1,4 +1,5 @@
-"""The browser client (web/) in a real Chromium against a real server: play, reload, resume, spectate.
+"""The browser client (web/) in a real Chromium against a real server: play, reload, resume, spectate,
+leaderboards and profile.
 
 The engine plays the same actions alongside ("the mirror"), and after each step the board the page
 draws must be exactly the mirror's layout.
@@ -19,6 +20,7 @@ from protocol.builders import layout_fields
 CODE = "EO1-C8-AAAAAFA"
 SCREENSHOT = "/tmp/eightoff-board.png"
 SPECTATOR_SCREENSHOT = "/tmp/eightoff-spectator.png"
+LEADERBOARD_SCREENSHOT = "/tmp/eightoff-leaderboard.png"
 VIEWPORT = {"width": 1280, "height": 860}
 
 expect.set_options(timeout=10_000)
@@ -226,7 +228,69 @@ async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None
         await expect(each.locator("#game-over")).to_contain_text("resigned")
         await expect(each.locator('[data-field="status"]')).to_have_text("resigned")
     await expect(page.locator(f'[data-my-game="{game_id}"]')).to_have_count(0)
-
     await spectator.close()
+
+    # (5) Leaderboards: the resigned game ranks on the C8 variant board; the profile counts it. ----------
+    await page.click("#leaderboards-toggle")
+    await expect(page.locator("#leaderboard-form")).to_be_visible()
+    await page.select_option("#board-kind", "variant")
+    await page.select_option("#board-cells", "8")
+    await page.select_option("#board-period", "all")
+    await page.select_option("#board-order", "moves")
+    await page.click("#leaderboard-show")
+    table = page.locator("#leaderboard-table")
+    await expect(table).to_have_attribute("data-state", "loaded")
+    await expect(table).to_have_attribute("data-board", "variant")
+    row = table.locator(f'tbody tr[data-player-id="{player_id}"]')
+    await expect(row).to_have_count(1)
+    await expect(row).to_have_attribute("data-rank", "1")
+    await expect(row).to_have_attribute("data-won", "false")
+    await expect(row).to_have_attribute("aria-current", "true")
+    await expect(row).to_have_class(re.compile(r"\bmine\b"))
+    await expect(row.locator('[data-col="moves"]')).to_have_text(str(mirror.moves))
+    await expect(row.locator('[data-col="won"]')).to_have_text("✗")
+    await expect(row.locator('[data-col="time"]')).to_have_text(re.compile(r"^\d+:\d\d$"))
+    await expect(page.locator("#leaderboard-more")).to_be_hidden()  # one row: no next page
+    profile = page.locator("#profile")
+    await expect(profile).to_have_attribute("data-loaded", "true")
+    await expect(profile.locator('[data-field="played"]')).to_have_text("1")
+    await expect(profile.locator('[data-field="won"]')).to_have_text("0")
+    await expect(profile.locator('[data-field="win_rate"]')).to_have_text("0%")
+    await expect(profile.locator('[data-field="streak"]')).to_have_attribute("data-current", "0")
+
+    # "Around me" finds the same row; the score order says scores can be farmed.
+    await page.click("#leaderboard-around")
+    await expect(row).to_have_attribute("aria-current", "true")
+    await page.select_option("#board-order", "score")
+    await expect(page.locator("#score-note")).to_be_visible()
+    await page.select_option("#board-order", "moves")
+    await expect(page.locator("#score-note")).to_be_hidden()
+
+    # The players board: played, won, win rate.
+    await page.select_option("#board-kind", "players")
+    await expect(page.locator("#board-order")).to_have_value("wins")
+    await expect(page.locator("#board-cells")).to_be_hidden()
+    await expect(table).to_have_attribute("data-board", "players")
+    await expect(row.locator('[data-col="played"]')).to_have_text("1")
+    await expect(row.locator('[data-col="win_rate"]')).to_have_text("0%")
+
+    # The deal board's code follows the shown game; a bad code shows the server's own message.
+    await page.select_option("#board-kind", "deal")
+    await expect(page.locator("#board-code")).to_have_value(CODE)
+    await expect(table).to_have_attribute("data-board", "deal")
+    await expect(row).to_have_attribute("data-rank", "1")
+    bad_query = "board=deal&code=EO1-NOPE&period=all&order=moves"
+    refusal = await page.request.get(f"{site}/api/leaderboard?{bad_query}")
+    assert refusal.status == 400
+    await page.fill("#board-code", "EO1-NOPE")
+    await page.click("#leaderboard-show")
+    await expect(page.locator("#leaderboard-error")).to_have_text((await refusal.json())["message"])
+    await expect(table).to_be_hidden()
+
+    await page.select_option("#board-kind", "variant")
+    await expect(row).to_have_attribute("aria-current", "true")
+    await expect(page.locator("#leaderboard-error")).to_be_hidden()
+    await page.locator("#leaderboards-section").screenshot(path=LEADERBOARD_SCREENSHOT)
+
     await player.close()
     assert errors == []
