@@ -122,22 +122,8 @@ def ops(transfer: Transfer) -> list[dict[str, object]]:
     return [op]
 
 
-def diff(game_id: str, game: Game, transfer: Transfer) -> dict[str, object]:
-    """What spectators and the player's other connections get after an action (``game`` after it)."""
-    return {
-        "type": "diff",
-        "game": game_id,
-        "v": game.v,
-        "ops": ops(transfer),
-        "score": game.score,
-        "moves": game.moves,
-        "status": _STATUS_TEXT[game.status],
-    }
-
-
-def ack(game_id: str, game: Game, transfer: Transfer, request_id: RequestId | None) -> dict[str, object]:
-    """The diff of an action, as the reply to the request that made it (``game`` after it)."""
-    message = _head("ack", request_id)
+def _change(message: dict[str, object], game_id: str, game: Game, transfer: Transfer) -> dict[str, object]:
+    """Fill in the body that ``diff`` and ``ack`` share: the version, ops and figures after an action."""
     message["game"] = game_id
     message["v"] = game.v
     message["ops"] = ops(transfer)
@@ -145,6 +131,16 @@ def ack(game_id: str, game: Game, transfer: Transfer, request_id: RequestId | No
     message["moves"] = game.moves
     message["status"] = _STATUS_TEXT[game.status]
     return message
+
+
+def diff(game_id: str, game: Game, transfer: Transfer) -> dict[str, object]:
+    """What spectators and the player's other connections get after an action (``game`` after it)."""
+    return _change({"type": "diff"}, game_id, game, transfer)
+
+
+def ack(game_id: str, game: Game, transfer: Transfer, request_id: RequestId | None) -> dict[str, object]:
+    """The diff of an action, as the reply to the request that made it (``game`` after it)."""
+    return _change(_head("ack", request_id), game_id, game, transfer)
 
 
 def game_over(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import NoReturn, cast
+from typing import Final, NoReturn, cast
 
 from engine import Deal, InvalidCodeError
 from protocol.errors import ErrorCode, ProtocolError
@@ -319,6 +319,17 @@ _LIVE_GAME = _record(
 )
 _FOUNDATIONS = _record({suit: _nullable(_card) for suit in "SHDC"})
 
+#: The body an ``ack`` and a ``diff`` share (an ack is a diff answering a request).
+_CHANGE_FIELDS: Final[dict[str, _Check]] = {
+    "game": _game_id,
+    "v": _integer(1),
+    "ops": _ops,
+    "score": _count,
+    "moves": _count,
+    "status": _status,
+}
+
+
 #: type → (fields, optional fields, a check of the whole message or None). ``type`` and ``id`` aside.
 _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str, object]], None] | None]] = {
     "welcome": (
@@ -348,30 +359,8 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
         frozenset(),
         _check_snapshot,
     ),
-    "ack": (
-        {
-            "game": _game_id,
-            "v": _integer(1),
-            "ops": _ops,
-            "score": _count,
-            "moves": _count,
-            "status": _status,
-        },
-        frozenset(),
-        None,
-    ),
-    "diff": (
-        {
-            "game": _game_id,
-            "v": _integer(1),
-            "ops": _ops,
-            "score": _count,
-            "moves": _count,
-            "status": _status,
-        },
-        frozenset(),
-        None,
-    ),
+    "ack": (_CHANGE_FIELDS, frozenset(), None),
+    "diff": (_CHANGE_FIELDS, frozenset(), None),
     "game_over": (
         {"game": _game_id, "won": _boolean, "score": _count, "moves": _count, "duration_ms": _count},
         frozenset(),

@@ -162,10 +162,6 @@ def _decode_key(target: _Target, body: bytes) -> GameKey | PlayerKey:
 # --------------------------------------------------------------------------- rows
 
 
-def _timestamp(moment: dt.datetime) -> str:
-    return protocol.format_timestamp(moment)
-
-
 def _game_row(row: BoardGame) -> dict[str, object]:
     return builders.game_row(
         rank=row.rank,
@@ -177,7 +173,7 @@ def _game_row(row: BoardGame) -> dict[str, object]:
         moves=row.moves,
         duration_ms=row.duration_ms,
         score=row.score,
-        finished_at=_timestamp(row.finished_at),
+        finished_at=protocol.format_timestamp(row.finished_at),
     )
 
 
@@ -200,7 +196,7 @@ def _profile_game(game: FinishedGameFigures) -> dict[str, object]:
         score=game.score,
         moves=game.moves,
         duration_ms=game.duration_ms,
-        finished_at=_timestamp(game.finished_at),
+        finished_at=protocol.format_timestamp(game.finished_at),
     )
 
 
