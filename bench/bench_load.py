@@ -371,7 +371,7 @@ def driver_main(plan: DriverPlan, pipe: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     raise_nofile_limit()
     try:
-        result = asyncio.run(_drive(plan, pipe))
+        import uvloop; result = uvloop.run(_drive(plan, pipe))
     except BaseException as exc:
         pipe.send(("error", f"{type(exc).__name__}: {exc}"))
         return

@@ -68,7 +68,14 @@ class App:
         metrics = Metrics()
         sqlite_file = sqlite_file_of(settings.database_url)
         action_log = (
-            SqliteActionLog(sqlite_file, synchronous=settings.sqlite_synchronous) if sqlite_file else None
+            SqliteActionLog(
+                sqlite_file,
+                synchronous=settings.sqlite_synchronous,
+                max_batch=settings.commit_batch,
+                on_batch=lambda batch: metrics.observe_commit(batch.appends, batch.seconds),
+            )
+            if sqlite_file
+            else None
         )
         committer = Committer(database, metrics, max_batch=settings.commit_batch, action_log=action_log)
         committer.start()

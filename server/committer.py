@@ -1,9 +1,10 @@
-"""Group commit: every write of every game goes through one queue and is committed in batches.
+"""Group commit: every write of every game is queued and committed in batches.
 
 A request's ``Write`` is atomic (a new player, a new game, an action and the result it ends the game
 with commit together or not at all), and ``submit()`` returns only after its transaction committed:
 that is what makes an ``ack`` mean "durable". While one commit is in flight the next batch gathers,
-so commits per second stay flat while writes per commit grow with the load.
+so commits per second stay flat while writes per commit grow with the load. On SQLite, writes that
+only append actions (the hot path) go to ``SqliteActionLog``, whose own thread group-commits them.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class Committer:
         max_batch: int = 1024,
         action_log: SqliteActionLog | None = None,
     ) -> None:
-        """``action_log``, for SQLite, takes the batches of plain action appends (the hot path)."""
+        """``action_log``, for SQLite, takes the writes that only append actions (the hot path)."""
         self._database = database
         self._action_log = action_log
         self._metrics = metrics
@@ -96,9 +97,23 @@ class Committer:
         """
         if self._stopping:
             raise StorageUnavailable("the server is stopping")
+        if self._action_log is not None and write.is_actions_only():
+            await self._append_actions(self._action_log, write)
+            return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((write, future))
         await future
+
+    async def _append_actions(self, action_log: SqliteActionLog, write: Write) -> None:
+        """The hot path: plain action appends go straight to the SQLite writer thread, which groups
+        them in commits of its own."""
+        try:
+            await action_log.append(write.actions)
+        except ActionAppendConflict:
+            raise WriteConflict("that version of the game is already stored") from None
+        except (sqlite3.Error, OSError) as exc:
+            raise StorageUnavailable(str(exc)) from None
+        self._metrics.actions.inc(len(write.actions))
 
     async def _run(self) -> None:
         """Drain the queue in batches until ``stop()``; a batch that fails in an unexpected way is
@@ -119,44 +134,12 @@ class Committer:
                 continue
             started = time.perf_counter()
             try:
-                await self._commit(batch)
+                await self._commit_batch(batch)
             except Exception:
                 logger.exception("group commit of %d writes failed unexpectedly", len(batch))
                 for _, future in batch:
                     _settle(future, StorageUnavailable("the server failed to store this; retry"))
-            self._metrics.commit_latency.observe(time.perf_counter() - started)
-            self._metrics.commit_batch.observe(len(batch))
-
-    async def _commit(self, batch: list[_Pending]) -> None:
-        if self._action_log is None:
-            await self._commit_batch(batch)
-            return
-        appends = [pending for pending in batch if pending[0].is_actions_only()]
-        others = [pending for pending in batch if not pending[0].is_actions_only()]
-        if appends:
-            await self._append_actions(self._action_log, appends)
-        if others:
-            await self._commit_batch(others)
-
-    async def _append_actions(self, action_log: SqliteActionLog, batch: list[_Pending]) -> None:
-        """Commit writes that only append actions, in one hop to the SQLite writer thread."""
-        try:
-            await action_log.append([row for write, _ in batch for row in write.actions])
-        except ActionAppendConflict:
-            if len(batch) == 1:
-                _settle(batch[0][1], WriteConflict("that version of the game is already stored"))
-                return
-            for pending in batch:  # isolate the conflicting write: the others still commit
-                await self._append_actions(action_log, [pending])
-            return
-        except (sqlite3.Error, OSError) as exc:
-            logger.warning("appending %d actions failed: %s", len(batch), exc)
-            for _, future in batch:
-                _settle(future, StorageUnavailable(str(exc)))
-            return
-        self._metrics.actions.inc(sum(len(write.actions) for write, _ in batch))
-        for _, future in batch:
-            _settle(future, None)
+            self._metrics.observe_commit(len(batch), time.perf_counter() - started)
 
     async def _commit_batch(self, batch: list[_Pending]) -> None:
         try:

@@ -42,6 +42,11 @@ class Metrics:
             "eightoff_dropped_slow_consumers", "Connections closed for not reading", registry=self.registry
         )
 
+    def observe_commit(self, writes: int, seconds: float) -> None:
+        """One group commit of ``writes`` writes took ``seconds``."""
+        self.commit_latency.observe(seconds)
+        self.commit_batch.observe(writes)
+
     def render(self) -> bytes:
         """The text exposition format."""
         return generate_latest(self.registry)
