@@ -15,21 +15,22 @@ For each N it runs two targets, one after the other, each in its own process:
   setting changed is the per-connection rate limit (``--rate-per-second`` / ``--rate-burst``, default
   200/s and 400), raised out of the way: a closed-loop client on loopback goes well past 200 requests
   a second on one connection, and the benchmark measures the server's work, not its limiter.
-- echo: ``bench/echo_server.py``, the same ``websockets`` server and transport settings with no game,
-  no validation and no database: each frame is msgpack-decoded and answered by an ``ack``-shaped map
-  of the same size (98 bytes). It is the baseline, what the server's figures are divided by.
+- echo: ``bench/echo_server.py``, the same ``websockets`` server, transport settings and event loop
+  (uvloop, as ``eightoff serve`` uses) with no game, no validation and no database: each frame is
+  msgpack-decoded and answered by an ``ack``-shaped map of the same size (98 bytes). It is the
+  baseline, what the server's figures are divided by.
 
 The driver is a separate process too (``multiprocessing``, spawned, ``--drivers`` of them; one by
-default: on a two-core machine the server and the driver each get a core). It opens N connections
-(one per game; each says ``hello`` and starts a ``new_game`` on deal ``EO1-C8-AAAAAFA`` before anything
-is timed), then every connection runs a closed loop of request → reply round trips: ``move t1→c5``,
-``undo``, ``move``, ``undo`` …, always legal, each action committed before its ack. After a warm-up,
-it counts the replies that arrive in a fixed window and records each one's round-trip time (from just
-before ``send`` to just after ``recv``). Against the echo server it runs the same code, byte for byte
-the same frames. Both server processes and the driver raise their soft ``RLIMIT_NOFILE`` to the hard
-limit (N = 1000 needs over 1000 descriptors on each side). Each game's history grows by one action
-per round trip (thousands in a run at N = 1), so any per-action cost that grows with a game's length
-shows up here.
+default: on a two-core machine the server and the driver each get a core), on the same event loop. It
+opens N connections (one per game; each says ``hello`` and starts a ``new_game`` on deal
+``EO1-C8-AAAAAFA`` before anything is timed), then every connection runs a closed loop of request →
+reply round trips: ``move t1→c5``, ``undo``, ``move``, ``undo`` …, always legal, each action committed
+before its ack. After a warm-up, it counts the replies that arrive in a fixed window and records each
+one's round-trip time (from just before ``send`` to just after ``recv``). Against the echo server it
+runs the same code, byte for byte the same frames. Both server processes and the driver raise their soft
+``RLIMIT_NOFILE`` to the hard limit (N = 1000 needs over 1000 descriptors on each side). Each game's
+history grows by one action per round trip (thousands in a run at N = 1), so any per-action cost that
+grows with a game's length shows up here.
 
 It prints one table (N, server actions/s, echo messages/s, their ratio, p50 / p99 round trip of each,
 the p99 ratio), a second table of CPU use during the window (server, echo, driver: a driver near 100 %
@@ -77,6 +78,8 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
+
+from server.cli import fast_event_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = Path(__file__).resolve().parent / "echo_server.py"
@@ -371,7 +374,8 @@ def driver_main(plan: DriverPlan, pipe: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     raise_nofile_limit()
     try:
-        import uvloop; result = uvloop.run(_drive(plan, pipe))
+        with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+            result = runner.run(_drive(plan, pipe))
     except BaseException as exc:
         pipe.send(("error", f"{type(exc).__name__}: {exc}"))
         return

@@ -30,6 +30,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
+from server.cli import fast_event_loop
+
 SUBPROTOCOL = Subprotocol("eightoff.v1.msgpack")
 _DEFAULT_GAME = "0123456789abcdef"  # a game id is 16 characters, as the real server makes them
 
@@ -101,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     args = parser.parse_args(argv)
     raise_nofile_limit()
-    asyncio.run(run(args.host, args.port))
+    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:  # the server's event loop
+        runner.run(run(args.host, args.port))
     return 0
 
 

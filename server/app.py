@@ -85,7 +85,7 @@ class App:
         await hub.start_bus()
         leaderboards = LeaderboardService(database)
         handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__)
-        loop = ConnectionLoop(settings, handler, hub, metrics)
+        loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
         http = _HttpRoutes(metrics, leaderboards)
         server = await serve(
             loop,

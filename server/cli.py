@@ -51,12 +51,12 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
-    with asyncio.Runner(loop_factory=_fast_event_loop()) as runner:
+    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         runner.run(run(settings))
     return 0
 
 
-def _fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's event loop where it is installed (it is a dependency on POSIX): about 15% more
     actions per second under load; the standard loop elsewhere."""
     try:

@@ -49,7 +49,7 @@ class Settings:
     max_games_per_connection: int = field(default=16, metadata={"help": "games a connection may hold open"})
     max_watches_per_connection: int = field(default=32, metadata={"help": "games a connection may watch"})
     max_write_buffer_bytes: int = field(
-        default=256 * 1024, metadata={"help": "a spectator whose unsent data exceeds this is dropped"}
+        default=256 * 1024, metadata={"help": "a connection whose unsent data exceeds this is dropped"}
     )
     idle_timeout: float | None = field(
         default=300.0, metadata={"help": "seconds before a silent client is closed"}

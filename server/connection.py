@@ -3,7 +3,7 @@
 The only module that imports ``websockets`` (with ``app.py``, which starts the server). Abuse is
 answered here: undecodable frames and the wrong frame kind close with 1003, a flood past the token
 bucket gets ``rate_limited`` and then 1008, oversized frames are closed with 1009 by websockets
-itself (``max_size``), and a connection that stops reading its pushes is dropped.
+itself (``max_size``), and a connection that stops reading its replies or pushes is dropped.
 """
 
 from __future__ import annotations
@@ -59,7 +59,10 @@ def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
 
 
 class Fanout:
-    """Pushes one message to many clients: encoded once per subprotocol, never awaited per client."""
+    """Sends one message to one or many clients: encoded once per subprotocol, written at once, never
+    awaited. A client whose unsent data passes ``max_write_buffer`` does not read: it is dropped, so
+    that it can neither hold memory nor slow anyone down (replies use this too: a request is not
+    answered any slower than a push)."""
 
     def __init__(self, metrics: Metrics, max_write_buffer: int) -> None:
         self._metrics = metrics
@@ -84,11 +87,14 @@ class Fanout:
 class ConnectionLoop:
     """Serves one WebSocket connection from its first frame to its close."""
 
-    def __init__(self, settings: Settings, handler: RequestHandler, hub: GameHub, metrics: Metrics) -> None:
+    def __init__(
+        self, settings: Settings, handler: RequestHandler, hub: GameHub, metrics: Metrics, send: Fanout
+    ) -> None:
         self._settings = settings
         self._handler = handler
         self._hub = hub
         self._metrics = metrics
+        self._send = send
         self.draining = False
         self.in_flight = 0
         self.clients: set[Client] = set()
@@ -126,7 +132,7 @@ class ConnectionLoop:
             request = protocol.decode(frame, client.subprotocol, max_size=self._settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
             self._metrics.errors.labels(exc.code.value).inc()
-            await self._send(ws, client, builders.error(exc.code, exc.message, exc.request_id))
+            self._send((client,), builders.error(exc.code, exc.message, exc.request_id))
             if exc.close_code is not None:
                 _close_now(ws, int(exc.close_code), exc.message)
                 return False
@@ -135,38 +141,32 @@ class ConnectionLoop:
             if bucket.is_abusive():
                 _close_now(ws, 1008, "flooding")
                 return False
-            await self._refuse(ws, client, "rate_limited", "too many requests; slow down", request)
+            self._refuse(client, "rate_limited", "too many requests; slow down", request)
             return True
         if self.draining:
-            await self._refuse(ws, client, "unavailable", "the server is shutting down; reconnect", request)
+            self._refuse(client, "unavailable", "the server is shutting down; reconnect", request)
             return True
         self.in_flight += 1
         try:
             replies = await self._handler.handle(client, request)
         except Refusal as refusal:
-            await self._refuse(ws, client, refusal.code, refusal.message, request)
+            self._refuse(client, refusal.code, refusal.message, request)
             return True
         except Exception:
             logger.exception("request %s failed", request.TYPE)
-            await self._refuse(ws, client, "internal", "the server failed on this request", request)
+            self._refuse(client, "internal", "the server failed on this request", request)
             return True
         finally:
             self.in_flight -= 1
         for reply in replies:
-            await self._send(ws, client, reply)
+            self._send((client,), reply)
         if request.TYPE in ("move", "tap", "auto", "undo"):
             self._metrics.action_latency.observe(time.perf_counter() - started)
         return True
 
-    async def _refuse(
-        self, ws: ServerConnection, client: Client, code: str, message: str, request: Any
-    ) -> None:
+    def _refuse(self, client: Client, code: str, message: str, request: Any) -> None:
         self._metrics.errors.labels(code).inc()
-        await self._send(ws, client, builders.error(code, message, request.request_id))
-
-    @staticmethod
-    async def _send(ws: ServerConnection, client: Client, message: dict[str, Any]) -> None:
-        await ws.send(protocol.encode(message, client.subprotocol))
+        self._send((client,), builders.error(code, message, request.request_id))
 
     async def close_idle_forever(self) -> None:
         """Close connections silent for ``idle_timeout`` (one sweep a few times per timeout, not a

@@ -4,7 +4,7 @@ error or close code, and other clients keep being served meanwhile.
 Tried here: every invalid message and raw frame of protocol/vectors/client_messages.json in both
 subprotocols (unknown types, missing/extra/mistyped fields, huge numbers, deep nesting, non-string keys,
 invalid UTF-8, broken msgpack and JSON, the wrong frame kind, oversized frames); floods past the token
-bucket; too many games and watches on one connection; a spectator that never reads.
+bucket; too many games and watches on one connection; a spectator, and a player, that never reads.
 """
 
 from __future__ import annotations
@@ -190,3 +190,40 @@ async def test_spectator_that_never_reads_is_dropped(database_url: str) -> None:
         assert len(room.spectators) <= 2
         await owner.close()
         await reader.close()
+
+
+async def test_player_that_never_reads_its_replies_is_dropped(database_url: str) -> None:
+    limits = {"max_write_buffer_bytes": 16 * 1024, "rate_per_second": 100_000.0, "rate_burst": 100_000}
+    async with serverutil.running_app(database_url, **limits) as app:
+        url = serverutil.ws_url(app)
+        other = await WsClient.open(url)
+        await other.hello()
+        game = (await other.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", app.port))
+        stuck = await connect(url, sock=sock, max_queue=1)
+        await stuck.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+        stuck_player = msgpack.unpackb(await stuck.recv())["player"]["id"]
+        stuck.transport.pause_reading()  # from now on this player reads none of its replies
+        (server_side,) = [c for c in app.loop.clients if c.player and c.player.id == stuck_player]
+        server_side.transport.transport.get_extra_info("socket").setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
+        )
+
+        slowest = 0.0
+        with pytest.raises(ConnectionClosed):
+            for index in range(20_000):
+                await stuck.send(msgpack.packb({"type": "live", "id": index}))
+                if index % 100 == 0:  # the other player is served as usual meanwhile
+                    fields = {"from": "t1", "to": "c5"} if index % 200 == 0 else {"from": "c5", "to": "t1"}
+                    started_at = time.perf_counter()
+                    assert (await other.request("move", game=game, **fields))["type"] == "ack"
+                    slowest = max(slowest, time.perf_counter() - started_at)
+                if app.metrics.dropped_spectators._value.get():
+                    await asyncio.sleep(0.05)  # the abort reaches the client's socket
+        assert app.metrics.dropped_spectators._value.get() == 1, "the player was never dropped"
+        assert slowest < 1.0
+        assert [c for c in app.loop.clients if c.player and c.player.id == stuck_player] == []
+        await other.close()
