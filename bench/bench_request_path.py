@@ -1,9 +1,16 @@
 """The server's own cost per action, without sockets: decode → handler → engine → ack → encode.
 
-Runs the real ``RequestHandler`` of an in-process ``App`` on move/undo requests, once with the real
-group commit (one action in flight: commit latency dominates) and once with commits answered at once
-(the Python work of a request alone), beside a baseline measured in the same run: msgpack-decoding the
-same frame and encoding an ack-sized reply, which is what the echo server of ``bench_load`` does.
+Runs the real ``RequestHandler`` of an in-process ``App`` on move/undo requests: with the real group
+commit and one action in flight (commit latency dominates); with the real group commit and
+``CONCURRENT`` games each running a closed loop (as ``bench_load`` at N = 100, without the sockets),
+reporting the CPU time per action of the event-loop thread and of the other threads (the SQLite
+writer) apart; and with commits answered at once (the Python work of a request alone). Beside them a
+baseline measured in the same run: msgpack-decoding the same frame and encoding an ack-sized reply,
+which is what the echo server of ``bench_load`` does.
+
+The event-loop figure of the concurrent run, plus the echo server's CPU per message in ``bench_load``,
+is a floor for the server's CPU per action over real sockets: one event loop can do no better than
+one action per their sum.
 
 Run: ``.venv/bin/python -m bench.bench_request_path``
 """
@@ -12,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +28,7 @@ import msgpack  # type: ignore[import-untyped]
 
 import protocol
 from server.app import App
+from server.cli import fast_event_loop
 from server.committer import Write
 from server.config import Settings
 from server.hub import PlayerRef
@@ -27,6 +36,8 @@ from server.requests import Client
 from server.storage import PlayerRecord
 
 ACTIONS = 20_000
+CONCURRENT = 100
+CONCURRENT_SECONDS = 3.0
 
 
 async def _instant_submit(write: Write) -> None:
@@ -55,25 +66,78 @@ async def _measure(
     return (time.perf_counter() - started) / count, reply
 
 
+def _cpu_seconds(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _measure_concurrent(app: App, games: int, seconds: float) -> tuple[float, float, float]:
+    """``games`` closed loops of move/undo with the real group commit; returns actions per second
+    and the CPU seconds per action of this (the event loop's) thread and of the other threads."""
+    handler = app.loop._handler
+    subprotocol = protocol.Subprotocol.MSGPACK
+    done = 0
+    running = True
+
+    async def play(index: int) -> None:
+        nonlocal done
+        client = await _new_client(app, f"bench-{index}")
+        frames = await _move_and_undo(app, client)
+        turn = 0
+        while running:
+            request = protocol.decode(frames[turn], subprotocol)
+            for reply in await handler.handle(client, request):
+                protocol.encode(reply, subprotocol)
+            turn ^= 1
+            done += 1
+
+    players = [asyncio.create_task(play(index)) for index in range(games)]
+    await asyncio.sleep(1.0)  # every game started, the loops warm
+    count, thread, process, started = (
+        done,
+        _cpu_seconds(resource.RUSAGE_THREAD),
+        _cpu_seconds(resource.RUSAGE_SELF),
+        time.perf_counter(),
+    )
+    await asyncio.sleep(seconds)
+    count = done - count
+    thread = _cpu_seconds(resource.RUSAGE_THREAD) - thread
+    process = _cpu_seconds(resource.RUSAGE_SELF) - process
+    elapsed = time.perf_counter() - started
+    running = False
+    await asyncio.gather(*players)
+    return count / elapsed, thread / count, (process - thread) / count
+
+
+async def _new_client(app: App, player_id: str) -> Client:
+    client = Client(protocol.Subprotocol.MSGPACK)
+    client.player = PlayerRef(player_id, "bench")
+    record = PlayerRecord(player_id, "bench", player_id.rjust(64, "0"), dt.datetime.now(dt.UTC))
+    await app.committer.submit(Write(player=record))
+    return client
+
+
+async def _move_and_undo(app: App, client: Client) -> list[bytes]:
+    """A new game of ``client`` and the two frames that play it back and forth."""
+    new_game = protocol.decode(
+        protocol.encode_msgpack({"type": "new_game", "code": "EO1-C8-AAAAAFA"}), protocol.Subprotocol.MSGPACK
+    )
+    game = (await app.loop._handler.handle(client, new_game))[0]["game"]
+    return [
+        protocol.encode_msgpack({"type": "move", "id": 1, "game": game, "from": "t1", "to": "c5"}),
+        protocol.encode_msgpack({"type": "undo", "id": 2, "game": game}),
+    ]
+
+
 async def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite+aiosqlite:///{Path(directory) / 'bench.sqlite3'}"
         app = await App.start(Settings(port=0, database_url=url))
         try:
-            client = Client(protocol.Subprotocol.MSGPACK)
-            client.player = PlayerRef("bench-player", "bench")
-            record = PlayerRecord("bench-player", "bench", "0" * 64, dt.datetime.now(dt.UTC))
-            await app.committer.submit(Write(player=record))
-            new_game = protocol.decode(
-                protocol.encode_msgpack({"type": "new_game", "code": "EO1-C8-AAAAAFA"}),
-                protocol.Subprotocol.MSGPACK,
-            )
-            game = (await app.loop._handler.handle(client, new_game))[0]["game"]
-            frames = [
-                protocol.encode_msgpack({"type": "move", "id": 1, "game": game, "from": "t1", "to": "c5"}),
-                protocol.encode_msgpack({"type": "undo", "id": 2, "game": game}),
-            ]
+            client = await _new_client(app, "bench-player")
+            frames = await _move_and_undo(app, client)
             durable, _ = await _measure(app, client, frames, 2_000)
+            rate, loop_cpu, other_cpu = await _measure_concurrent(app, CONCURRENT, CONCURRENT_SECONDS)
             app.committer.submit = _instant_submit  # type: ignore[method-assign]
             await _measure(app, client, frames, 2_000)  # warm-up
             alone, reply = await _measure(app, client, frames, ACTIONS)
@@ -82,6 +146,10 @@ async def main() -> None:
     baseline = _baseline(frames, reply, ACTIONS)
     print("server request path per action (no sockets), SQLite synchronous=FULL")
     print(f"  with a durable commit, one in flight : {durable * 1e6:8.1f} µs")
+    print(
+        f"  {f'{CONCURRENT} games at once, durable':<37}: {rate:8,.0f} actions/s; CPU per action: event loop"
+        f" {loop_cpu * 1e6:.1f} µs, other threads (SQLite writer) {other_cpu * 1e6:.1f} µs"
+    )
     print(f"  request work alone (commit skipped)  : {alone * 1e6:8.1f} µs")
     print(
         f"  baseline msgpack unpackb+packb       : {baseline * 1e6:8.1f} µs   ratio {alone / baseline:.1f}x"
@@ -89,4 +157,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:  # the server's event loop
+        runner.run(main())
