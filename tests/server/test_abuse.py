@@ -20,7 +20,7 @@ from typing import Any
 import msgpack
 import pytest
 import serverutil
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from wsclient import SUBPROTOCOLS, WsClient
 
@@ -148,82 +148,87 @@ async def test_no_subprotocol_means_msgpack(url: str) -> None:
         assert reply["type"] == "welcome" and reply["id"] == 1
 
 
-async def test_spectator_that_never_reads_is_dropped(database_url: str) -> None:
-    limits = {"max_write_buffer_bytes": 16 * 1024, "rate_per_second": 10_000.0, "rate_burst": 10_000}
-    async with serverutil.running_app(database_url, **limits) as app:
-        url = serverutil.ws_url(app)
-        owner = await WsClient.open(url)
-        await owner.hello()
-        game = (await owner.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
-        reader = await WsClient.open(url)
-        await reader.hello()
-        await reader.request("watch", game=game)
-
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", app.port))
-        stuck = await connect(url, sock=sock, max_queue=1)
-        await stuck.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
-        stuck_player = msgpack.unpackb(await stuck.recv())["player"]["id"]
-        await stuck.send(msgpack.packb({"type": "watch", "game": game, "id": 2}))
-        await stuck.recv()
-        stuck.transport.pause_reading()  # from now on this spectator reads nothing
-        # A slow network: the kernel may queue only a little for it, so the server's own buffer grows.
-        (server_side,) = [c for c in app.loop.clients if c.player and c.player.id == stuck_player]
-        server_side.transport.transport.get_extra_info("socket").setsockopt(
-            socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
-        )
-
-        slowest = 0.0
-        for index in range(3000):
-            fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
-            started_at = time.perf_counter()
-            reply = await owner.request("move", game=game, **fields)
-            assert reply["type"] == "ack", (index, reply)
-            slowest = max(slowest, time.perf_counter() - started_at)
-            assert (await reader.next_push())["v"] == index + 1
-            if app.metrics.dropped_spectators._value.get():
-                break
-        assert app.metrics.dropped_spectators._value.get() == 1, "the stuck spectator was never dropped"
-        assert slowest < 1.0
-        room = next(iter(app.hub.rooms()))
-        assert len(room.spectators) <= 2
-        await owner.close()
-        await reader.close()
-
-
-async def test_player_that_never_reads_its_replies_is_dropped(database_url: str) -> None:
+@pytest.fixture
+async def small_buffer_app(database_url: str) -> AsyncIterator[App]:
+    """A server that drops a connection once 16 KiB wait unsent for it, and no rate limit to speak of."""
     limits = {"max_write_buffer_bytes": 16 * 1024, "rate_per_second": 100_000.0, "rate_burst": 100_000}
     async with serverutil.running_app(database_url, **limits) as app:
-        url = serverutil.ws_url(app)
-        other = await WsClient.open(url)
-        await other.hello()
-        game = (await other.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+        yield app
 
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.connect(("127.0.0.1", app.port))
-        stuck = await connect(url, sock=sock, max_queue=1)
-        await stuck.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
-        stuck_player = msgpack.unpackb(await stuck.recv())["player"]["id"]
-        stuck.transport.pause_reading()  # from now on this player reads none of its replies
-        (server_side,) = [c for c in app.loop.clients if c.player and c.player.id == stuck_player]
-        server_side.transport.transport.get_extra_info("socket").setsockopt(
-            socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
-        )
 
-        slowest = 0.0
-        with pytest.raises(ConnectionClosed):
-            for index in range(20_000):
-                await stuck.send(msgpack.packb({"type": "live", "id": index}))
-                if index % 100 == 0:  # the other player is served as usual meanwhile
-                    fields = {"from": "t1", "to": "c5"} if index % 200 == 0 else {"from": "c5", "to": "t1"}
-                    started_at = time.perf_counter()
-                    assert (await other.request("move", game=game, **fields))["type"] == "ack"
-                    slowest = max(slowest, time.perf_counter() - started_at)
-                if app.metrics.dropped_spectators._value.get():
-                    await asyncio.sleep(0.05)  # the abort reaches the client's socket
-        assert app.metrics.dropped_spectators._value.get() == 1, "the player was never dropped"
-        assert slowest < 1.0
-        assert [c for c in app.loop.clients if c.player and c.player.id == stuck_player] == []
-        await other.close()
+async def open_narrow_connection(app: App) -> tuple[ClientConnection, str]:
+    """A connection that said hello, with small socket buffers on both ends (a slow network: the
+    kernel queues little for it, so the server's own buffer grows as soon as it stops reading);
+    returns it and its player id."""
+    url = serverutil.ws_url(app)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", app.port))
+    narrow = await connect(url, sock=sock, max_queue=1)
+    await narrow.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    player = msgpack.unpackb(await narrow.recv())["player"]["id"]
+    (server_side,) = [c for c in app.loop.clients if c.player and c.player.id == player]
+    server_side.transport.transport.get_extra_info("socket").setsockopt(
+        socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
+    )
+    return narrow, player
+
+
+async def test_spectator_that_never_reads_is_dropped(small_buffer_app: App) -> None:
+    app = small_buffer_app
+    url = serverutil.ws_url(app)
+    owner = await WsClient.open(url)
+    await owner.hello()
+    game = (await owner.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+    reader = await WsClient.open(url)
+    await reader.hello()
+    await reader.request("watch", game=game)
+
+    stuck, _ = await open_narrow_connection(app)
+    await stuck.send(msgpack.packb({"type": "watch", "game": game, "id": 2}))
+    await stuck.recv()
+    stuck.transport.pause_reading()  # from now on this spectator reads nothing
+
+    slowest = 0.0
+    for index in range(3000):
+        fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
+        started_at = time.perf_counter()
+        reply = await owner.request("move", game=game, **fields)
+        assert reply["type"] == "ack", (index, reply)
+        slowest = max(slowest, time.perf_counter() - started_at)
+        assert (await reader.next_push())["v"] == index + 1
+        if app.metrics.dropped_spectators._value.get():
+            break
+    assert app.metrics.dropped_spectators._value.get() == 1, "the stuck spectator was never dropped"
+    assert slowest < 1.0
+    room = next(iter(app.hub.rooms()))
+    assert len(room.spectators) <= 2
+    await owner.close()
+    await reader.close()
+
+
+async def test_player_that_never_reads_its_replies_is_dropped(small_buffer_app: App) -> None:
+    app = small_buffer_app
+    url = serverutil.ws_url(app)
+    other = await WsClient.open(url)
+    await other.hello()
+    game = (await other.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+
+    stuck, stuck_player = await open_narrow_connection(app)
+    stuck.transport.pause_reading()  # from now on this player reads none of its replies
+
+    slowest = 0.0
+    with pytest.raises(ConnectionClosed):
+        for index in range(20_000):
+            await stuck.send(msgpack.packb({"type": "live", "id": index}))
+            if index % 100 == 0:  # the other player is served as usual meanwhile
+                fields = {"from": "t1", "to": "c5"} if index % 200 == 0 else {"from": "c5", "to": "t1"}
+                started_at = time.perf_counter()
+                assert (await other.request("move", game=game, **fields))["type"] == "ack"
+                slowest = max(slowest, time.perf_counter() - started_at)
+            if app.metrics.dropped_spectators._value.get():
+                await asyncio.sleep(0.05)  # the abort reaches the client's socket
+    assert app.metrics.dropped_spectators._value.get() == 1, "the player was never dropped"
+    assert slowest < 1.0
+    assert [c for c in app.loop.clients if c.player and c.player.id == stuck_player] == []
+    await other.close()
