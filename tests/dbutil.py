@@ -70,12 +70,7 @@ def _database_url(server_url: str, database: str) -> str:
 async def create_postgres_database_async(server_url: str, *, prefix: str = DATABASE_PREFIX) -> str:
     """Create an empty, uniquely named database on the server of ``server_url``; returns its URL."""
     name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    engine = create_async_engine(async_url(server_url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
-    try:
-        async with engine.connect() as conn:
-            await conn.execute(text(f'CREATE DATABASE "{name}"'))
-    finally:
-        await engine.dispose()
+    await _execute_outside_transaction(server_url, f'CREATE DATABASE "{name}"')
     return _database_url(server_url, name)
 
 
@@ -84,10 +79,15 @@ async def drop_postgres_database_async(server_url: str, database_url: str) -> No
     name = make_url(database_url).database
     if not name or not name.startswith(DATABASE_PREFIX):
         raise ValueError(f"refusing to drop {name!r}: not a test database")
+    await _execute_outside_transaction(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _execute_outside_transaction(server_url: str, statement: str) -> None:
+    """Run one statement in autocommit mode (CREATE and DROP DATABASE refuse a transaction)."""
     engine = create_async_engine(async_url(server_url), isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         async with engine.connect() as conn:
-            await conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            await conn.execute(text(statement))
     finally:
         await engine.dispose()
 

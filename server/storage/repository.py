@@ -7,7 +7,7 @@ None of these functions commits: the caller owns the unit of work (`Database.tra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import Row, func, insert, select, update
@@ -159,22 +159,7 @@ async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
     notations = await conn.scalars(
         select(actions.c.action).where(actions.c.game_id == game_id).order_by(actions.c.v)
     )
-    return StoredGame(
-        id=game.id,
-        player_id=game.player_id,
-        code=game.code,
-        cells=game.cells,
-        daily_date=game.daily_date,
-        status=game.status,
-        score=game.score,
-        moves=game.moves,
-        undos=game.undos,
-        started_at=game.started_at,
-        finished_at=game.finished_at,
-        duration_ms=game.duration_ms,
-        won=game.won,
-        actions=tuple(notations),
-    )
+    return _stored_game(game, notations)
 
 
 async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: int) -> list[StoredGame]:
@@ -195,25 +180,27 @@ async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: i
     for game_id, action in found:
         if game_id in logs:  # not a game inserted meanwhile
             logs[game_id].append(action)
-    return [
-        StoredGame(
-            id=row.id,
-            player_id=row.player_id,
-            code=row.code,
-            cells=row.cells,
-            daily_date=row.daily_date,
-            status=row.status,
-            score=row.score,
-            moves=row.moves,
-            undos=row.undos,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            duration_ms=row.duration_ms,
-            won=row.won,
-            actions=tuple(logs[row.id]),
-        )
-        for row in rows
-    ]
+    return [_stored_game(row, logs[row.id]) for row in rows]
+
+
+def _stored_game(row: Row[Any], notations: Iterable[str]) -> StoredGame:
+    """A row of ``games`` and its actions in version order."""
+    return StoredGame(
+        id=row.id,
+        player_id=row.player_id,
+        code=row.code,
+        cells=row.cells,
+        daily_date=row.daily_date,
+        status=row.status,
+        score=row.score,
+        moves=row.moves,
+        undos=row.undos,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        duration_ms=row.duration_ms,
+        won=row.won,
+        actions=tuple(notations),
+    )
 
 
 async def unfinished_game_ids(conn: AsyncConnection, player_id: str) -> list[str]:

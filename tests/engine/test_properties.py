@@ -53,6 +53,15 @@ def check_transfer(game: Game, move: Move, cards: tuple[object, ...]) -> None:
         assert game.cards_in(move.target)[-move.count :] == cards
 
 
+def play_random_moves(game: Game, data: st.DataObject, most: int) -> None:
+    """Play up to ``most`` random legal moves (fewer if the game gets stuck)."""
+    for _ in range(data.draw(st.integers(0, most), label="length")):
+        moves = list(game.legal_moves)
+        if not moves:
+            break
+        game.play(data.draw(st.sampled_from(moves), label="move"))
+
+
 @given(deals, st.data())
 def test_random_play_keeps_every_invariant(deal: Deal, data: st.DataObject) -> None:
     game = Game(deal)
@@ -93,11 +102,7 @@ def test_random_play_keeps_every_invariant(deal: Deal, data: st.DataObject) -> N
 @given(deals, st.data())
 def test_undo_all_returns_to_the_deal(deal: Deal, data: st.DataObject) -> None:
     game = Game(deal)
-    for _ in range(data.draw(st.integers(0, 40), label="length")):
-        moves = list(game.legal_moves)
-        if not moves:
-            break
-        game.play(data.draw(st.sampled_from(moves), label="move"))
+    play_random_moves(game, data, 40)
     played = game.moves
     while game.undo_depth:
         game.play(UNDO)
@@ -131,11 +136,7 @@ def test_tap_and_double_tap_make_legal_moves(deal: Deal, data: st.DataObject) ->
 @given(deals, st.data())
 def test_copy_is_equal_and_independent(deal: Deal, data: st.DataObject) -> None:
     game = Game(deal)
-    for _ in range(data.draw(st.integers(0, 20), label="length")):
-        moves = list(game.legal_moves)
-        if not moves:
-            break
-        game.play(data.draw(st.sampled_from(moves), label="move"))
+    play_random_moves(game, data, 20)
     twin = game.copy()
     assert twin == game and twin.state_key() == game.state_key()
     moves = list(twin.legal_moves)
