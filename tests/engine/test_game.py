@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 from positions import FILLERS, game_at, layout_at, random_layout, run_of
+from seed_tables import GROUP_KINDS, GROUP_TABLE
 
 from engine import (
     ALL_CARDS,
@@ -85,24 +86,8 @@ def test_base_position_is_complete() -> None:
 
 
 # ------------------------------------------------------------------------------- group sizes
-#
-# The seeds' table (empty cells -> max group): onto an occupied column with 0 / 1 / 2 empty columns;
-# a King run into an empty column with 1 / 2 empty columns in total.
+# The seeds' table is in seed_tables.py.
 
-GROUP_TABLE = {
-    0: (1, 2, 4, 1, 2),
-    2: (3, 6, 12, 3, 6),
-    4: (5, 10, 20, 5, 10),
-    6: (7, 14, 28, 7, 14),
-    8: (9, 18, 36, 9, 18),
-}
-GROUP_KINDS = [  # (into an empty column?, empty columns)
-    (False, 0),
-    (False, 1),
-    (False, 2),
-    (True, 1),
-    (True, 2),
-]
 #: The longest same-suit run that can exist: Q..A onto a King, K..A into an empty column.
 LONGEST_RUN = {False: 12, True: 13}
 

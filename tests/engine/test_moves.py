@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from seed_tables import GROUP_TABLE
 
 import engine
 from engine import (
@@ -139,17 +140,6 @@ def test_parse_action_is_exact_inverse_of_symbol(text: str) -> None:
         return
     assert text.isascii()
     assert action.symbol().lower() == text.lower()
-
-
-# The seeds' table: empty cells -> onto an occupied column with 0 / 1 / 2 empty columns, then a King run
-# into an empty column with 1 / 2 empty columns in total.
-GROUP_TABLE = {
-    0: (1, 2, 4, 1, 2),
-    2: (3, 6, 12, 3, 6),
-    4: (5, 10, 20, 5, 10),
-    6: (7, 14, 28, 7, 14),
-    8: (9, 18, 36, 9, 18),
-}
 
 
 @pytest.mark.parametrize("empty_cells", sorted(GROUP_TABLE))
