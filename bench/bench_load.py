@@ -59,7 +59,6 @@ import math
 import multiprocessing
 import os
 import re
-import resource
 import shlex
 import shutil
 import signal
@@ -79,6 +78,7 @@ import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
+from bench.echo_server import raise_nofile_limit
 from server.cli import fast_event_loop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,19 +100,6 @@ _SERVING = re.compile(r"serving ws://[^\s:]+:(\d+)/ws")
 
 
 # --------------------------------------------------------------------------- processes
-
-
-def raise_nofile_limit() -> int:
-    """Raise the soft limit of open files to the hard limit; return the soft limit in force."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
-    if soft < target:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
-        except (ValueError, OSError):
-            pass
-    return soft
 
 
 def _die_with_parent() -> None:
@@ -537,6 +524,13 @@ def run_one(kind: str, n: int, args: argparse.Namespace, root: Path) -> Measurem
 # --------------------------------------------------------------------------- report
 
 
+def _ratios(server: Measurement, echo: Measurement) -> tuple[float, float]:
+    """Throughput of the server over the echo's, and p99 of the server over the echo's (nan if 0)."""
+    ratio = server.rate / echo.rate if echo.rate else float("nan")
+    p99_ratio = server.p99_ms / echo.p99_ms if echo.p99_ms else float("nan")
+    return ratio, p99_ratio
+
+
 def _fmt_ratio(value: float) -> str:
     return "-" if value != value else f"{value:.2f}"
 
@@ -554,8 +548,7 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
     print(header)
     print("-" * len(header))
     for server, echo in pairs:
-        ratio = server.rate / echo.rate if echo.rate else float("nan")
-        p99_ratio = server.p99_ms / echo.p99_ms if echo.p99_ms else float("nan")
+        ratio, p99_ratio = _ratios(server, echo)
         print(
             f"{server.n:>5} | {server.rate:>12,.0f} | {echo.rate:>10,.0f} | {_fmt_ratio(ratio):>5} | "
             f"{server.p50_ms:>7.2f} / {server.p99_ms:>7.2f} | {echo.p50_ms:>6.2f} / {echo.p99_ms:>6.2f} | "
@@ -605,8 +598,7 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
         print(f"Experiment: server launcher {launcher}, extra flags: {args.server_args or 'none'}")
     for server, echo in pairs:
         if server.n == 100 and server.samples and echo.samples:
-            ratio = server.rate / echo.rate if echo.rate else float("nan")
-            p99_ratio = server.p99_ms / echo.p99_ms if echo.p99_ms else float("nan")
+            ratio, p99_ratio = _ratios(server, echo)
             print(
                 f"Targets at N=100: throughput ratio {ratio:.2f} (target ≥ {TARGET_THROUGHPUT_RATIO:.2f}: "
                 f"{'met' if ratio >= TARGET_THROUGHPUT_RATIO else 'missed'}), p99 ratio {p99_ratio:.2f} "

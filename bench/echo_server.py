@@ -37,10 +37,10 @@ _DEFAULT_GAME = "0123456789abcdef"  # a game id is 16 characters, as the real se
 
 
 def raise_nofile_limit() -> int:
-    """Raise the soft limit of open files to the hard limit; return the new soft limit."""
+    """Raise the soft limit of open files to the hard limit; return the soft limit in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if soft < target:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
             soft = target
