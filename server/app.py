@@ -31,7 +31,8 @@ from server.leaderboard import LeaderboardService, parse_leaderboard_query, pars
 from server.metrics import Metrics
 from server.requests import RequestHandler
 from server.storage import Database, upgrade_to_head
-from server.storage.action_log import SqliteActionLog, sqlite_file_of
+from server.storage.action_log import SqliteActionLog
+from server.storage.db import sqlite_file
 
 __all__ = ["App", "run"]
 
@@ -66,15 +67,15 @@ class App:
         await asyncio.to_thread(upgrade_to_head, settings.database_url)
         database = Database.create(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
         metrics = Metrics()
-        sqlite_file = sqlite_file_of(settings.database_url)
+        sqlite_path = sqlite_file(settings.database_url)
         action_log = (
             SqliteActionLog(
-                sqlite_file,
+                sqlite_path,
                 synchronous=settings.sqlite_synchronous,
                 max_batch=settings.commit_batch,
                 on_batch=lambda batch: metrics.observe_commit(batch.appends, batch.seconds),
             )
-            if sqlite_file
+            if sqlite_path
             else None
         )
         committer = Committer(database, metrics, max_batch=settings.commit_batch, action_log=action_log)

@@ -26,11 +26,11 @@ from pathlib import Path
 
 from sqlalchemy import insert
 from sqlalchemy.dialects import sqlite as sqlite_dialect
-from sqlalchemy.engine import make_url
 
+from server.storage.db import sqlite_pragmas
 from server.storage.tables import actions
 
-__all__ = ["ActionAppendConflict", "BatchStats", "SqliteActionLog", "sqlite_file_of"]
+__all__ = ["ActionAppendConflict", "BatchStats", "SqliteActionLog"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,17 +66,6 @@ class _Append:
 _STOP = object()  # queued by close(): commit what came before, then end the thread
 
 
-def sqlite_file_of(url: str) -> Path | None:
-    """The database file of a SQLite URL, or None (other databases, memory, URIs)."""
-    parsed = make_url(url)
-    database = parsed.database
-    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
-        return None
-    if database.startswith("file:"):
-        return None
-    return Path(database).expanduser()
-
-
 class SqliteActionLog:
     """Appends action rows to a SQLite file, group-committed by one thread of its own."""
 
@@ -85,14 +74,12 @@ class SqliteActionLog:
         path: Path,
         *,
         synchronous: str = "FULL",
-        busy_timeout_ms: int = 5000,
         max_batch: int = 1024,
         on_batch: Callable[[BatchStats], None] | None = None,
     ) -> None:
         """``on_batch`` is called on the event loop after every group commit (for the metrics)."""
         self._path = path
         self._synchronous = synchronous.upper()
-        self._busy_timeout_ms = busy_timeout_ms
         self._max_batch = max_batch
         self._on_batch = on_batch
         self._queue: queue.SimpleQueue[_Append | object] = queue.SimpleQueue()
@@ -173,10 +160,8 @@ class SqliteActionLog:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={self._synchronous}")
-        conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
-        conn.execute("PRAGMA foreign_keys=ON")
+        for pragma in sqlite_pragmas(self._synchronous):
+            conn.execute(pragma)
         return conn
 
     def _commit_isolating_conflicts(self, conn: sqlite3.Connection, batch: list[_Append]) -> None:

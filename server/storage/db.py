@@ -64,8 +64,9 @@ def _is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def _sqlite_file(url: URL) -> Path | None:
+def sqlite_file(url: str | URL) -> Path | None:
     """The file of a SQLite database URL; None for other databases, in-memory ones and ``file:`` URIs."""
+    url = make_url(url)
     database = url.database
     if not _is_sqlite(url) or not database or database == ":memory:" or database.startswith("file:"):
         return None
@@ -74,7 +75,7 @@ def _sqlite_file(url: URL) -> Path | None:
 
 def ensure_sqlite_directory(url: str | URL) -> None:
     """Create the parent directory of a SQLite database file if it is missing; other URLs are ignored."""
-    path = _sqlite_file(make_url(url))
+    path = sqlite_file(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -162,6 +163,16 @@ async def _read_connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection
         yield conn
 
 
+def sqlite_pragmas(synchronous: str) -> tuple[str, ...]:
+    """What every SQLite connection of the server runs first, whichever path writes through it."""
+    return (
+        "PRAGMA journal_mode=WAL",
+        f"PRAGMA synchronous={synchronous}",
+        "PRAGMA foreign_keys=ON",
+        f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+    )
+
+
 def _set_up_sqlite(engine: AsyncEngine, synchronous: str) -> None:
     """Configure every new SQLite connection, and have SQLAlchemy emit BEGIN itself."""
 
@@ -172,10 +183,8 @@ def _set_up_sqlite(engine: AsyncEngine, synchronous: str) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA synchronous={synchronous}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            for pragma in sqlite_pragmas(synchronous):
+                cursor.execute(pragma)
         finally:
             cursor.close()
 
@@ -267,7 +276,7 @@ def current_revision(url: str) -> str | None:
     A SQLite file that does not exist is at no revision, and is not created. Blocks, like `upgrade_to_head`.
     """
     _refuse_running_loop("current_revision")
-    path = _sqlite_file(async_url(url))
+    path = sqlite_file(async_url(url))
     if path is not None and not path.exists():
         return None
     return asyncio.run(_current_revision(url))

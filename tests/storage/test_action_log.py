@@ -14,7 +14,8 @@ import dbutil
 import pytest
 
 from server.storage import Database, GameStart, PlayerRecord, repository
-from server.storage.action_log import ActionAppendConflict, BatchStats, SqliteActionLog, sqlite_file_of
+from server.storage.action_log import ActionAppendConflict, BatchStats, SqliteActionLog
+from server.storage.db import sqlite_file
 
 GAMES = [f"game-{index}" for index in range(20)]
 
@@ -35,7 +36,7 @@ async def database_file(migrated_url: str) -> AsyncIterator[Path]:
         for game in GAMES:
             await repository.insert_game(conn, GameStart(game, "player", "EO1-C8-AAAAAFA", 8, None, now))
     await database.dispose()
-    path = sqlite_file_of(url)
+    path = sqlite_file(url)
     assert path is not None
     yield path
 
