@@ -73,7 +73,9 @@ class App:
                 sqlite_path,
                 synchronous=settings.sqlite_synchronous,
                 max_batch=settings.commit_batch,
-                on_batch=lambda batch: metrics.observe_commit(batch.appends, batch.seconds),
+                on_batch=lambda batch: metrics.observe_commit(
+                    batch.appends, batch.seconds, actions=batch.actions
+                ),
             )
             if sqlite_path
             else None
@@ -139,7 +141,7 @@ class _HttpRoutes:
         "unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
     }
 
-    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService | None = None) -> None:
+    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService) -> None:
         self._metrics = metrics
         self._leaderboards = leaderboards
 
@@ -154,17 +156,17 @@ class _HttpRoutes:
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
             )
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
-        if is_api and self._leaderboards is not None:
-            return await self._api(self._leaderboards, path, query)
+        if is_api:
+            return await self._api(path, query)
         return self._static(path)
 
-    async def _api(self, leaderboards: LeaderboardService, path: str, query: str) -> Response:
+    async def _api(self, path: str, query: str) -> Response:
         try:
             if path == "/api/leaderboard":
-                message = await leaderboards.leaderboard(parse_leaderboard_query(query))
+                message = await self._leaderboards.leaderboard(parse_leaderboard_query(query))
             else:
                 player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
-                message = await leaderboards.profile(player_id)
+                message = await self._leaderboards.profile(player_id)
         except protocol.ProtocolError as exc:
             return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
         except Refusal as refusal:

@@ -113,7 +113,6 @@ class Committer:
             raise WriteConflict("that version of the game is already stored") from None
         except (sqlite3.Error, OSError) as exc:
             raise StorageUnavailable(str(exc)) from None
-        self._metrics.actions.inc(len(write.actions))
 
     async def _run(self) -> None:
         """Drain the queue in batches until ``stop()``; a batch that fails in an unexpected way is

@@ -76,7 +76,6 @@ class GameRoom:
     game: Game
     owner: PlayerRef
     started_at: dt.datetime
-    daily_date: dt.date | None = None
     viewers: set[Audience] = field(default_factory=set)
     spectators: set[Audience] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -122,7 +121,6 @@ class FinishedGame:
 class Outcome:
     """What an applied action produced, for the requester: the transfer and, if it ended, the end."""
 
-    room: GameRoom
     transfer: Transfer
     finished_at: dt.datetime | None
 
@@ -157,15 +155,9 @@ class GameHub:
     def rooms(self) -> Iterable[GameRoom]:
         return self._rooms.values()
 
-    def get_room_or_none(self, game_id: str) -> GameRoom | None:
-        """The room of ``game_id`` if it is in memory (no database look-up)."""
-        return self._rooms.get(game_id)
-
     async def create(self, owner: PlayerRef, deal: Deal, *, daily_date: dt.date | None = None) -> GameRoom:
         """Start a game for ``owner``; returns once the new game is stored."""
-        room = GameRoom(
-            id=new_id(), game=Game(deal), owner=owner, started_at=utc_now(), daily_date=daily_date
-        )
+        room = GameRoom(id=new_id(), game=Game(deal), owner=owner, started_at=utc_now())
         start = GameStart(
             id=room.id,
             player_id=owner.id,
@@ -202,12 +194,6 @@ class GameHub:
                 self._early_events.pop(game_id, None)  # applied by _load, or moot after a failure
         return await asyncio.shield(loading)
 
-    async def find_live(self, game_id: str) -> GameRoom:
-        found = await self.find(game_id)
-        if isinstance(found, FinishedGame):
-            raise Refusal("illegal_move", f"game {game_id} is {found.stored.status}")
-        return found
-
     async def _load(self, game_id: str) -> GameRoom | FinishedGame:
         async with self._database.connection() as conn:
             stored = await repository.load_game(conn, game_id)
@@ -224,7 +210,6 @@ class GameHub:
                 game=game,
                 owner=PlayerRef(player.id, player.name),
                 started_at=stored.started_at,
-                daily_date=stored.daily_date,
             )
             self._add(room)
         for event in self._early_events.pop(game_id, ()):
@@ -252,20 +237,23 @@ class GameHub:
 
     def forget_if_idle(self, room: GameRoom) -> None:
         """Drop a room nobody follows (the database keeps it) so memory stays bounded."""
-        if not room.is_followed() and not room.lock.locked() and self._rooms.get(room.id) is room:
-            del self._rooms[room.id]
-            self._metrics.live_games.set(len(self._rooms))
+        if not room.is_followed() and not room.lock.locked():
+            self._forget(room)
+
+    def unfollow(self, audience: Audience, game_id: str) -> None:
+        """``audience`` stops following ``game_id``, as a viewer and as a spectator."""
+        audience.games.discard(game_id)
+        audience.watching.discard(game_id)
+        room = self._rooms.get(game_id)
+        if room is not None:
+            room.viewers.discard(audience)
+            room.spectators.discard(audience)
+            self.forget_if_idle(room)
 
     def detach(self, audience: Audience) -> None:
         """Forget a closing connection everywhere it followed a game."""
         for game_id in audience.games | audience.watching:
-            room = self._rooms.get(game_id)
-            if room is not None:
-                room.viewers.discard(audience)
-                room.spectators.discard(audience)
-                self.forget_if_idle(room)
-        audience.games.clear()
-        audience.watching.clear()
+            self.unfollow(audience, game_id)
 
     # ------------------------------------------------------------------ actions
 
@@ -279,8 +267,9 @@ class GameHub:
         """Check, apply, commit and push one action of ``room``'s owner.
 
         Raises:
-            Refusal: stale, illegal_move, unavailable.
+            Refusal: stale, illegal_move.
             engine.IllegalMoveError: the rules refuse it.
+            StorageUnavailable: nothing was stored; the room is as it was before.
         """
         async with room.lock:
             self._check_current(room)
@@ -298,7 +287,7 @@ class GameHub:
             if self._distributed:
                 self._bus.publish(BusEvent(self._node, room.id, game.v, notation, _epoch_ms(finished_at)))
             self._announce(room, transfer, finished_at, skip=requester)
-            return Outcome(room, transfer, finished_at)
+            return Outcome(transfer, finished_at)
 
     async def resign(self, room: GameRoom, requester: Audience) -> dt.datetime:
         """End ``room``'s game as resigned; returns when the result is stored."""
@@ -371,7 +360,7 @@ class GameHub:
     async def _apply_remote(self, room: GameRoom, event: BusEvent) -> None:
         """Follow an action another node committed: replay it here and push it to our followers."""
         async with room.lock:
-            if self._rooms.get(room.id) is not room or event.v < room.game.v:
+            if not self.is_current(room) or event.v < room.game.v:
                 return
             finished_at = _from_epoch_ms(event.finished_at_ms)
             if event.action is None and event.v == room.game.v:
@@ -391,8 +380,6 @@ class GameHub:
             return
         room.game = replay_stored(stored)
         if stored.status != Status.PLAYING.value:
-            if stored.status == Status.RESIGNED.value:
-                room.game.resign()
             self._announce(room, None, stored.finished_at or utc_now(), skip=None)
 
     async def _commit_or_rebuild(
@@ -403,7 +390,7 @@ class GameHub:
             await self._committer.submit(write)
         except StorageUnavailable:
             room.rebuild(stored_log())
-            raise Refusal("unavailable", "the database is unavailable; nothing was stored, retry") from None
+            raise
         except WriteConflict:
             # Another node stored this version first: take the game as stored; our followers see
             # the jump in v and resync.
@@ -437,5 +424,9 @@ def _from_epoch_ms(millis: int | None) -> dt.datetime | None:
 
 
 def replay_stored(stored: StoredGame) -> Game:
-    """Rebuild a stored game through the engine, checking every action again."""
-    return Game.replay(Deal.from_code(stored.code), (parse_action(text) for text in stored.actions))
+    """Rebuild a stored game through the engine, checking every action again (a resigned game ends
+    resigned: resigning is not an action of the log)."""
+    game = Game.replay(Deal.from_code(stored.code), (parse_action(text) for text in stored.actions))
+    if stored.status == Status.RESIGNED.value:
+        game.resign()
+    return game

@@ -42,10 +42,13 @@ class Metrics:
             "eightoff_dropped_slow_consumers", "Connections closed for not reading", registry=self.registry
         )
 
-    def observe_commit(self, writes: int, seconds: float) -> None:
-        """One group commit of ``writes`` writes took ``seconds``."""
+    def observe_commit(self, writes: int, seconds: float, *, actions: int = 0) -> None:
+        """One group commit of ``writes`` writes took ``seconds`` and stored ``actions`` actions (counted
+        per commit, not per action: this runs on the event loop's hot path)."""
         self.commit_latency.observe(seconds)
         self.commit_batch.observe(writes)
+        if actions:
+            self.actions.inc(actions)
 
     def render(self) -> bytes:
         """The text exposition format."""

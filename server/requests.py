@@ -193,13 +193,7 @@ class RequestHandler:
     async def _unwatch(self, client: Client, request: protocol.UnwatchRequest) -> Reply:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
         if request.game in client.watching or request.game in client.games:
-            client.watching.discard(request.game)
-            client.games.discard(request.game)
-            room = self._hub.get_room_or_none(request.game)
-            if room is not None:
-                room.spectators.discard(client)
-                room.viewers.discard(client)
-                self._hub.forget_if_idle(room)
+            self._hub.unfollow(client, request.game)
         return [builders.ok(request.request_id)]
 
     async def _live(self, client: Client, request: protocol.LiveRequest) -> Reply:
@@ -281,12 +275,9 @@ class RequestHandler:
         self, finished: FinishedGame, request_id: protocol.RequestId | None
     ) -> dict[str, Any]:
         stored = finished.stored
-        game = replay_stored(stored)
-        if stored.status == "resigned":
-            game.resign()
         return builders.snapshot(
             stored.id,
-            game,
+            replay_stored(stored),
             player=finished.owner.wire(),
             started_at=protocol.format_timestamp(stored.started_at),
             request_id=request_id,

@@ -49,7 +49,8 @@ class ActionAppendConflict(Exception):
 
 @dataclass(frozen=True, slots=True)
 class BatchStats:
-    """One group commit, for the metrics: how many appends and actions it held and how long it took."""
+    """One group commit, for the metrics: how many appends it held, how many actions it stored and how
+    long it took."""
 
     appends: int
     actions: int
@@ -138,7 +139,8 @@ class SqliteActionLog:
                     logger.exception("group commit of %d appends failed unexpectedly", len(batch))
                     for append in batch:
                         append.error = append.error or sqlite3.OperationalError(str(exc))
-                stats = BatchStats(len(batch), sum(len(a.rows) for a in batch), time.perf_counter() - started)
+                stored = sum(len(append.rows) for append in batch if append.error is None)
+                stats = BatchStats(len(batch), stored, time.perf_counter() - started)
                 self._hand_back(batch, stats)
         finally:
             _discard(conn)
