@@ -15,16 +15,23 @@ from typing import Final, NoReturn, cast
 
 from engine import Deal, InvalidCodeError
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.limits import MAX_INT, MAX_REQUEST_ID_LENGTH
+from protocol.limits import (
+    CURSOR_PATTERN,
+    CURSOR_RULE,
+    ID_PATTERN,
+    ID_RULE,
+    MAX_INT,
+    MAX_NAME_LENGTH,
+    MAX_REQUEST_ID_LENGTH,
+    TOKEN_PATTERN,
+    TOKEN_RULE,
+)
 from protocol.timestamps import parse_timestamp
 
 __all__ = ["SERVER_MESSAGE_TYPES", "validate_server_message"]
 
 _Check = Callable[[object, str], None]
 
-_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
-_CURSOR_RE = re.compile(r"[!-~]{1,200}")
-_TOKEN_RE = re.compile(r"[!-~]{1,64}")
 _CARD_RE = re.compile(r"[A2-9TJQK][SHDC]")
 _PILE_RE = re.compile(r"t[1-8]|c[1-8]|f[SHDC]")
 _RANKS = "A23456789TJQK"
@@ -157,12 +164,12 @@ def _win_rate(value: object, path: str) -> None:
 
 
 _count = _integer()
-_game_id = _text(_ID_RE, "1..32 characters of A-Z a-z 0-9 _ -")
+_game_id = _text(ID_PATTERN, ID_RULE)
 _card = _text(_CARD_RE, "a card such as 'TD'")
 _pile = _text(_PILE_RE, "a location t1..t8, c1..c8, fS fH fD fC")
 _status = _one_of("playing", "won", "resigned")
-_player = _record({"id": _game_id, "name": _string(1, 32)})
-_cursor = _text(_CURSOR_RE, "a cursor of 1..200 printable ASCII characters")
+_player = _record({"id": _game_id, "name": _string(1, MAX_NAME_LENGTH)})
+_cursor = _text(CURSOR_PATTERN, CURSOR_RULE)
 
 
 # --------------------------------------------------------------------------- semantic checks
@@ -335,7 +342,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
     "welcome": (
         {
             "player": _player,
-            "token": _text(_TOKEN_RE, "1..64 printable ASCII characters"),
+            "token": _text(TOKEN_PATTERN, TOKEN_RULE),
             "server": _record({"version": _string(1, 64), "node": _string(1, 64)}),
             "games": _array(_game_id),
         },

@@ -6,13 +6,19 @@ server's settings out of the box, which an operator may change, so clients must 
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
+    "CURSOR_PATTERN",
+    "CURSOR_RULE",
     "DEFAULT_MAX_FRAME_SIZE",
     "DEFAULT_MAX_GAMES_PER_CONNECTION",
     "DEFAULT_MAX_WATCHES_PER_CONNECTION",
     "DEFAULT_PAGE_SIZE",
     "DEFAULT_RATE_BURST",
     "DEFAULT_RATE_PER_SECOND",
+    "ID_PATTERN",
+    "ID_RULE",
     "MAX_CODE_LENGTH",
     "MAX_CURSOR_LENGTH",
     "MAX_GROUP",
@@ -22,6 +28,8 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "MAX_REQUEST_ID_LENGTH",
     "MAX_TOKEN_LENGTH",
+    "TOKEN_PATTERN",
+    "TOKEN_RULE",
 ]
 
 # --------------------------------------------------------------------------- field limits (protocol)
@@ -45,6 +53,15 @@ MAX_GROUP = 13
 #: ``limit`` of ``live`` and ``leaderboard``: 1..100, 20 when omitted.
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 20
+
+#: The shapes of ids, tokens and cursors, each with the rule an error about it states: the parser
+#: checks requests with them, ``checks`` the server's own messages.
+ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}")
+ID_RULE = f"1..{MAX_ID_LENGTH} characters of A-Z a-z 0-9 _ -"
+TOKEN_PATTERN = re.compile(rf"[!-~]{{1,{MAX_TOKEN_LENGTH}}}")
+TOKEN_RULE = f"1..{MAX_TOKEN_LENGTH} printable ASCII characters"
+CURSOR_PATTERN = re.compile(rf"[!-~]{{1,{MAX_CURSOR_LENGTH}}}")
+CURSOR_RULE = f"a cursor of 1..{MAX_CURSOR_LENGTH} printable ASCII characters"
 
 # --------------------------------------------------------------------------- server settings (defaults)
 

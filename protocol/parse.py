@@ -21,13 +21,19 @@ from typing import NoReturn, TypeVar
 from engine import Cell, Column, Deal, Foundation, InvalidCodeError, Pile, Suit
 from protocol.errors import ErrorCode, ProtocolError, RequestId
 from protocol.limits import (
+    CURSOR_PATTERN,
+    CURSOR_RULE,
     DEFAULT_PAGE_SIZE,
+    ID_PATTERN,
+    ID_RULE,
     MAX_CODE_LENGTH,
     MAX_GROUP,
     MAX_INT,
     MAX_NAME_LENGTH,
     MAX_PAGE_SIZE,
     MAX_REQUEST_ID_LENGTH,
+    TOKEN_PATTERN,
+    TOKEN_RULE,
 )
 from protocol.messages import (
     OWN_FOUNDATION,
@@ -58,9 +64,6 @@ PROTOCOL_VERSION = 1
 
 _MISSING = object()
 _T = TypeVar("_T")
-_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,32}")
-_TOKEN_RE = re.compile(r"[!-~]{1,64}")
-_CURSOR_RE = re.compile(r"[!-~]{1,200}")
 _DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 #: Unicode categories a name may not contain: controls, format characters (bidi overrides,
 #: invisible marks), surrogates, private use, unassigned, line and paragraph separators.
@@ -136,11 +139,11 @@ def _pattern(value: object, field: str, pattern: re.Pattern[str], rule: str, rid
 
 
 def _game_id(value: object, field: str, request_id: RequestId | None) -> str:
-    return _pattern(value, field, _ID_RE, "1..32 characters of A-Z a-z 0-9 _ -", request_id)
+    return _pattern(value, field, ID_PATTERN, ID_RULE, request_id)
 
 
 def _cursor(value: object, request_id: RequestId | None) -> str:
-    return _pattern(value, "after", _CURSOR_RE, "a cursor of 1..200 printable ASCII characters", request_id)
+    return _pattern(value, "after", CURSOR_PATTERN, CURSOR_RULE, request_id)
 
 
 def _choice(value: object, field: str, choices: Mapping[str, _T], rid: RequestId | None) -> _T:
@@ -253,9 +256,7 @@ def _hello(message: dict[object, object], rid: RequestId | None) -> HelloRequest
     token = message.get("token", _MISSING)
     name = message.get("name", _MISSING)
     return HelloRequest(
-        token=None
-        if token is _MISSING
-        else _pattern(token, "token", _TOKEN_RE, "1..64 printable ASCII characters", rid),
+        token=None if token is _MISSING else _pattern(token, "token", TOKEN_PATTERN, TOKEN_RULE, rid),
         name=None if name is _MISSING else _name(name, rid),
         request_id=rid,
     )
