@@ -30,18 +30,14 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import UNDO, Card, Cell, Column, Deal, Foundation, Game, Move, Pile, Suit
+from engine import PILES, UNDO, Card, Deal, Game, Move, Pile
 
 SEED = 20260601
 GAMES = 300  # 100 per variant
 LINE = 100  # moves per line at most: all of them stay undoable
 REPEATS = 5
 
-_PILE_INDEX: dict[Pile, int] = {
-    **{Column(i): i - 1 for i in range(1, 9)},
-    **{Cell(i): 7 + i for i in range(1, 9)},
-    **{Foundation(suit): 16 + n for n, suit in enumerate(Suit)},
-}
+_PILE_INDEX: dict[Pile, int] = {pile: index for index, pile in enumerate(PILES)}
 
 
 @dataclass

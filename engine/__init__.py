@@ -15,13 +15,14 @@ from engine.errors import EngineError, IllegalMoveError, InvalidCodeError, Inval
 from engine.game import UNDO_LIMIT, Game, LegalMoves, Status, Transfer
 from engine.layout import FOUNDATION_ORDER, Layout
 from engine.moves import UNDO, Action, Move, Undo, max_group_size, parse_action
-from engine.piles import Cell, Column, Foundation, Pile, parse_pile
+from engine.piles import PILES, Cell, Column, Foundation, Pile, parse_pile
 from engine.scoring import points_for
 
 __all__ = [
     "ALL_CARDS",
     "CELL_VARIANTS",
     "FOUNDATION_ORDER",
+    "PILES",
     "UNDO",
     "UNDO_LIMIT",
     "Action",

@@ -18,7 +18,7 @@ from engine.deal import CELL_VARIANTS, Deal
 from engine.errors import EngineError, IllegalMoveError, quoted
 from engine.layout import FOUNDATION_ORDER, Layout
 from engine.moves import UNDO, Action, Move, Undo, max_group_size
-from engine.piles import COLUMN_COUNT, MAX_CELLS, Cell, Column, Foundation, Pile
+from engine.piles import COLUMN_COUNT, MAX_CELLS, PILES, Cell, Column, Foundation, Pile
 from engine.scoring import points_for
 
 __all__ = ["UNDO_LIMIT", "Game", "Status", "Transfer"]
@@ -30,18 +30,14 @@ _COLUMNS = tuple(Column(i) for i in range(1, COLUMN_COUNT + 1))
 _FOUNDATIONS = {suit: Foundation(suit) for suit in Suit}
 _KING = Rank.KING
 
-# Tables for the move generator. Piles have ids: columns 0..7, cells 8..15, foundations 16..19 (in
-# FOUNDATION_ORDER); _MOVES[source id][target id][count - 1] is the (shared, frozen) Move.
-_PILES: tuple[Pile, ...] = (
-    *_COLUMNS,
-    *(Cell(i) for i in range(1, MAX_CELLS + 1)),
-    *(_FOUNDATIONS[suit] for suit in FOUNDATION_ORDER),
-)
+# Tables for the move generator. Piles have ids, their index in PILES: columns 0..7, cells 8..15,
+# foundations 16..19 (in FOUNDATION_ORDER); _MOVES[source id][target id][count - 1] is the (shared,
+# frozen) Move.
 _CELL_IDS = tuple(range(COLUMN_COUNT, COLUMN_COUNT + MAX_CELLS))
 _FOUNDATION_IDS = {suit: COLUMN_COUNT + MAX_CELLS + n for n, suit in enumerate(FOUNDATION_ORDER)}
 _MOVES: tuple[tuple[tuple[Move, ...], ...], ...] = tuple(
-    tuple(tuple(Move(source, target, count) for count in range(1, 14)) for target in _PILES)
-    for source in _PILES
+    tuple(tuple(Move(source, target, count) for count in range(1, 14)) for target in PILES)
+    for source in PILES
 )
 #: _CARDS[suit][rank]: the card (index 0 unused); _BELOW[card]: the card one rank lower of its suit.
 _CARDS: dict[Suit, tuple[Card, ...]] = {

@@ -11,8 +11,9 @@ from typing import TypeAlias
 
 from engine.cards import Suit
 from engine.errors import InvalidNotationError, quoted
+from engine.layout import FOUNDATION_ORDER
 
-__all__ = ["COLUMN_COUNT", "MAX_CELLS", "Cell", "Column", "Foundation", "Pile", "parse_pile"]
+__all__ = ["COLUMN_COUNT", "MAX_CELLS", "PILES", "Cell", "Column", "Foundation", "Pile", "parse_pile"]
 
 COLUMN_COUNT = 8
 MAX_CELLS = 8
@@ -91,8 +92,11 @@ def parse_pile(text: str) -> Pile:
     return pile
 
 
-_PILES_BY_TEXT: dict[str, Pile] = {
-    **{f"t{i}": Column(i) for i in range(1, COLUMN_COUNT + 1)},
-    **{f"c{i}": Cell(i) for i in range(1, MAX_CELLS + 1)},
-    **{f"f{suit.value.lower()}": Foundation(suit) for suit in Suit},
-}
+#: Every pile of the table in one fixed order: the columns, the cells (as many as the widest variant
+#: has), then the foundations in ``FOUNDATION_ORDER``. The move generator numbers piles in this order.
+PILES: tuple[Pile, ...] = (
+    *(Column(i) for i in range(1, COLUMN_COUNT + 1)),
+    *(Cell(i) for i in range(1, MAX_CELLS + 1)),
+    *(Foundation(suit) for suit in FOUNDATION_ORDER),
+)
+_PILES_BY_TEXT: dict[str, Pile] = {pile.symbol().lower(): pile for pile in PILES}

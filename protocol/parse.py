@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from typing import NoReturn, TypeVar
 
-from engine import Cell, Column, Deal, Foundation, InvalidCodeError, Pile, Suit
+from engine import PILES, Cell, Column, Deal, InvalidCodeError, Pile
 from protocol.errors import ErrorCode, ProtocolError, RequestId
 from protocol.limits import (
     CURSOR_PATTERN,
@@ -71,11 +71,7 @@ _NAME_BANNED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 #: Format characters that scripts need inside words (zero-width non-joiner and joiner).
 _NAME_ALLOWED_FORMAT = frozenset({"\u200c", "\u200d"})
 
-_SOURCES: dict[str, Pile] = {
-    **{f"t{i}": Column(i) for i in range(1, 9)},
-    **{f"c{i}": Cell(i) for i in range(1, 9)},
-    **{f"f{suit.value}": Foundation(suit) for suit in Suit},
-}
+_SOURCES: dict[str, Pile] = {pile.symbol(): pile for pile in PILES}
 _TAP_SOURCES: dict[str, TapSource] = {
     text: pile for text, pile in _SOURCES.items() if isinstance(pile, Column | Cell)
 }
