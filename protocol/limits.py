@@ -28,9 +28,13 @@ __all__ = [
     "MAX_PAGE_SIZE",
     "MAX_REQUEST_ID_LENGTH",
     "MAX_TOKEN_LENGTH",
+    "PROTOCOL_VERSION",
     "TOKEN_PATTERN",
     "TOKEN_RULE",
 ]
+
+#: The version of the protocol these numbers belong to, which ``hello`` states.
+PROTOCOL_VERSION = 1
 
 # --------------------------------------------------------------------------- field limits (protocol)
 

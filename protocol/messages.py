@@ -22,7 +22,7 @@ from typing import ClassVar, Final, TypeAlias
 
 from engine import UNDO, Cell, Column, Deal, Foundation, Game, IllegalMoveError, Move, Pile, Undo
 from protocol.errors import RequestId
-from protocol.limits import DEFAULT_PAGE_SIZE
+from protocol.limits import DEFAULT_PAGE_SIZE, PROTOCOL_VERSION
 
 __all__ = [
     "CLIENT_MESSAGE_TYPES",
@@ -141,7 +141,7 @@ class HelloRequest(_Request):
     """``hello``: the first message of every connection; no ``token`` asks for a new guest player."""
 
     TYPE: ClassVar[str] = "hello"
-    _WIRE_CONSTANTS: ClassVar[dict[str, object]] = {"protocol": 1}
+    _WIRE_CONSTANTS: ClassVar[dict[str, object]] = {"protocol": PROTOCOL_VERSION}
     token: str | None = None
     name: str | None = None
     request_id: RequestId | None = None

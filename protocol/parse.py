@@ -32,6 +32,7 @@ from protocol.limits import (
     MAX_NAME_LENGTH,
     MAX_PAGE_SIZE,
     MAX_REQUEST_ID_LENGTH,
+    PROTOCOL_VERSION,
     TOKEN_PATTERN,
     TOKEN_RULE,
 )
@@ -58,9 +59,7 @@ from protocol.messages import (
     WatchRequest,
 )
 
-__all__ = ["PROTOCOL_VERSION", "parse_client_message"]
-
-PROTOCOL_VERSION = 1
+__all__ = ["PROTOCOL_VERSION", "parse_client_message"]  # the version is re-exported from limits
 
 _MISSING = object()
 _T = TypeVar("_T")
