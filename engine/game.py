@@ -75,18 +75,21 @@ class Game:
     """An Eight Off game from its deal: position, score, moves, undos, version and undo history."""
 
     def __init__(self, deal: Deal) -> None:
-        layout = deal.layout()
+        self._start(deal, deal.layout())
+
+    def _start(self, deal: Deal, layout: Layout) -> None:
+        """Every field of a game that starts at ``layout``: counters at 0, no history."""
         self.deal = deal
         self._columns: list[list[Card]] = [list(column) for column in layout.columns]
         self._cells: list[Card | None] = list(layout.cells)
-        self._foundations: dict[Suit, int] = {suit: 0 for suit in Suit}
+        self._foundations: dict[Suit, int] = dict(zip(FOUNDATION_ORDER, layout.foundations, strict=True))
         self._history: deque[_Played] = deque(maxlen=UNDO_LIMIT)
         self._log: list[Action] = []
-        self.status = Status.PLAYING
         self.score = 0
         self.moves = 0
         self.undos = 0
         self.v = 0
+        self.status = Status.WON if self.is_won() else Status.PLAYING
 
     # ----------------------------------------------------------------- constructors and views
 
@@ -146,14 +149,7 @@ class Game:
         elif deal.cells != len(cells):
             raise EngineError(f"{deal} has {deal.cells} cells, the layout {len(cells)}")
         game = cls.__new__(cls)
-        game.deal = deal
-        game._columns = [list(column) for column in columns]
-        game._cells = list(cells)
-        game._foundations = dict(zip(FOUNDATION_ORDER, foundations, strict=True))
-        game._history = deque(maxlen=UNDO_LIMIT)
-        game._log = []
-        game.score = game.moves = game.undos = game.v = 0
-        game.status = Status.WON if game.is_won() else Status.PLAYING
+        game._start(deal, layout)
         return game
 
     @property
