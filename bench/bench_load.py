@@ -62,7 +62,6 @@ import re
 import shlex
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -347,12 +346,10 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         "elapsed": elapsed,
         "errors": window.errors,
         "first_error": window.first_error,
-        "setup": setup_seconds,
         "driver_cpu": own_cpu,
         "target_cpu": target_cpu,
         "machine_cpu": machine_cpu,
         "metrics": {key: after[key] - before.get(key, 0.0) for key in after},
-        "stuck": len(pending),
     }
 
 
@@ -379,8 +376,6 @@ class Measurement:
     rate: float  # replies a second in the window, all connections together
     p50_ms: float
     p99_ms: float
-    mean_ms: float
-    max_ms: float
     samples: int
     errors: int
     first_error: str | None
@@ -490,8 +485,6 @@ def measure(target: Target, n: int, args: argparse.Namespace, label: str) -> Mea
         rate=len(ordered) / elapsed,
         p50_ms=_percentile(ordered, 0.50) * 1000,
         p99_ms=_percentile(ordered, 0.99) * 1000,
-        mean_ms=statistics.fmean(ordered) * 1000 if ordered else float("nan"),
-        max_ms=ordered[-1] * 1000 if ordered else float("nan"),
         samples=len(ordered),
         errors=errors,
         first_error=first_error,
@@ -659,7 +652,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _nan_measurement(kind: str, n: int) -> Measurement:
     nan = float("nan")
-    return Measurement(kind, n, nan, nan, nan, nan, nan, 0, 0, None, nan, None, nan)
+    return Measurement(kind, n, nan, nan, nan, 0, 0, None, nan, None, nan)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
