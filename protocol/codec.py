@@ -101,6 +101,10 @@ def _undecodable(message: str) -> ProtocolError:
     return ProtocolError(ErrorCode.BAD_REQUEST, message, None, CloseCode.UNSUPPORTED_DATA)
 
 
+def _too_large(max_size: int) -> ProtocolError:
+    return ProtocolError(ErrorCode.TOO_LARGE, f"frame over {max_size} bytes", None, CloseCode.MESSAGE_TOO_BIG)
+
+
 def _utf8_length_over(text: str, limit: int) -> bool:
     if len(text) > limit:
         return True
@@ -127,18 +131,14 @@ def decode_value(frame: object, subprotocol: Subprotocol, *, max_size: int | Non
                 raise _undecodable("a text frame on eightoff.v1.msgpack: send binary frames")
             size = frame.nbytes if isinstance(frame, memoryview) else len(frame)
             if max_size is not None and size > max_size:
-                raise ProtocolError(
-                    ErrorCode.TOO_LARGE, f"frame over {max_size} bytes", None, CloseCode.MESSAGE_TOO_BIG
-                )
+                raise _too_large(max_size)
             return msgpack.unpackb(
                 frame, raw=False, strict_map_key=False, object_pairs_hook=_pairs_to_dict, use_list=True
             )
         if type(frame) is not str:
             raise _undecodable("a binary frame on eightoff.v1.json: send text frames")
         if max_size is not None and _utf8_length_over(frame, max_size):
-            raise ProtocolError(
-                ErrorCode.TOO_LARGE, f"frame over {max_size} bytes", None, CloseCode.MESSAGE_TOO_BIG
-            )
+            raise _too_large(max_size)
         return _JSON_DECODER.decode(frame)
     except ProtocolError:
         raise
