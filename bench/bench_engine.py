@@ -154,15 +154,32 @@ def bench(lines: list[Line]) -> list[tuple[str, str, int, float, float]]:
                 out.append((i, count, 1))
 
     results = [
-        ("apply  game.play(move)", "action", total_moves,
-         best_of(engine_apply, fresh_games), best_of(baseline_apply, fresh_tables)),
-        ("undo   game.play(UNDO)", "undo", total_moves,
-         best_of(engine_undo, played_games), best_of(baseline_undo, played_tables)),
-        ("legal  list(legal_moves)", "generation", total_positions,
-         best_of(engine_generate), best_of(baseline_generate)),
+        (
+            "apply  game.play(move)",
+            "action",
+            total_moves,
+            best_of(engine_apply, fresh_games),
+            best_of(baseline_apply, fresh_tables),
+        ),
+        (
+            "undo   game.play(UNDO)",
+            "undo",
+            total_moves,
+            best_of(engine_undo, played_games),
+            best_of(baseline_undo, played_tables),
+        ),
+        (
+            "legal  list(legal_moves)",
+            "generation",
+            total_positions,
+            best_of(engine_generate),
+            best_of(baseline_generate),
+        ),
     ]
-    print(f"{total_generated:,} legal moves generated in {total_positions:,} positions "
-          f"({total_generated / total_positions:.1f} per position)")
+    print(
+        f"{total_generated:,} legal moves generated in {total_positions:,} positions "
+        f"({total_generated / total_positions:.1f} per position)"
+    )
     return results
 
 
@@ -170,8 +187,10 @@ def main() -> None:
     started = time.perf_counter()
     rng = random.Random(SEED)
     lines = record(rng)
-    print(f"engine benchmark: {len(lines)} random lines of play (seed {SEED}), "
-          f"{sum(len(line.moves) for line in lines):,} moves, Python {sys.version.split()[0]}")
+    print(
+        f"engine benchmark: {len(lines)} random lines of play (seed {SEED}), "
+        f"{sum(len(line.moves) for line in lines):,} moves, Python {sys.version.split()[0]}"
+    )
     results = bench(lines)
     print(f"{'':28}{'engine/s':>14}{'baseline/s':>14}{'ratio':>9}{'engine cost':>14}")
     for name, unit, total, engine_time, baseline_time in results:

@@ -98,9 +98,7 @@ class Card:
 
 #: The deck before shuffling: AC 2C … KC, AD … KD, AH … KH, AS … KS (DESIGN.md section 2).
 SHUFFLE_ORDER: tuple[Card, ...] = tuple(
-    Card(rank, suit)
-    for suit in (Suit.CLUBS, Suit.DIAMONDS, Suit.HEARTS, Suit.SPADES)
-    for rank in Rank
+    Card(rank, suit) for suit in (Suit.CLUBS, Suit.DIAMONDS, Suit.HEARTS, Suit.SPADES) for rank in Rank
 )
 ALL_CARDS = frozenset(SHUFFLE_ORDER)
 _CARDS_BY_TEXT: dict[str, Card] = {card.symbol(): card for card in SHUFFLE_ORDER}

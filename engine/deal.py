@@ -124,7 +124,7 @@ class Deal:
     def layout(self) -> Layout:
         """The opening layout of this deal."""
         deck = shuffled_deck(self.number)
-        columns = [list(deck[i : 48 : COLUMN_COUNT]) for i in range(COLUMN_COUNT)]
+        columns = [list(deck[i:48:COLUMN_COUNT]) for i in range(COLUMN_COUNT)]
         extra = deck[48:]
         if self.cells == 8:
             cells: list[Card | None] = [*extra, None, None, None, None]

@@ -1,9 +1,9 @@
 """The engine's exceptions, one root for everything the rules refuse.
 
-    EngineError (ValueError)
-    ├── InvalidNotationError      text that is not a card, pile, move or action
-    │   └── InvalidCodeError      text that is not a game code
-    └── IllegalMoveError          a well-formed action the rules refuse here
+EngineError (ValueError)
+├── InvalidNotationError      text that is not a card, pile, move or action
+│   └── InvalidCodeError      text that is not a game code
+└── IllegalMoveError          a well-formed action the rules refuse here
 """
 
 from __future__ import annotations

@@ -580,7 +580,11 @@ class Game:
         twin._history = deque(self._history, maxlen=UNDO_LIMIT)
         twin._log = list(self._log)
         twin.status, twin.score, twin.moves, twin.undos, twin.v = (
-            self.status, self.score, self.moves, self.undos, self.v,
+            self.status,
+            self.score,
+            self.moves,
+            self.undos,
+            self.v,
         )
         return twin
 

@@ -24,7 +24,20 @@ def test_card_deck_has_52_distinct_cards_in_shuffle_order() -> None:
     assert len(SHUFFLE_ORDER) == 52
     assert set(SHUFFLE_ORDER) == ALL_CARDS
     assert [str(card) for card in SHUFFLE_ORDER[:14]] == [
-        "AC", "2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AD",
+        "AC",
+        "2C",
+        "3C",
+        "4C",
+        "5C",
+        "6C",
+        "7C",
+        "8C",
+        "9C",
+        "TC",
+        "JC",
+        "QC",
+        "KC",
+        "AD",
     ]
     assert [str(card) for card in SHUFFLE_ORDER[-2:]] == ["QS", "KS"]
 
@@ -59,8 +72,28 @@ def test_card_values_compare_and_hash_equal() -> None:
 
 
 BAD_CARD_TEXTS: list[object] = [
-    "", "1S", "TX", "T", "TDD", "10D", " TD", "TD ", "D T", "DT", "??", "Aſ", "ıS", "ＴＤ",
-    "TD" * 5000, None, 5, 1.5, b"TD", ["T", "D"], ("T", "D"), Card.parse("TD"),
+    "",
+    "1S",
+    "TX",
+    "T",
+    "TDD",
+    "10D",
+    " TD",
+    "TD ",
+    "D T",
+    "DT",
+    "??",
+    "Aſ",
+    "ıS",
+    "ＴＤ",
+    "TD" * 5000,
+    None,
+    5,
+    1.5,
+    b"TD",
+    ["T", "D"],
+    ("T", "D"),
+    Card.parse("TD"),
 ]
 
 

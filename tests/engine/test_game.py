@@ -145,14 +145,19 @@ def test_group_size_limit(cells: int, empty_cells: int, into_empty: bool, empty_
     assert move in game.legal_moves
     assert move in set(game.legal_moves)
     game.play(move)
-    assert game.cards_in(move.target)[-largest:] == tuple(Card.parse(t) for t in run_of(
-        "S", "K" if into_empty else "Q", largest))
+    assert game.cards_in(move.target)[-largest:] == tuple(
+        Card.parse(t) for t in run_of("S", "K" if into_empty else "Q", largest)
+    )
     # ... and one card more is refused as too large, wherever such a run can exist at all.
     if limit + 1 <= longest:
         game = group_position(cells, empty_cells, empty_columns, into_empty, limit + 1)
         move = group_move(into_empty, empty_columns, limit + 1)
-        refused(game, move.symbol(), f"group too large: {limit + 1} cards, at most {limit} with "
-                f"{empty_cells} empty cell(s) and {empty_columns} empty column(s)")
+        refused(
+            game,
+            move.symbol(),
+            f"group too large: {limit + 1} cards, at most {limit} with "
+            f"{empty_cells} empty cell(s) and {empty_columns} empty column(s)",
+        )
         assert all(m.count <= limit for m in game.legal_moves if m.source == Column(1 if into_empty else 2))
     else:
         assert limit >= longest  # 12, 14, 18, 20, 28, 36: every run that exists fits
@@ -548,8 +553,22 @@ def test_legal_moves_equal_the_brute_force_oracle_on_random_layouts() -> None:
 
 def test_legal_moves_known_answer_in_the_base_position() -> None:
     moves = {move.symbol() for move in base().legal_moves}
-    assert {"t1-fS", "t4-fH", "t6-fD", "t8-fC", "t6-t2", "t2-t3:2", "t7-t5:2", "t8-t5:4", "t3-t5",
-            "fD-t6", "fH-t4", "fS-c4", "c3-c8", "t1-c4"} <= moves
+    assert {
+        "t1-fS",
+        "t4-fH",
+        "t6-fD",
+        "t8-fC",
+        "t6-t2",
+        "t2-t3:2",
+        "t7-t5:2",
+        "t8-t5:4",
+        "t3-t5",
+        "fD-t6",
+        "fH-t4",
+        "fS-c4",
+        "c3-c8",
+        "t1-c4",
+    } <= moves
     assert "t4-t5" not in moves and "t1-t5:2" not in moves and "c1-fS" not in moves
 
 

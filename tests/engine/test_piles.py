@@ -52,8 +52,31 @@ def test_pile_values_compare_and_hash_equal() -> None:
 
 
 BAD_PILE_TEXTS: list[object] = [
-    "", "t", "c", "f", "t0", "t9", "t10", "t01", "c0", "c9", "fX", "fs ", " t1", "x1", "t1t2", "t-1",
-    "t1-t2", "ff", "t１", "fſ", "t1" * 5000, None, 1, b"t1", Column(1),
+    "",
+    "t",
+    "c",
+    "f",
+    "t0",
+    "t9",
+    "t10",
+    "t01",
+    "c0",
+    "c9",
+    "fX",
+    "fs ",
+    " t1",
+    "x1",
+    "t1t2",
+    "t-1",
+    "t1-t2",
+    "ff",
+    "t１",
+    "fſ",
+    "t1" * 5000,
+    None,
+    1,
+    b"t1",
+    Column(1),
 ]
 
 

@@ -17,9 +17,7 @@ CODE = "EO1-C8-AAAAAFA"
 
 
 def player(player_id: str = "p1", *, token_hash: str | None = None, name: str = "Ada") -> PlayerRecord:
-    return PlayerRecord(
-        id=player_id, name=name, token_hash=token_hash or f"{player_id:0>64}", created_at=T0
-    )
+    return PlayerRecord(id=player_id, name=name, token_hash=token_hash or f"{player_id:0>64}", created_at=T0)
 
 
 def start(
