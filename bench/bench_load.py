@@ -153,6 +153,7 @@ def _server_command(database: Path, launcher: str | None = None, extra: str | No
         "--database-url", f"sqlite+aiosqlite:///{database}",
         "--rate-per-second", RATE_PER_SECOND,
         "--rate-burst", RATE_BURST,
+        "--max-connections-per-address", "off",  # every connection comes from 127.0.0.1
         *shlex.split(extra or ""),
     ]  # fmt: skip
 

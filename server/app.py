@@ -22,10 +22,11 @@ from websockets.typing import Subprotocol
 
 import protocol
 from server import __version__
+from server.admission import ConnectionCaps, OriginPolicy, ThrottledLog, open_files_budget
 from server.bus import LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings
-from server.connection import ConnectionLoop, Fanout, select_subprotocol
+from server.connection import ConnectionLoop, Fanout, metered_connection, select_subprotocol
 from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
@@ -89,7 +90,8 @@ class App:
         leaderboards = LeaderboardService(database)
         handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__)
         loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
-        http = _HttpRoutes(metrics, leaderboards)
+        http = _HttpRoutes(metrics, leaderboards, OriginPolicy.parse(settings.origins))
+        caps = _connection_caps(settings)
         server = await serve(
             loop,
             settings.host,
@@ -102,6 +104,7 @@ class App:
             max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
             compression=None,
             server_header=f"eightoff/{__version__}",
+            create_connection=metered_connection(caps, ThrottledLog()),  # issue 11: connection caps
         )
         sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
         app = cls(settings, database, committer, hub, loop, metrics, server, sweeper)
@@ -126,6 +129,17 @@ class App:
         await self.database.dispose()
 
 
+def _connection_caps(settings: Settings) -> ConnectionCaps:
+    """The connection caps, the global one lowered to fit the open-files limit (the accept loop
+    stalls past it)."""
+    budget = open_files_budget()
+    total = settings.max_connections
+    if total > budget:
+        logger.warning("max_connections %d lowered to %d to fit the open-files limit", total, budget)
+        total = budget
+    return ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
+
+
 class _HttpRoutes:
     """``process_request``: plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web
     client).
@@ -141,14 +155,16 @@ class _HttpRoutes:
         "unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
     }
 
-    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService) -> None:
+    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService, origins: OriginPolicy) -> None:
         self._metrics = metrics
         self._leaderboards = leaderboards
+        self._origins = origins
+        self._log = ThrottledLog()
 
     async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
         path, _, query = request.path.partition("?")
         if path == "/ws":
-            return None
+            return self._check_origin(request)
         if path == "/healthz":
             return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
         if path == "/metrics":
@@ -159,6 +175,15 @@ class _HttpRoutes:
         if is_api:
             return await self._api(path, query)
         return self._static(path)
+
+    def _check_origin(self, request: Request) -> Response | None:
+        """None when the handshake may go on; else HTTP 403 (a web page of another site must not
+        open our WebSocket from its visitors' browsers)."""
+        origin = request.headers.get("Origin")
+        if self._origins.allows(origin, request.headers.get("Host")):
+            return None
+        self._log.warning("origin refused", f"{origin!r} is not an allowed origin")
+        return _response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
 
     async def _api(self, path: str, query: str) -> Response:
         try:

@@ -54,6 +54,36 @@ class Settings:
     idle_timeout: float | None = field(
         default=300.0, metadata={"help": "seconds before a silent client is closed"}
     )
+    # Abuse limits (issue 11; docs/reliability.md)
+    max_connections: int = field(
+        default=10_000,
+        metadata={"help": "open connections in all (lowered to fit the open-files limit); over: HTTP 503"},
+    )
+    max_connections_per_address: int | None = field(
+        default=256, metadata={"help": "open connections from one source address; over: HTTP 503"}
+    )
+    origins: str = field(
+        default="self,none",
+        metadata={
+            "help": "allowed WebSocket Origin values, comma-separated: self (this server's own origin), "
+            "none (no Origin: bots), * (any) or scheme://host[:port]; others get HTTP 403"
+        },
+    )
+    guests_per_address_per_minute: int | None = field(
+        default=30, metadata={"help": "guest players one source address may create a minute"}
+    )
+    max_unfinished_games_per_player: int | None = field(
+        default=100,
+        metadata={"help": "unfinished games a player keeps; a new one abandons the least recently played"},
+    )
+    welcome_games: int = field(
+        default=20,
+        metadata={"help": "unfinished games listed in welcome, most recent first"},
+    )
+    abandon_after: float | None = field(
+        default=7 * 24 * 3600.0,
+        metadata={"help": "seconds without play after which an unfinished game is abandoned"},
+    )
     shutdown_grace: float = field(
         default=10.0, metadata={"help": "seconds to finish in-flight actions on SIGTERM"}
     )

@@ -1,9 +1,11 @@
 """The per-socket loop: frames in, decoded requests to the handler, replies and pushes out.
 
 The only module that imports ``websockets`` (with ``app.py``, which starts the server). Abuse is
-answered here: undecodable frames and the wrong frame kind close with 1003, a flood past the token
-bucket gets ``rate_limited`` and then 1008, oversized frames are closed with 1009 by websockets
-itself (``max_size``), and a connection that stops reading its replies or pushes is dropped.
+answered here: every frame but pings takes a token (valid or not), a flood past the token bucket
+gets ``rate_limited`` and then 1008, undecodable frames and the wrong frame kind close with 1003,
+oversized frames are closed with 1009 by websockets itself (``max_size``), and a connection that
+stops reading its replies or pushes is dropped. ``MeteredConnection`` counts connections against
+their caps before the handshake and notes every frame (pings too) for the idle timeout.
 """
 
 from __future__ import annotations
@@ -12,21 +14,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from websockets.asyncio.server import ServerConnection, broadcast
+from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed, NegotiationError
+from websockets.frames import Frame
+from websockets.http11 import Response
+from websockets.protocol import State
 from websockets.typing import Subprotocol
 
 import protocol
 from protocol import builders
+from server.admission import ConnectionCaps, ThrottledLog
 from server.config import Settings
 from server.hub import GameHub, Refusal
 from server.metrics import Metrics
-from server.ratelimit import TokenBucket
+from server.ratelimit import TokenBucket, Verdict
 from server.requests import Client, RequestHandler
 
-__all__ = ["ConnectionLoop", "Fanout", "select_subprotocol"]
+__all__ = ["ConnectionLoop", "Fanout", "metered_connection", "select_subprotocol"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,18 +51,70 @@ def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotoc
     return Subprotocol(chosen.value)
 
 
+CLOSE_LINGER = 2.0
+"""Seconds a closed connection has to read what we sent before its socket is dropped."""
+
+
 def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
-    """Send the close frame and drop the TCP connection without waiting for the peer's answer.
+    """Send the close frame after the replies already written, read nothing more, and drop the
+    socket ``CLOSE_LINGER`` seconds later whatever the peer does.
 
     An abusive client's frames may fill our receive queue, so websockets would never read its
-    closing frame and ``close()`` would wait out its whole timeout: the close frame is flushed
-    and the transport closed instead.
+    closing frame and ``close()`` would wait out its whole timeout. Closing the socket at once is no
+    better: with unread input in it the kernel sends a reset, which can destroy the replies and the
+    close frame before the client reads them (it then sees 1006 and nothing). So the TCP connection
+    is half-closed (our FIN follows the close frame) and dropped after the linger.
     """
-    if ws.transport is None or ws.transport.is_closing():
+    transport = ws.transport
+    if transport is None or transport.is_closing() or ws.protocol.state is not State.OPEN:
         return
     ws.protocol.send_close(code, reason.encode()[:120].decode(errors="ignore"))
     ws.send_data()
-    ws.transport.close()
+    transport.pause_reading()
+    if transport.can_write_eof():
+        transport.write_eof()
+    ws.loop.call_later(CLOSE_LINGER, transport.abort)
+
+
+def metered_connection(caps: ConnectionCaps, log: ThrottledLog) -> type[ServerConnection]:
+    """The class websockets builds for each accepted socket (``serve(create_connection=...)``)."""
+
+    class MeteredConnection(ServerConnection):
+        """Counted against ``caps`` from accept to close, refused at once (HTTP 503, nothing read)
+        past them; ``last_frame_at`` is the time of its last frame of any kind, pings included."""
+
+        last_frame_at = 0.0
+        _address: str | None = None
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self.last_frame_at = time.monotonic()
+            peer = transport.get_extra_info("peername")
+            address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+            refused = caps.admit(address)
+            if refused is None:
+                self._address = address
+                return
+            log.warning("connection refused", refused)
+            body = b"too many connections; retry later\n"
+            headers = Headers([("Content-Length", str(len(body))), ("Connection", "close")])
+            headers["Retry-After"] = "5"
+            response = Response(503, "Service Unavailable", headers, body)
+            cast(asyncio.Transport, transport).write(response.serialize())
+            transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._address is not None:
+                caps.release(self._address)
+                self._address = None
+            super().connection_lost(exc)
+
+        def process_event(self, event: Any) -> None:
+            if isinstance(event, Frame):
+                self.last_frame_at = time.monotonic()
+            super().process_event(event)
+
+    return MeteredConnection
 
 
 class Fanout:
@@ -124,23 +183,29 @@ class ConnectionLoop:
     ) -> bool:
         """Serve one frame; False when the connection must close.
 
-        The frame is decoded before the token bucket is asked (decoding a frame of at most
-        ``max_frame_bytes`` is cheap), so that even a ``rate_limited`` refusal echoes the request id.
+        Every frame takes a token, valid or not (an invalid one costs a reply too). It is still
+        decoded when refused (decoding a frame of at most ``max_frame_bytes`` is cheap), so that even
+        a ``rate_limited`` refusal echoes the request id.
         """
         started = time.perf_counter()
+        verdict = bucket.take()  # issue 11: every frame counts
+        if verdict is Verdict.CLOSE:
+            self._metrics.errors.labels("flooding").inc()
+            _close_now(ws, 1008, "flooding after rate_limited")
+            return False
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self._settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
+            if exc.close_code is None and verdict is Verdict.REFUSE:
+                self._refuse(client, "rate_limited", "too many requests; slow down", exc)
+                return True
             self._metrics.errors.labels(exc.code.value).inc()
             self._send((client,), builders.error(exc.code, exc.message, exc.request_id))
             if exc.close_code is not None:
                 _close_now(ws, int(exc.close_code), exc.message)
                 return False
             return True
-        if not bucket.take():
-            if bucket.is_abusive():
-                _close_now(ws, 1008, "flooding")
-                return False
+        if verdict is Verdict.REFUSE:
             self._refuse(client, "rate_limited", "too many requests; slow down", request)
             return True
         if self.draining:
@@ -165,12 +230,14 @@ class ConnectionLoop:
         return True
 
     def _refuse(self, client: Client, code: str, message: str, request: Any) -> None:
+        """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)."""
         self._metrics.errors.labels(code).inc()
         self._send((client,), builders.error(code, message, request.request_id))
 
     async def close_idle_forever(self) -> None:
-        """Close connections silent for ``idle_timeout`` (one sweep a few times per timeout, not a
-        timer per frame: that would cost every request a timer)."""
+        """Close connections silent for ``idle_timeout``: no frame at all, not even a ping, and no
+        push sent to them (one sweep a few times per timeout, not a timer per frame: that would
+        cost every request a timer)."""
         idle = self._settings.idle_timeout
         if idle is None:
             return
@@ -178,9 +245,11 @@ class ConnectionLoop:
             await asyncio.sleep(max(idle / 4, 0.05))
             deadline = time.monotonic() - idle
             for client in [client for client in self.clients if client.last_seen < deadline]:
-                client.last_seen = float("inf")  # one close per client, however long it takes
                 ws: ServerConnection = client.transport
-                _close_now(ws, 1000, "idle timeout")
+                client.last_seen = max(client.last_seen, getattr(ws, "last_frame_at", 0.0))
+                if client.last_seen < deadline:
+                    client.last_seen = float("inf")  # one close per client, however long it takes
+                    _close_now(ws, 1000, "idle timeout")
 
     async def wait_idle(self, timeout: float) -> None:
         """Wait until no request is being served (bounded by ``timeout``)."""

@@ -1,21 +1,44 @@
-"""A token bucket per connection: bursts are fine, a sustained flood is refused and then closed."""
+"""Token buckets: a flood is refused, and a client that keeps flooding is closed, whatever its pace.
+
+Pure: no I/O, the clock is passed in. One ``TokenBucket`` per connection meters its frames (every
+frame, valid or not; WebSocket pings excepted, websockets answers them itself). ``BucketsByKey``
+holds one bucket per source address for rarer things (guests created per minute).
+"""
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 
-__all__ = ["TokenBucket"]
+__all__ = ["BucketsByKey", "TokenBucket", "Verdict"]
+
+Clock = Callable[[], float]
+
+
+class Verdict(enum.Enum):
+    """What to do with one frame."""
+
+    SERVE = "serve"
+    REFUSE = "refuse"  # answer rate_limited
+    CLOSE = "close"  # close 1008: the client went on flooding for a whole bucketful while refused
 
 
 class TokenBucket:
-    """``rate`` tokens a second up to ``burst``; each message takes one.
+    """``rate`` tokens a second up to ``burst``; each frame takes one.
 
-    ``take()`` says whether the message may be served. A client that keeps sending while refused
-    builds up ``debt``; past ``burst`` of it the caller should close the connection (1008).
+    Refusals add up in ``debt``, and only a full bucket forgets them: a client must pause until the
+    bucket has refilled (``burst / rate`` seconds) to be forgiven. Serving a token that trickled in
+    meanwhile does not forgive anything, so a flood paced just above ``rate`` is closed after
+    ``burst`` refusals like an unpaced one (only later: at pace ``p`` after ``burst / (p - rate)``
+    seconds).
     """
 
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+    __slots__ = ("_burst", "_clock", "_rate", "_stamp", "_tokens", "debt")
+
+    def __init__(self, rate: float, burst: int, clock: Clock = time.monotonic) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError(f"a token bucket needs rate > 0 and burst >= 1, not {rate} and {burst}")
         self._rate = rate
         self._burst = float(burst)
         self._clock = clock
@@ -23,17 +46,54 @@ class TokenBucket:
         self._stamp = clock()
         self.debt = 0
 
-    def take(self) -> bool:
+    def _refill(self) -> None:
         now = self._clock()
         self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
         self._stamp = now
+        if self._tokens >= self._burst:
+            self.debt = 0
+
+    def is_full(self) -> bool:
+        self._refill()
+        return self._tokens >= self._burst
+
+    def take(self) -> Verdict:
+        """Meter one frame."""
+        self._refill()
         if self._tokens >= 1.0:
             self._tokens -= 1.0
-            self.debt = 0
-            return True
+            return Verdict.SERVE
         self.debt += 1
-        return False
+        return Verdict.CLOSE if self.debt > self._burst else Verdict.REFUSE
 
-    def is_abusive(self) -> bool:
-        """The client went on flooding for a whole burst after being refused."""
-        return self.debt > self._burst
+
+class BucketsByKey:
+    """One token bucket per key (a source address), forgotten once full again so memory stays
+    bounded by the keys active in the last ``burst / rate`` seconds."""
+
+    def __init__(self, rate: float, burst: int, clock: Clock = time.monotonic) -> None:
+        self._rate = rate
+        self._burst = burst
+        self._clock = clock
+        self._buckets: dict[str, TokenBucket] = {}
+        self._swept_at = clock()
+
+    def allow(self, key: str) -> bool:
+        """Take a token from ``key``'s bucket; False when it is empty (nothing is taken then)."""
+        self._sweep()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(self._rate, self._burst, self._clock)
+        return bucket.take() is Verdict.SERVE
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def _sweep(self) -> None:
+        """Drop full buckets, at most once per refill period (amortised O(1) per call)."""
+        now = self._clock()
+        if now - self._swept_at < self._burst / self._rate:
+            return
+        self._swept_at = now
+        for key in [key for key, bucket in self._buckets.items() if bucket.is_full()]:
+            del self._buckets[key]

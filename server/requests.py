@@ -178,12 +178,13 @@ class RequestHandler:
     async def _watch(self, client: Client, request: protocol.WatchRequest) -> Reply:
         while True:  # again if the game ended, or was reloaded, while we waited for its lock
             found = await self._hub.find(request.game)
-            if isinstance(found, FinishedGame):
-                return [self._stored_snapshot(found, request.request_id)]
             limit = self._settings.max_watches_per_connection
-            if found.id not in client.watching and len(client.watching) >= limit:
+            if request.game not in client.watching and len(client.watching) >= limit:
                 self._hub.forget_unfollowed(found)
                 raise Refusal("rate_limited", f"at most {limit} watches per connection")
+            if isinstance(found, FinishedGame):  # counts like a live one until unwatched (issue 11)
+                client.watching.add(request.game)
+                return [self._stored_snapshot(found, request.request_id)]
             async with found.lock:  # the snapshot and the first diff after it are consecutive versions
                 if self._hub.is_current(found):
                     found.spectators.add(client)

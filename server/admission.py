@@ -1,0 +1,158 @@
+"""Who may open a connection: caps on open connections (per source address and in all) and the
+allowed ``Origin`` values of a WebSocket handshake.
+
+Pure decisions, no sockets: ``connection.py`` asks ``ConnectionCaps`` as each TCP connection is
+accepted (before its handshake, so a socket that never says anything counts too) and answers a
+refusal with HTTP 503 at once; ``app.py`` asks ``OriginPolicy`` during the handshake and answers a
+refusal with HTTP 403.
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+__all__ = [
+    "RESERVED_FILES",
+    "ConnectionCaps",
+    "OriginPolicy",
+    "ThrottledLog",
+    "open_files_budget",
+]
+
+logger = logging.getLogger(__name__)
+
+RESERVED_FILES = 64
+"""Open files kept for everything but client sockets: the listening socket, the database, logs."""
+
+
+def open_files_budget() -> int:
+    """Raise the soft open-files limit to the hard one and return how many client sockets fit under
+    it. Past the limit ``accept()`` fails (EMFILE) and asyncio stops accepting for a second: a
+    connection cap below this budget keeps the accept loop going."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass
+    return max(1, soft - RESERVED_FILES)
+
+
+class ThrottledLog:
+    """A warning at most once per ``interval`` seconds per reason, counting the ones left out: an
+    attack must not turn into a flood of log lines."""
+
+    def __init__(self, interval: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval = interval
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._skipped: dict[str, int] = {}
+
+    def warning(self, reason: str, detail: str) -> bool:
+        """Log ``reason: detail`` unless ``reason`` was logged less than ``interval`` ago; True when
+        logged."""
+        now = self._clock()
+        if now - self._last.get(reason, float("-inf")) < self._interval:
+            self._skipped[reason] = self._skipped.get(reason, 0) + 1
+            return False
+        self._last[reason] = now
+        skipped = self._skipped.pop(reason, 0)
+        more = f" ({skipped} more since the last line)" if skipped else ""
+        logger.warning("%s: %s%s", reason, detail, more)
+        return True
+
+
+@dataclass(slots=True)
+class ConnectionCaps:
+    """Counts open connections per source address and in all; ``admit`` refuses past either cap
+    (``None``: no cap)."""
+
+    per_address: int | None
+    total: int | None
+    _open: dict[str, int] = field(default_factory=dict)
+    _total_open: int = 0
+
+    @property
+    def open_connections(self) -> int:
+        return self._total_open
+
+    def open_from(self, address: str) -> int:
+        return self._open.get(address, 0)
+
+    def admit(self, address: str) -> str | None:
+        """Count a new connection from ``address``; returns why it is refused (and then does not
+        count it), or None. Every admitted connection must be ``release``d once."""
+        if self.total is not None and self._total_open >= self.total:
+            return f"{self._total_open} connections open, the cap is {self.total}"
+        count = self._open.get(address, 0)
+        if self.per_address is not None and count >= self.per_address:
+            return f"{count} connections open from {address}, the cap is {self.per_address}"
+        self._open[address] = count + 1
+        self._total_open += 1
+        return None
+
+    def release(self, address: str) -> None:
+        count = self._open.get(address, 0)
+        if count <= 0:
+            return
+        self._total_open -= 1
+        if count == 1:
+            del self._open[address]
+        else:
+            self._open[address] = count - 1
+
+
+SELF = "self"
+NO_ORIGIN = "none"
+ANY = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class OriginPolicy:
+    """The ``Origin`` values a WebSocket handshake may carry.
+
+    Built from the ``origins`` setting, a comma-separated list of: ``self`` (the server's own origin:
+    an Origin whose host and port are the request's ``Host``, as for the browser client served on
+    this port), ``none`` (no Origin header: bots, command-line clients), ``*`` (any origin), or an
+    origin such as ``https://play.example.org``.
+    """
+
+    allowed: frozenset[str]
+    same_origin: bool
+    no_origin: bool
+    any_origin: bool
+
+    @classmethod
+    def parse(cls, setting: str) -> OriginPolicy:
+        """Raises ValueError for an entry that is not a keyword nor a ``scheme://host[:port]``."""
+        entries = {entry.strip() for entry in setting.split(",") if entry.strip()}
+        origins = entries - {SELF, NO_ORIGIN, ANY}
+        for origin in origins:
+            parts = urlsplit(origin)
+            if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
+                raise ValueError(f"origin {origin!r} is not self, none, * or scheme://host[:port]")
+        return cls(
+            allowed=frozenset(origin.lower() for origin in origins),
+            same_origin=SELF in entries,
+            no_origin=NO_ORIGIN in entries,
+            any_origin=ANY in entries,
+        )
+
+    def allows(self, origin: str | None, host: str | None) -> bool:
+        """Whether a handshake with this ``Origin`` (None when absent) to this ``Host`` may go on."""
+        if origin is None:
+            return self.no_origin or self.any_origin
+        origin = origin.strip().lower()
+        if self.any_origin or origin in self.allowed:
+            return True
+        if self.same_origin and host:
+            parts = urlsplit(origin)
+            return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
+        return False

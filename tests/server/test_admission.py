@@ -1,0 +1,78 @@
+"""Connection caps, origin policy and the throttled log, without sockets."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from server.admission import ConnectionCaps, OriginPolicy, ThrottledLog, open_files_budget
+
+
+def test_caps_per_address_and_in_all() -> None:
+    caps = ConnectionCaps(per_address=2, total=3)
+    assert caps.admit("a") is None and caps.admit("a") is None
+    assert "from a" in (caps.admit("a") or "")
+    assert caps.admit("b") is None
+    assert "3 connections open" in (caps.admit("c") or "")
+    caps.release("a")
+    assert caps.admit("c") is None
+    assert caps.open_connections == 3 and caps.open_from("a") == 1
+
+
+def test_caps_release_of_an_unknown_address_is_harmless() -> None:
+    caps = ConnectionCaps(per_address=None, total=None)
+    caps.release("nobody")
+    assert caps.open_connections == 0
+    assert all(caps.admit("a") is None for _ in range(10_000))
+
+
+@pytest.mark.parametrize(
+    ("setting", "origin", "host", "allowed"),
+    [
+        ("self,none", None, "h:1", True),
+        ("self,none", "http://h:1", "h:1", True),
+        ("self,none", "HTTPS://H:1", "h:1", True),
+        ("self,none", "http://h:2", "h:1", False),
+        ("self,none", "http://h:1", None, False),
+        ("self,none", "null", "h:1", False),
+        ("self,none", "ftp://h:1", "h:1", False),
+        ("self", None, "h:1", False),
+        ("none", "http://h:1", "h:1", False),
+        ("https://a.example, https://b.example", "https://b.example", "h:1", True),
+        ("https://a.example", "https://a.example.evil", "h:1", False),
+        ("*", "http://anything", None, True),
+        ("*", None, None, True),
+    ],
+)
+def test_origin_policy(setting: str, origin: str | None, host: str | None, allowed: bool) -> None:
+    assert OriginPolicy.parse(setting).allows(origin, host) is allowed
+
+
+@pytest.mark.parametrize("setting", ["example.org", "https://a.example/path", "javascript:x"])
+def test_origin_policy_rejects_malformed_entries(setting: str) -> None:
+    with pytest.raises(ValueError, match="origin"):
+        OriginPolicy.parse(setting)
+
+
+def test_throttled_log_says_how_many_lines_it_left_out(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    log = ThrottledLog(interval=1.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING):
+        assert log.warning("refused", "one")
+        assert not log.warning("refused", "two")
+        assert log.warning("other", "three")
+        now[0] = 1.5
+        assert log.warning("refused", "four")
+    assert [record.getMessage() for record in caplog.records] == [
+        "refused: one",
+        "other: three",
+        "refused: four (1 more since the last line)",
+    ]
+
+
+def test_open_files_budget_leaves_room_for_the_server() -> None:
+    import resource
+
+    budget = open_files_budget()
+    assert 0 < budget < resource.getrlimit(resource.RLIMIT_NOFILE)[0]

@@ -1,0 +1,272 @@
+"""Abuse limits attacked over real WebSocket connections while a well-behaved client plays (issue 11,
+docs/reliability.md): each attack gets its documented refusal or close code, and the bystander is
+served all along.
+
+Attacks tried here: floods paced just above the refill rate and unpaced bursts; floods of well-formed
+but invalid messages; floods of WebSocket pings (not metered) and a client that sends only pings or
+nothing at all; more connections than the per-address and global caps, idle raw TCP sockets among
+them; handshakes from foreign origins; watching more finished games than the watch limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgpack
+import pytest
+import serverutil
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from wsclient import WsClient
+
+from server.app import App
+
+CODE = "EO1-C8-AAAAAFA"  # 8 cells, cells 5-8 empty: t1 -> c5 and back are always legal
+
+
+class Bystander:
+    """A well-behaved player: plays moves one at a time until stopped; every reply must be its ack."""
+
+    def __init__(self, client: WsClient, game: str) -> None:
+        self.client = client
+        self.game = game
+        self.acks = 0
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def start(cls, url: str, **connect_kwargs: Any) -> Bystander:
+        client = await WsClient.open(url, **connect_kwargs)
+        await client.hello()
+        game = (await client.request("new_game", code=CODE))["game"]
+        bystander = cls(client, game)
+        bystander._task = asyncio.create_task(bystander._play())
+        return bystander
+
+    async def _play(self) -> None:
+        for index in itertools.count():
+            if self._stop.is_set():
+                return
+            fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
+            reply = await self.client.request("move", game=self.game, **fields)
+            assert reply["type"] == "ack", reply
+            self.acks += 1
+            await asyncio.sleep(0.05)  # 20 a second at most: under the strict rate limit
+
+    async def stop(self) -> int:
+        """Stop playing; returns the number of acks received (the task's failure is raised)."""
+        self._stop.set()
+        assert self._task is not None
+        await self._task
+        await self.client.close()
+        return self.acks
+
+
+@contextlib.asynccontextmanager
+async def bystander_playing(url: str, **connect_kwargs: Any) -> AsyncIterator[Bystander]:
+    """A bystander plays during the block, and is still served after it (three more acks)."""
+    bystander = await Bystander.start(url, **connect_kwargs)
+    try:
+        yield bystander
+        served = bystander.acks
+        deadline = time.monotonic() + 10
+        while bystander.acks < served + 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    finally:
+        await bystander.stop()
+    assert bystander.acks >= served + 3, "the bystander is no longer served"
+
+
+def socket_from(address: str, port: int) -> socket.socket:
+    """A TCP socket connected to the server from the loopback ``address`` (a distinct source)."""
+    sock = socket.socket()
+    sock.bind((address, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+@pytest.fixture
+async def strict_app(database_url: str) -> AsyncIterator[App]:
+    limits = {"rate_per_second": 20.0, "rate_burst": 20, "max_watches_per_connection": 2}
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", **limits) as app:
+        yield app
+
+
+async def read_until_closed(client: WsClient) -> list[dict[str, Any]]:
+    """Every message until the server closes the connection."""
+    replies = []
+    with contextlib.suppress(ConnectionClosed):
+        while True:
+            replies.append(await client.recv(timeout=10))
+    return replies
+
+
+def assert_replies_then_1008(client: WsClient, replies: list[dict[str, Any]], burst: int) -> None:
+    """Every frame before the one that closed got its reply, in order; a bucketful of them were
+    refused; then the close frame 1008 arrived (not a reset: 1006)."""
+    ids = [reply["id"] for reply in replies]
+    assert ids == list(range(len(ids))), ids
+    refused = [reply for reply in replies if reply.get("code") == "rate_limited"]
+    assert len(refused) == burst, len(refused)
+    assert client.ws.close_code == 1008, (client.ws.close_code, client.ws.close_reason)
+
+
+@pytest.mark.parametrize(
+    "message", [{"type": "live"}, {"type": "move", "game": "x"}], ids=["valid", "invalid"]
+)
+async def test_unpaced_burst_is_answered_then_closed_1008(strict_app: App, message: dict[str, Any]) -> None:
+    """An unpaced burst of valid or well-formed invalid frames: replies up to the close, then 1008."""
+    url = serverutil.ws_url(strict_app)
+    async with bystander_playing(url):
+        flooder = await WsClient.open(url)
+        await flooder.hello()
+        frames = [flooder.encode({**message, "id": index}) for index in range(500)]
+        with contextlib.suppress(ConnectionClosed):
+            for frame in frames:
+                await flooder.ws.send(frame)
+        replies = await read_until_closed(flooder)
+    assert_replies_then_1008(flooder, replies, burst=20)
+
+
+async def test_flood_paced_just_above_the_refill_rate_is_closed_1008(strict_app: App) -> None:
+    """30 frames a second against a refill of 20: 10 refusals a second, closed after 20 of them."""
+    url = serverutil.ws_url(strict_app)
+    async with bystander_playing(url):
+        flooder = await WsClient.open(url)
+        await flooder.hello()
+        reader = asyncio.create_task(read_until_closed(flooder))
+        started = time.monotonic()
+        with contextlib.suppress(ConnectionClosed):
+            for index in itertools.count():
+                if reader.done():
+                    break
+                await flooder.send({"type": "live", "id": index})
+                await asyncio.sleep(max(0.0, started + (index + 1) / 30 - time.monotonic()))
+        replies = await asyncio.wait_for(reader, 30)
+    assert_replies_then_1008(flooder, replies, burst=20)
+    assert time.monotonic() - started > 2.0  # the paced flood was not closed before its debt
+
+
+async def test_pings_are_not_metered(strict_app: App) -> None:
+    """Ten bucketfuls of pings: all answered, and the next request is served, not rate_limited."""
+    client = await WsClient.open(serverutil.ws_url(strict_app))
+    await client.hello()
+    pongs = [await client.ws.ping() for _ in range(200)]
+    await asyncio.gather(*pongs)
+    assert (await client.request("live"))["type"] == "live"
+    await client.close()
+
+
+async def test_keepalive_pings_are_not_idle_and_silence_is(database_url: str) -> None:
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", idle_timeout=1.0) as app:
+        url = serverutil.ws_url(app)
+        pinger = await WsClient.open(url, ping_interval=None)
+        silent = await WsClient.open(url, ping_interval=None)
+        for client in (pinger, silent):
+            await client.hello()
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            await pinger.ws.ping()
+            await asyncio.sleep(0.2)
+        assert (await pinger.request("live"))["type"] == "live"
+        with pytest.raises(ConnectionClosed):
+            await silent.recv(timeout=5)
+        assert silent.ws.close_code == 1000
+        await pinger.close()
+
+
+async def test_connections_past_the_per_address_cap_get_503(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Idle raw sockets from 127.0.0.1 fill its cap; its next handshake gets 503 with a log line,
+    while a player from 127.0.0.2 goes on; closing one frees a place."""
+    settings = {"max_connections_per_address": 5, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        async with bystander_playing(url, sock=socket_from("127.0.0.2", app.port)):
+            idle = [socket_from("127.0.0.1", app.port) for _ in range(5)]
+            await asyncio.sleep(0.1)
+            with caplog.at_level(logging.WARNING), pytest.raises(InvalidStatus) as refused:
+                await connect(url)
+            assert refused.value.response.status_code == 503
+            assert any("connection refused" in record.getMessage() for record in caplog.records)
+            idle.pop().close()
+            await asyncio.sleep(0.1)
+            async with connect(url) as ws:
+                await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+                assert msgpack.unpackb(await ws.recv())["type"] == "welcome"
+            for sock in idle:
+                sock.close()
+
+
+async def test_connections_past_the_global_cap_get_503(database_url: str) -> None:
+    settings = {"max_connections": 4, "max_connections_per_address": None, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        async with bystander_playing(url):
+            held = [await connect(url) for _ in range(3)]
+            for address in ("127.0.0.1", "127.0.0.3"):
+                with pytest.raises(InvalidStatus) as refused:
+                    await connect(url, sock=socket_from(address, app.port))
+                assert refused.value.response.status_code == 503
+            await held.pop().close()
+            await asyncio.sleep(0.1)
+            held.append(await connect(url))
+            for ws in held:
+                await ws.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "origin", "allowed"),
+    [
+        ("self,none", None, True),
+        ("self,none", "http://127.0.0.1:{port}", True),
+        ("self,none", "http://evil.example", False),
+        ("self,none", "http://127.0.0.1:1", False),
+        ("self", None, False),
+        ("https://play.example.org", "https://play.example.org", True),
+        ("https://play.example.org", "http://127.0.0.1:{port}", False),
+        ("*", "http://evil.example", True),
+    ],
+)
+async def test_origins(database_url: str, setting: str, origin: str | None, allowed: bool) -> None:
+    async with serverutil.running_app(database_url, origins=setting) as app:
+        url = serverutil.ws_url(app)
+        headers = {} if origin is None else {"Origin": origin.format(port=app.port)}
+        if allowed:
+            async with connect(url, origin=None, additional_headers=headers) as ws:
+                await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+                assert msgpack.unpackb(await ws.recv())["type"] == "welcome"
+        else:
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(url, additional_headers=headers)
+            assert refused.value.response.status_code == 403
+
+
+async def test_finished_games_count_toward_the_watch_limit(strict_app: App) -> None:
+    url = serverutil.ws_url(strict_app)
+    owner = await WsClient.open(url)
+    await owner.hello()
+    finished = []
+    for _ in range(3):
+        game = (await owner.request("new_game", code=CODE))["game"]
+        assert (await owner.request("resign", game=game))["type"] == "game_over"
+        finished.append(game)
+    watcher = await WsClient.open(url)
+    await watcher.hello()
+    for game in finished[:2]:
+        assert (await watcher.request("watch", game=game))["type"] == "snapshot"
+    refused = await watcher.request("watch", game=finished[2])
+    assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+    assert (await watcher.request("watch", game=finished[0]))["type"] == "snapshot"  # again: no new place
+    assert (await watcher.request("unwatch", game=finished[0]))["type"] == "ok"
+    assert (await watcher.request("watch", game=finished[2]))["type"] == "snapshot"
+    for client in (owner, watcher):
+        await client.close()

@@ -1,0 +1,75 @@
+"""The token buckets on a fake clock: a flood at any pace above the refill rate ends in CLOSE after
+exactly one more bucketful of refusals; a pause that refills the bucket forgives; buckets by key are
+forgotten once full."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from server.ratelimit import BucketsByKey, TokenBucket, Verdict
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def flood(bucket: TokenBucket, clock: FakeClock, pace: float, frames: int) -> list[Verdict]:
+    verdicts = []
+    for _ in range(frames):
+        verdicts.append(bucket.take())
+        if verdicts[-1] is Verdict.CLOSE:
+            break
+        clock.now += 1 / pace
+    return verdicts
+
+
+@given(excess=st.floats(min_value=0.02, max_value=1000.0))
+def test_bucket_closes_a_flood_at_any_pace_above_the_rate(excess: float) -> None:
+    """Paced at rate * (1 + excess): closed after exactly ``burst`` refusals."""
+    clock = FakeClock()
+    bucket = TokenBucket(200.0, 400, clock)
+    verdicts = flood(bucket, clock, 200.0 * (1 + excess), 10_000_000)
+    assert verdicts[-1] is Verdict.CLOSE
+    assert verdicts.count(Verdict.REFUSE) == 400
+
+
+def test_bucket_never_closes_a_client_at_the_rate() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(200.0, 400, clock)
+    assert set(flood(bucket, clock, 199.0, 100_000)) == {Verdict.SERVE}
+
+
+def test_bucket_forgives_only_when_full_again() -> None:
+    clock = FakeClock()
+    bucket = TokenBucket(10.0, 10, clock)
+    assert [bucket.take() for _ in range(15)].count(Verdict.REFUSE) == 5
+    clock.now += 0.5  # half a refill: five tokens, the debt stays
+    assert [bucket.take() for _ in range(5)] == [Verdict.SERVE] * 5
+    assert [bucket.take() for _ in range(6)] == [Verdict.REFUSE] * 5 + [Verdict.CLOSE]
+    clock.now += 1.0  # full again: forgiven
+    assert bucket.debt == 11 and bucket.is_full() and bucket.debt == 0
+
+
+def test_bucket_rejects_nonsense_settings() -> None:
+    with pytest.raises(ValueError):
+        TokenBucket(0.0, 10)
+    with pytest.raises(ValueError):
+        TokenBucket(1.0, 0)
+
+
+def test_buckets_by_key_limit_each_key_and_forget_full_ones() -> None:
+    clock = FakeClock()
+    buckets = BucketsByKey(rate=1.0, burst=3, clock=clock)
+    assert [buckets.allow("a") for _ in range(4)] == [True, True, True, False]
+    assert buckets.allow("b")
+    assert len(buckets) == 2
+    clock.now += 3.0
+    assert buckets.allow("c")  # the sweep forgot a and b, both full again
+    assert len(buckets) == 1
+    assert [buckets.allow("a") for _ in range(4)] == [True, True, True, False]
