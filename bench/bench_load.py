@@ -154,6 +154,7 @@ def _server_command(database: Path, launcher: str | None = None, extra: str | No
         "--rate-per-second", RATE_PER_SECOND,
         "--rate-burst", RATE_BURST,
         "--max-connections-per-address", "off",  # every connection comes from 127.0.0.1
+        "--guests-per-address-per-minute", "off",  # and says hello as a new guest
         *shlex.split(extra or ""),
     ]  # fmt: skip
 

@@ -30,6 +30,7 @@ from server.connection import ConnectionLoop, Fanout, metered_connection, select
 from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
+from server.quotas import UnfinishedGames
 from server.requests import RequestHandler
 from server.storage import Database, upgrade_to_head
 from server.storage.action_log import SqliteActionLog
@@ -61,6 +62,8 @@ class App:
     metrics: Metrics
     server: Server
     sweeper: asyncio.Task[None]
+    unfinished: UnfinishedGames
+    expirer: asyncio.Task[None]
 
     @classmethod
     async def start(cls, settings: Settings) -> App:
@@ -88,7 +91,13 @@ class App:
         hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
         await hub.start_bus()
         leaderboards = LeaderboardService(database)
-        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__)
+        unfinished = UnfinishedGames(
+            database,
+            hub.rooms,
+            per_player=settings.max_unfinished_games_per_player,
+            abandon_after=settings.abandon_after,
+        )
+        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__, unfinished)
         loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
         http = _HttpRoutes(metrics, leaderboards, OriginPolicy.parse(settings.origins))
         caps = _connection_caps(settings)
@@ -107,7 +116,8 @@ class App:
             create_connection=metered_connection(caps, ThrottledLog()),  # issue 11: connection caps
         )
         sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
-        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper)
+        expirer = asyncio.get_running_loop().create_task(unfinished.sweep_forever(), name="game-expiry")
+        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper, unfinished, expirer)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
         return app
 
@@ -120,6 +130,7 @@ class App:
         """Stop accepting, let in-flight actions commit, close every connection with 1001."""
         self.server.server.close()
         self.sweeper.cancel()
+        self.expirer.cancel()
         self.loop.draining = True
         await self.loop.wait_idle(self.settings.shutdown_grace)
         self.server.close(close_connections=True)

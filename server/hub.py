@@ -26,6 +26,7 @@ from server.committer import Committer, StorageUnavailable, Write, WriteConflict
 from server.ids import new_id
 from server.metrics import Metrics
 from server.storage import Database, GameResult, GameStart, StoredGame, repository
+from server.storage.unfinished import ABANDONED
 
 __all__ = ["Audience", "FinishedGame", "GameHub", "GameRoom", "PlayerRef", "Pusher", "Refusal"]
 
@@ -427,6 +428,6 @@ def replay_stored(stored: StoredGame) -> Game:
     """Rebuild a stored game through the engine, checking every action again (a resigned game ends
     resigned: resigning is not an action of the log)."""
     game = Game.replay(Deal.from_code(stored.code), (parse_action(text) for text in stored.actions))
-    if stored.status == Status.RESIGNED.value:
+    if stored.status in (Status.RESIGNED.value, ABANDONED):  # abandoned: the server resigned it
         game.resign()
     return game

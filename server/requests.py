@@ -19,6 +19,8 @@ from server.config import Settings
 from server.hub import FinishedGame, GameHub, GameRoom, PlayerRef, Refusal, replay_stored, utc_now
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
+from server.quotas import UnfinishedGames
+from server.ratelimit import BucketsByKey
 from server.storage import Database, PlayerRecord, repository
 
 __all__ = ["Client", "RequestHandler"]
@@ -52,6 +54,7 @@ class RequestHandler:
         hub: GameHub,
         leaderboards: LeaderboardService,
         version: str,
+        unfinished: UnfinishedGames,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -59,6 +62,9 @@ class RequestHandler:
         self._hub = hub
         self._leaderboards = leaderboards
         self._version = version
+        self._unfinished = unfinished
+        per_minute = settings.guests_per_address_per_minute
+        self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._routes: dict[type[Any], Callable[[Client, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
@@ -101,8 +107,9 @@ class RequestHandler:
                 record = await repository.get_player_by_token_hash(conn, hash_token(request.token))
                 if record is None:
                     raise Refusal("unauthorized", "unknown token")
-                games = await repository.unfinished_game_ids(conn, record.id)
+                games = await self._unfinished.recent(conn, record.id, self._settings.welcome_games)
         else:
+            self._check_guest_quota(client)
             token = new_token()
             player_id = new_id()
             record = PlayerRecord(
@@ -130,6 +137,7 @@ class RequestHandler:
     async def _new_game(self, client: Client, request: protocol.NewGameRequest) -> Reply:
         player = self._player(client)
         self._check_game_room(client)
+        await self._unfinished.make_room(player.id)  # issue 11: unfinished games per player
         deal = request.deal
         daily_date = None
         if deal is None and request.daily:
@@ -236,6 +244,15 @@ class RequestHandler:
         if client.player is None:
             raise Refusal("unauthorized", "say hello first")
         return client.player
+
+    def _check_guest_quota(self, client: Client) -> None:
+        """At most ``guests_per_address_per_minute`` new guests from one source address (issue 11)."""
+        address = getattr(client.transport, "remote_address", None)
+        if self._guests is not None and not self._guests.allow(str(address[0] if address else None)):
+            raise Refusal(
+                "rate_limited",
+                "too many new guests from your address; retry in a minute, or say hello with your token",
+            )
 
     def _check_game_room(self, client: Client) -> None:
         if len(client.games) >= self._settings.max_games_per_connection:

@@ -100,7 +100,7 @@ class GameRow(Base):
 
     __tablename__ = "games"
     __table_args__ = (
-        CheckConstraint("status IN ('playing', 'won', 'resigned')", name="status"),
+        CheckConstraint("status IN ('playing', 'won', 'resigned', 'abandoned')", name="status"),
         CheckConstraint("cells IN (8, 4, 2)", name="cells"),
         # Unfinished games of a player.
         Index("ix_games_player_id_status", "player_id", "status"),
@@ -108,6 +108,8 @@ class GameRow(Base):
         # tables below, not this table.
         Index("ix_games_player_id_finished_at", "player_id", "finished_at"),
         Index("ix_games_finished_at", "finished_at"),
+        # Unfinished games left idle, for their expiry.
+        Index("ix_games_status_active_at", "status", "active_at"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -122,6 +124,9 @@ class GameRow(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     duration_ms: Mapped[int | None] = mapped_column(BigInteger)
+    # When it was last seen played or open (a minute or so behind; None: not since it started): an
+    # unfinished game idle for longer than abandon_after becomes ``abandoned`` (storage.unfinished).
+    active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     player: Mapped[PlayerRow] = relationship(back_populates="games", lazy="raise")

@@ -1,0 +1,144 @@
+"""Quotas on what a guest can make, over real connections and a real database (issue 11): guests
+per source address, unfinished games per player (the least recently active is abandoned), the size
+of welcome's list, and the expiry of abandoned games.
+
+Attacks tried: a loop of hellos without a token; new_game then unwatch in a loop (each frees the
+connection's place, not the player's); games left idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import socket
+
+import pytest
+import serverutil
+from sqlalchemy import select, update
+from wsclient import WsClient
+
+from server.app import App
+from server.storage.tables import games
+
+CODE = "EO1-C8-AAAAAFA"
+
+
+def socket_from(address: str, port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.bind((address, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+async def statuses(app: App, ids: list[str]) -> dict[str, str]:
+    async with app.database.connection() as conn:
+        rows = await conn.execute(select(games.c.id, games.c.status).where(games.c.id.in_(ids)))
+        return {row.id: row.status for row in rows}
+
+
+async def start_and_leave(client: WsClient, count: int) -> list[str]:
+    """The new_game / unwatch loop: games started, then left (no connection has them open)."""
+    ids = []
+    for _ in range(count):
+        game = (await client.request("new_game", code=CODE))["game"]
+        assert (await client.request("unwatch", game=game))["type"] == "ok"
+        ids.append(game)
+    return ids
+
+
+async def test_guests_per_address_per_minute(database_url: str) -> None:
+    settings = {"guests_per_address_per_minute": 3, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        guests = [await WsClient.open(url) for _ in range(4)]
+        for guest in guests[:3]:
+            await guest.hello()
+        refused = await guests[3].request("hello", protocol=1)
+        assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+        returning = await WsClient.open(url)
+        assert (await returning.hello(token=guests[0].token))["player"] == guests[0].player
+        other = await WsClient.open(url, sock=socket_from("127.0.0.2", app.port))
+        await other.hello()  # another address has its own quota
+        for client in (*guests, returning, other):
+            await client.close()
+
+
+async def test_unfinished_games_cap_abandons_the_least_recently_active(database_url: str) -> None:
+    settings = {"max_unfinished_games_per_player": 3, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        client = await WsClient.open(serverutil.ws_url(app))
+        await client.hello()
+        ids = await start_and_leave(client, 3)
+        refused = await client.request("new_game", code=CODE)  # all three were active just now
+        assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+        now = dt.datetime.now(dt.UTC)
+        async with app.database.transaction() as conn:
+            for age, game in zip((3, 2, 1), ids, strict=True):
+                await conn.execute(
+                    update(games).where(games.c.id == game).values(active_at=now - dt.timedelta(hours=age))
+                )
+        newest = (await client.request("new_game", code=CODE))["game"]
+        assert await statuses(app, [*ids, newest]) == {
+            ids[0]: "abandoned",
+            ids[1]: "playing",
+            ids[2]: "playing",
+            newest: "playing",
+        }
+        again = await WsClient.open(serverutil.ws_url(app))
+        welcome = await again.hello(token=client.token)
+        assert set(welcome["games"]) == {ids[1], ids[2], newest}
+        snapshot = await again.request("resume", game=ids[0])
+        assert snapshot["type"] == "snapshot" and snapshot["status"] == "resigned"
+        move = await again.request("move", game=ids[0], **{"from": "t1", "to": "c5"})
+        assert move["type"] == "error" and move["code"] == "illegal_move"
+        profile = await again.request("profile")
+        assert profile["played"] == 0  # an abandoned game never counts
+        await client.close()
+        await again.close()
+
+
+async def test_welcome_lists_the_most_recent_games(database_url: str) -> None:
+    settings = {"welcome_games": 2, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        client = await WsClient.open(serverutil.ws_url(app))
+        await client.hello()
+        ids = await start_and_leave(client, 3)
+        again = await WsClient.open(serverutil.ws_url(app))
+        assert (await again.hello(token=client.token))["games"] == [ids[2], ids[1]]
+        await client.close()
+        await again.close()
+
+
+async def test_idle_unfinished_games_expire_but_open_ones_do_not(database_url: str) -> None:
+    settings = {"abandon_after": 0.4, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        client = await WsClient.open(serverutil.ws_url(app))
+        await client.hello()
+        (left,) = await start_and_leave(client, 1)
+        kept = (await client.request("new_game", code=CODE))["game"]  # open on this connection
+        for _ in range(100):
+            if (await statuses(app, [left]))[left] == "abandoned":
+                break
+            await asyncio.sleep(0.1)
+        assert await statuses(app, [left, kept]) == {left: "abandoned", kept: "playing"}
+        move = await client.request("move", game=kept, **{"from": "t1", "to": "c5"})
+        assert move["type"] == "ack"
+        again = await WsClient.open(serverutil.ws_url(app))
+        assert (await again.hello(token=client.token))["games"] == [kept]
+        await client.close()
+        await again.close()
+
+
+@pytest.mark.parametrize("abandon_after", [None, 3600.0])
+async def test_sweep_touches_open_games(database_url: str, abandon_after: float | None) -> None:
+    settings = {"abandon_after": abandon_after, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        client = await WsClient.open(serverutil.ws_url(app))
+        await client.hello()
+        game = (await client.request("new_game", code=CODE))["game"]
+        later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
+        assert await app.unfinished.sweep(later) == 0
+        async with app.database.connection() as conn:
+            active_at = await conn.scalar(select(games.c.active_at).where(games.c.id == game))
+        assert active_at == later
+        await client.close()
