@@ -1,0 +1,344 @@
+"""Attack suite: a well-behaved player's round trips during each attack, against calm, in one run.
+
+Run from the project root::
+
+    .venv/bin/python -m bench.bench_attacks                 (every attack, 6 s each: about 2 minutes)
+    .venv/bin/python -m bench.bench_attacks --seconds 3 --attacks calm,flood,invalid
+
+The server is ``eightoff serve`` with its default limits (``bench.bench_load.start_target``, a fresh
+SQLite file, inherited ``EIGHTOFF_*`` variables dropped). The bystander is a process of its own that
+connects from 127.0.0.2 (a source address of its own, so the per-address limits hit only the attacker,
+who connects from 127.0.0.1) and plays ``move``/``undo`` round trips on one game in a closed loop,
+recording each round trip. Each attack is a third process running for the same window:
+
+- ``calm``: no attacker (the baseline every ratio divides by);
+- ``flood``: 4 connections each sending frames as fast as they can, reconnecting when closed (1008);
+- ``paced``: 4 connections each at 1.25x the refill rate (250 frames/s against 200/s);
+- ``invalid``: the ``flood`` with well-formed but invalid messages (``move`` without its fields);
+- ``watch``: 4 connections watching a game over and over at just under the rate limit (a snapshot each);
+- ``live``: 4 connections asking ``live`` at just under the rate limit;
+- ``storm``: raw TCP connections opened as fast as possible and held idle (to the caps, then 503s);
+- ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
+- ``guests``: ``hello`` without a token on a new connection, in a loop.
+
+It prints, per attack, the bystander's round trips, p50 and p99 (ms) and their ratio to calm, then what
+the attacker saw (replies, refusals, closes by code, HTTP refusals). This is not a test: it asserts
+nothing (tests/server/test_limits.py and test_quotas.py assert the limits hold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import math
+import multiprocessing
+import socket
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from bench.bench_load import CODE, SUBPROTOCOL, start_target, stop_process
+from bench.echo_server import raise_nofile_limit
+from server.cli import fast_event_loop
+
+ATTACKER_ADDRESS = "127.0.0.1"
+BYSTANDER_ADDRESS = "127.0.0.2"
+RATE = 200.0  # the server's default refill rate, frames a second per connection
+CONNECTIONS = 4
+# bench_load's server command lifts the per-connection limits; these flags (later flags win) put the
+# defaults back, so the attacks meet the limits an operator gets.
+DEFAULT_LIMITS = (
+    "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
+    "--guests-per-address-per-minute 30"
+)
+ATTACKS = ("calm", "flood", "paced", "invalid", "watch", "live", "storm", "games", "guests")
+
+
+async def _connect(url: str, address: str) -> ClientConnection:
+    host, port = url.removeprefix("ws://").split("/")[0].split(":")
+    sock = socket.socket()
+    sock.setblocking(False)
+    sock.bind((address, 0))
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    return await connect(url, sock=sock, subprotocols=[SUBPROTOCOL], ping_interval=None, max_size=None)
+
+
+async def _request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
+    await ws.send(msgpack.packb(message))
+    reply: dict[str, Any] = msgpack.unpackb(await ws.recv())
+    return reply
+
+
+# --------------------------------------------------------------------------- bystander
+
+
+async def _bystand(url: str, seconds: float) -> list[float]:
+    ws = await _connect(url, BYSTANDER_ADDRESS)
+    await _request(ws, {"type": "hello", "protocol": 1, "id": 1})
+    game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
+    frames = [
+        msgpack.packb({"type": "move", "id": 3, "game": game, "from": "t1", "to": "c5"}),
+        msgpack.packb({"type": "undo", "id": 4, "game": game}),
+    ]
+    latencies = []
+    deadline = time.monotonic() + seconds
+    for turn in itertools.cycle((0, 1)):
+        if time.monotonic() > deadline:
+            break
+        started = time.perf_counter()
+        await ws.send(frames[turn])
+        reply = msgpack.unpackb(await ws.recv())
+        latencies.append(time.perf_counter() - started)
+        if reply.get("type") != "ack":
+            raise RuntimeError(f"the bystander was refused: {reply}")
+        await asyncio.sleep(0.002)  # a player, not a flood: about 100-300 actions a second at most
+    await ws.close()
+    return latencies
+
+
+def bystander_main(url: str, seconds: float, pipe: Connection) -> None:
+    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+        pipe.send(runner.run(_bystand(url, seconds)))
+
+
+# --------------------------------------------------------------------------- attacks
+
+
+class Tally:
+    """What the attacker saw."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def reply(self, frame: bytes | str) -> None:
+        message = msgpack.unpackb(frame) if isinstance(frame, bytes) else {}
+        self.counts["reply " + str(message.get("code") or message.get("type"))] += 1
+
+    def closed(self, ws: ClientConnection) -> None:
+        self.counts[f"close {ws.close_code}"] += 1
+
+
+async def _drain(ws: ClientConnection, tally: Tally) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        async for frame in ws:
+            tally.reply(frame)
+
+
+async def _flooder(url: str, tally: Tally, frame: bytes, pace: float | None, until: float) -> None:
+    """Send ``frame`` at ``pace`` a second (None: as fast as possible); reconnect when closed."""
+    while time.monotonic() < until:
+        try:
+            ws = await _connect(url, ATTACKER_ADDRESS)
+        except (InvalidStatus, OSError) as exc:
+            tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'os')}"] += 1
+            await asyncio.sleep(0.05)
+            continue
+        reader = asyncio.create_task(_drain(ws, tally))
+        started = time.monotonic()
+        with contextlib.suppress(ConnectionClosed):
+            for index in itertools.count():
+                if time.monotonic() > until or reader.done():
+                    break
+                await ws.send(frame)
+                if pace is None:
+                    if index % 64 == 0:
+                        await asyncio.sleep(0)
+                else:
+                    await asyncio.sleep(max(0.0, started + (index + 1) / pace - time.monotonic()))
+        await ws.close()
+        await reader
+        tally.closed(ws)
+
+
+async def _player(url: str, tally: Tally, token: str | None) -> tuple[ClientConnection, str | None]:
+    ws = await _connect(url, ATTACKER_ADDRESS)
+    hello: dict[str, Any] = {"type": "hello", "protocol": 1, "id": 1}
+    if token:
+        hello["token"] = token
+    welcome = await _request(ws, hello)
+    tally.reply(msgpack.packb(welcome))
+    return ws, welcome.get("token", token)
+
+
+async def _requester(
+    url: str, tally: Tally, until: float, token: str | None, make: Callable[[int], list[dict[str, Any]]]
+) -> None:
+    """One player connection sending ``make(i)`` requests in turn, each awaited, just under the rate."""
+    ws, _ = await _player(url, tally, token)
+    with contextlib.suppress(ConnectionClosed):
+        for index in itertools.count():
+            if time.monotonic() > until:
+                break
+            for message in make(index):
+                tally.reply(msgpack.packb(await _request(ws, {**message, "id": index})))
+            await asyncio.sleep(1 / (RATE * 0.9))
+    await ws.close()
+
+
+async def _storm(url: str, tally: Tally, until: float) -> None:
+    held: list[socket.socket] = []
+    host, port = url.removeprefix("ws://").split("/")[0].split(":")
+    loop = asyncio.get_running_loop()
+    while time.monotonic() < until:
+        sock = socket.socket()
+        sock.setblocking(False)
+        try:
+            await loop.sock_connect(sock, (host, int(port)))
+            held.append(sock)
+            tally.counts["tcp open"] += 1
+        except OSError:
+            sock.close()
+            tally.counts["tcp refused"] += 1
+            await asyncio.sleep(0.01)
+        if len(held) % 50 == 0:
+            with contextlib.suppress(InvalidStatus, OSError, ConnectionClosed):
+                async with await _connect(url, ATTACKER_ADDRESS) as ws:
+                    tally.counts["handshake ok"] += 1
+                    await ws.close()
+            tally.counts["handshake tried"] += 1
+        await asyncio.sleep(0.001)
+    for sock in held:
+        sock.close()
+
+
+async def _guests(url: str, tally: Tally, until: float) -> None:
+    while time.monotonic() < until:
+        try:
+            ws, _ = await _player(url, tally, None)
+            await ws.close()
+        except (InvalidStatus, OSError):
+            tally.counts["refused"] += 1
+
+
+async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
+    tally = Tally()
+    until = time.monotonic() + seconds
+    tasks: list[Awaitable[None]] = []
+    if name == "flood":
+        frame = msgpack.packb({"type": "live", "id": 1})
+        tasks = [_flooder(url, tally, frame, None, until) for _ in range(CONNECTIONS)]
+    elif name == "paced":
+        frame = msgpack.packb({"type": "live", "id": 1})
+        tasks = [_flooder(url, tally, frame, RATE * 1.25, until) for _ in range(CONNECTIONS)]
+    elif name == "invalid":
+        frame = msgpack.packb({"type": "move", "id": 1, "game": "nope"})
+        tasks = [_flooder(url, tally, frame, None, until) for _ in range(CONNECTIONS)]
+    elif name in ("watch", "live", "games"):
+        ws, token = await _player(url, tally, None)
+        game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
+        await ws.close()
+
+        def make(index: int) -> list[dict[str, Any]]:
+            if name == "watch":
+                return [{"type": "watch", "game": game}]
+            if name == "live":
+                return [{"type": "live", "limit": 100}]
+            return [{"type": "new_game", "code": CODE}, {"type": "unwatch", "game": game}]
+
+        tasks = [_requester(url, tally, until, token, make) for _ in range(CONNECTIONS)]
+    elif name == "storm":
+        tasks = [_storm(url, tally, until)]
+    elif name == "guests":
+        tasks = [_guests(url, tally, until) for _ in range(CONNECTIONS)]
+    await asyncio.gather(*tasks)
+    return dict(tally.counts)
+
+
+def attack_main(name: str, url: str, seconds: float, pipe: Connection) -> None:
+    raise_nofile_limit()  # the storm holds thousands of sockets
+    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+        pipe.send(runner.run(_attack(name, url, seconds)))
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def _percentile(ordered: Sequence[float], fraction: float) -> float:
+    if not ordered:
+        return float("nan")
+    return ordered[max(1, min(len(ordered), math.ceil(fraction * len(ordered)))) - 1]
+
+
+def _spawn(target: Callable[..., None], *args: Any) -> tuple[multiprocessing.process.BaseProcess, Connection]:
+    receiver, sender = multiprocessing.get_context("spawn").Pipe(duplex=False)
+    process = multiprocessing.get_context("spawn").Process(target=target, args=(*args, sender), daemon=True)
+    process.start()
+    return process, receiver
+
+
+def run_attack(name: str, url: str, seconds: float) -> tuple[list[float], dict[str, int]]:
+    """The bystander's sorted round trips during ``name``, and what the attacker saw."""
+    attacker = None
+    if name != "calm":
+        attacker = _spawn(attack_main, name, url, seconds + 1.0)
+        time.sleep(0.5)  # the attack is under way before the bystander starts measuring
+    bystander, pipe = _spawn(bystander_main, url, seconds)
+    try:
+        latencies = sorted(pipe.recv()) if pipe.poll(seconds + 60) else []
+        seen: dict[str, int] = {}
+        if attacker is not None and attacker[1].poll(seconds + 60):
+            seen = attacker[1].recv()
+    finally:
+        for process in (bystander, *(attacker[:1] if attacker else ())):
+            stop_process(process)
+    return latencies, seen
+
+
+def report(rows: list[tuple[str, list[float], dict[str, int]]], command: str) -> None:
+    calm = next((latencies for name, latencies, _ in rows if name == "calm"), [])
+    calm_p50, calm_p99 = _percentile(calm, 0.5), _percentile(calm, 0.99)
+    print(f"{'attack':<8} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9}")
+    for name, latencies, _ in rows:
+        p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+        print(
+            f"{name:<8} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
+            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f}"
+        )
+    print("\nwhat each attacker saw:")
+    for name, _, seen in rows:
+        if name != "calm":
+            print(f"  {name}: " + ", ".join(f"{key} {value:,}" for key, value in sorted(seen.items())))
+    print(f"\ncommand: {command}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=6.0, help="window per attack (default 6)")
+    parser.add_argument(
+        "--attacks", default=",".join(ATTACKS), help=f"comma-separated of {', '.join(ATTACKS)}"
+    )
+    parser.add_argument("--server-args", default="", help="extra `eightoff serve` flags")
+    args = parser.parse_args(argv)
+    names = [name for name in args.attacks.split(",") if name]
+    unknown = set(names) - set(ATTACKS)
+    if unknown:
+        parser.error(f"unknown attacks: {', '.join(sorted(unknown))}")
+    if "calm" not in names:
+        names.insert(0, "calm")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="eightoff-attacks-") as workdir:
+        target = start_target("server", Path(workdir), extra=f"{DEFAULT_LIMITS} {args.server_args}")
+        try:
+            for name in names:
+                latencies, seen = run_attack(name, target.url, args.seconds)
+                rows.append((name, latencies, seen))
+                print(f"{name}: {len(latencies):,} round trips", file=sys.stderr, flush=True)
+        finally:
+            stop_process(target.process)
+    report(rows, " ".join(["python -m bench.bench_attacks", *(argv if argv is not None else sys.argv[1:])]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
