@@ -24,6 +24,7 @@ __all__ = [
     "error",
     "game_over",
     "game_row",
+    "games",
     "layout_fields",
     "leaderboard",
     "live",
@@ -172,15 +173,30 @@ def welcome(
     node: str,
     games: Iterable[str],
     token: str | None = None,
+    next_cursor: str | None = None,
     request_id: RequestId | None = None,
 ) -> dict[str, object]:
-    """The reply to ``hello``; ``token`` only when a new guest player was made (the one time it is sent)."""
+    """The reply to ``hello``; ``token`` only when a new guest player was made (the one time it is sent);
+    ``next_cursor`` when the player has more unfinished games than listed (``games`` pages them)."""
     message = _head("welcome", request_id)
     message["player"] = player
     if token is not None:
         message["token"] = token
     message["server"] = {"version": server_version, "node": node}
     message["games"] = list(games)
+    if next_cursor is not None:
+        message["next"] = next_cursor
+    return message
+
+
+def games(
+    game_ids: Iterable[str], *, next_cursor: str | None = None, request_id: RequestId | None = None
+) -> dict[str, object]:
+    """A page of the player's unfinished games; ``next_cursor`` when there are more."""
+    message = _head("games", request_id)
+    message["games"] = list(game_ids)
+    if next_cursor is not None:
+        message["next"] = next_cursor
     return message
 
 

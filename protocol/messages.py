@@ -32,6 +32,7 @@ __all__ = [
     "Board",
     "ClientMessage",
     "GameRequest",
+    "GamesRequest",
     "HelloRequest",
     "LeaderboardRequest",
     "LiveRequest",
@@ -279,6 +280,17 @@ class LiveRequest(_Request):
 
 
 @dataclass(frozen=True, slots=True)
+class GamesRequest(_Request):
+    """``games``: a page of the player's own unfinished games, most recently started first (the
+    rest of ``welcome``'s list)."""
+
+    TYPE: ClassVar[str] = "games"
+    limit: int = DEFAULT_PAGE_SIZE
+    after: str | None = None
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class LeaderboardRequest(_Request):
     """``leaderboard``: a page of one board, defaults resolved.
 
@@ -319,7 +331,13 @@ ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
 GameRequest: TypeAlias = ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest
 #: Any decoded client message.
 ClientMessage: TypeAlias = (
-    HelloRequest | NewGameRequest | GameRequest | LiveRequest | LeaderboardRequest | ProfileRequest
+    HelloRequest
+    | NewGameRequest
+    | GameRequest
+    | LiveRequest
+    | LeaderboardRequest
+    | ProfileRequest
+    | GamesRequest
 )
 
 #: Wire ``type`` → message class, in the order of protocol/README.md.
@@ -339,5 +357,6 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         LiveRequest,
         LeaderboardRequest,
         ProfileRequest,
+        GamesRequest,
     )
 }

@@ -41,6 +41,7 @@ from protocol.messages import (
     AutoRequest,
     Board,
     ClientMessage,
+    GamesRequest,
     HelloRequest,
     LeaderboardRequest,
     LiveRequest,
@@ -349,6 +350,12 @@ def _live(message: dict[object, object], rid: RequestId | None) -> LiveRequest:
     return LiveRequest(_limit(message, rid), None if after is _MISSING else _cursor(after, rid), rid)
 
 
+def _games(message: dict[object, object], rid: RequestId | None) -> GamesRequest:
+    _check_fields(message, _LIVE, (), rid)  # the same fields as live: limit and after
+    after = message.get("after", _MISSING)
+    return GamesRequest(_limit(message, rid), None if after is _MISSING else _cursor(after, rid), rid)
+
+
 _LEADERBOARD = frozenset(
     {"type", "id", "board", "code", "cells", "date", "period", "order", "limit", "after", "around"}
 )
@@ -442,6 +449,7 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "live": _live,
     "leaderboard": _leaderboard,
     "profile": _profile,
+    "games": _games,
 }
 
 

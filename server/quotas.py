@@ -17,11 +17,14 @@ from collections.abc import Callable, Iterable
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from protocol.limits import MAX_PAGE_SIZE
 from server.hub import GameRoom, Refusal, utc_now
 from server.storage import Database
 from server.storage import unfinished as storage
 
 __all__ = ["UnfinishedGames"]
+
+_CURSOR_TIME = "%Y%m%d%H%M%S%f"
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +55,21 @@ class UnfinishedGames:
         return {room.id for room in self._rooms()}
 
     @staticmethod
-    async def recent(conn: AsyncConnection, player_id: str, limit: int) -> list[str]:
-        """The ids of a player's ``limit`` most recently started unfinished games (welcome's list)."""
-        return [game.id for game in await storage.recent_unfinished_games(conn, player_id, limit)]
+    async def page(
+        conn: AsyncConnection, player_id: str, limit: int, after: str | None = None
+    ) -> tuple[list[str], str | None]:
+        """A page of a player's unfinished games, most recently started first (welcome's list, and
+        the ``games`` request's pages), and the cursor of the next page when there is one.
+
+        Raises:
+            Refusal: bad_request, for a cursor this server did not make.
+        """
+        limit = min(limit, MAX_PAGE_SIZE)
+        before = None if after is None else _parse_cursor(after)
+        found = await storage.recent_unfinished_games(conn, player_id, limit + 1, before)
+        page = found[:limit]
+        next_cursor = _cursor(page[-1]) if len(found) > limit else None
+        return [game.id for game in page], next_cursor
 
     async def make_room(self, player_id: str) -> None:
         """Before a new game of ``player_id``: abandon its least recently active unfinished games
@@ -106,3 +121,16 @@ class UnfinishedGames:
                 await self.sweep()
             except Exception:
                 logger.exception("the unfinished-games sweep failed; retrying at the next one")
+
+
+def _cursor(game: storage.UnfinishedGame) -> str:
+    return f"{game.started_at.astimezone(dt.UTC).strftime(_CURSOR_TIME)}.{game.id}"
+
+
+def _parse_cursor(text: str) -> tuple[dt.datetime, str]:
+    moment, _, game_id = text.partition(".")
+    try:
+        started_at = dt.datetime.strptime(moment, _CURSOR_TIME).replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise Refusal("bad_request", f"after: {text[:40]!r} is not a cursor of this list") from None
+    return started_at, game_id

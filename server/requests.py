@@ -79,6 +79,7 @@ class RequestHandler:
             protocol.LiveRequest: self._live,
             protocol.LeaderboardRequest: self._leaderboard,
             protocol.ProfileRequest: self._profile,
+            protocol.GamesRequest: self._games,
         }
 
     async def handle(self, client: Client, request: protocol.ClientMessage) -> Reply:
@@ -107,7 +108,7 @@ class RequestHandler:
                 record = await repository.get_player_by_token_hash(conn, hash_token(request.token))
                 if record is None:
                     raise Refusal("unauthorized", "unknown token")
-                games = await self._unfinished.recent(conn, record.id, self._settings.welcome_games)
+                games, more = await self._unfinished.page(conn, record.id, self._settings.welcome_games)
         else:
             self._check_guest_quota(client)
             token = new_token()
@@ -119,7 +120,7 @@ class RequestHandler:
                 created_at=utc_now(),
             )
             await self._committer.submit(Write(player=record))
-            games = []
+            games, more = [], None
         client.player = PlayerRef(record.id, record.name)
         return [
             builders.welcome(
@@ -128,6 +129,7 @@ class RequestHandler:
                 server_version=self._version,
                 node=self._settings.node,
                 games=games,
+                next_cursor=more,
                 request_id=request.request_id,
             )
         ]
@@ -229,6 +231,13 @@ class RequestHandler:
         ]
         after = _live_cursor(page[-1]) if len(rooms) > len(page) else None
         return [builders.live(games, next_cursor=after, request_id=request.request_id)]
+
+    async def _games(self, client: Client, request: protocol.GamesRequest) -> Reply:
+        """A page of the player's own unfinished games (welcome lists only the most recent)."""
+        player = self._player(client)
+        async with self._database.connection() as conn:
+            games, more = await self._unfinished.page(conn, player.id, request.limit, request.after)
+        return [builders.games(games, next_cursor=more, request_id=request.request_id)]
 
     async def _leaderboard(self, client: Client, request: protocol.LeaderboardRequest) -> Reply:
         return [await self._leaderboards.leaderboard(request)]

@@ -196,6 +196,11 @@ def sample_server_messages() -> list[dict[str, object]]:
         protocol.ok("x"),
         protocol.live([live_game], next_cursor="abc", request_id=9),
         protocol.live([]),
+        protocol.welcome(
+            player=player, server_version="0.1.0", node="node-a", games=["g_1"], next_cursor="x.g_1"
+        ),
+        protocol.games(["g_2", "g_1"], next_cursor="20261130044859123000.g_1", request_id=15),
+        protocol.games([]),
         protocol.leaderboard([game_row], next_cursor="n1"),
         protocol.leaderboard([protocol.player_row(rank=1, player=player, played=4, won=3, best_score=935)]),
         protocol.leaderboard(

@@ -97,16 +97,29 @@ async def test_unfinished_games_cap_abandons_the_least_recently_active(database_
         await again.close()
 
 
-async def test_welcome_lists_the_most_recent_games(database_url: str) -> None:
+async def test_welcome_lists_the_most_recent_games_and_games_pages_the_rest(database_url: str) -> None:
     settings = {"welcome_games": 2, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
         client = await WsClient.open(serverutil.ws_url(app))
         await client.hello()
-        ids = await start_and_leave(client, 3)
+        ids = await start_and_leave(client, 5)
         again = await WsClient.open(serverutil.ws_url(app))
-        assert (await again.hello(token=client.token))["games"] == [ids[2], ids[1]]
-        await client.close()
-        await again.close()
+        welcome = await again.hello(token=client.token)
+        assert welcome["games"] == [ids[4], ids[3]]
+        second = await again.request("games", after=welcome["next"], limit=2)
+        assert second["games"] == [ids[2], ids[1]]
+        last = await again.request("games", after=second["next"])
+        assert last["games"] == [ids[0]] and "next" not in last
+        everything = await again.request("games", limit=100)
+        assert everything["games"] == ids[::-1] and "next" not in everything
+        for cursor in ("not-a-cursor", "2026.x", "99999999999999999999.g"):
+            refused = await again.request("games", after=cursor)
+            assert refused["type"] == "error" and refused["code"] == "bad_request", (cursor, refused)
+        stranger = await WsClient.open(serverutil.ws_url(app))
+        await stranger.hello()
+        assert (await stranger.request("games", after=welcome["next"]))["games"] == []  # only one's own
+        for each in (client, again, stranger):
+            await each.close()
 
 
 async def test_idle_unfinished_games_expire_but_open_ones_do_not(database_url: str) -> None:
