@@ -56,6 +56,7 @@ ATTACKER_ADDRESS = "127.0.0.1"
 BYSTANDER_ADDRESS = "127.0.0.2"
 RATE = 200.0  # the server's default refill rate, frames a second per connection
 CONNECTIONS = 4
+START_MARGIN = 3.0  # seconds of attack around the bystander's window (its process start-up included)
 # bench_load's server command lifts the per-connection limits; these flags (later flags win) put the
 # defaults back, so the attacks meet the limits an operator gets.
 DEFAULT_LIMITS = (
@@ -258,6 +259,7 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
 def attack_main(name: str, url: str, seconds: float, pipe: Connection) -> None:
     raise_nofile_limit()  # the storm holds thousands of sockets
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+        pipe.send("started")
         pipe.send(runner.run(_attack(name, url, seconds)))
 
 
@@ -281,8 +283,11 @@ def run_attack(name: str, url: str, seconds: float) -> tuple[list[float], dict[s
     """The bystander's sorted round trips during ``name``, and what the attacker saw."""
     attacker = None
     if name != "calm":
-        attacker = _spawn(attack_main, name, url, seconds + 1.0)
-        time.sleep(0.5)  # the attack is under way before the bystander starts measuring
+        # The attack lasts the bystander's window, its start-up and a margin on both sides.
+        attacker = _spawn(attack_main, name, url, seconds + START_MARGIN)
+        if attacker[1].poll(START_MARGIN * 10):
+            attacker[1].recv()
+        time.sleep(0.5)  # under way before the bystander measures
     bystander, pipe = _spawn(bystander_main, url, seconds)
     try:
         latencies = sorted(pipe.recv()) if pipe.poll(seconds + 60) else []

@@ -1,14 +1,16 @@
-"""Who may open a connection: caps on open connections (per source address and in all) and the
-allowed ``Origin`` values of a WebSocket handshake.
+"""Who may open a connection: caps on open connections (per source address and in all), the
+proxies whose ``X-Forwarded-For`` names the client, and the allowed ``Origin`` values of a handshake.
 
-Pure decisions, no sockets: ``connection.py`` asks ``ConnectionCaps`` as each TCP connection is
+Pure decisions, no sockets: ``connection.py`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
-refusal with HTTP 503 at once; ``app.py`` asks ``OriginPolicy`` during the handshake and answers a
-refusal with HTTP 403.
+refusal with HTTP 503 at once; ``app.py`` asks it again at the handshake of a connection from a
+trusted proxy (now that the client's address is known), and asks ``OriginPolicy``, answering a
+refusal with HTTP 503 or 403.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import resource
 import time
@@ -19,8 +21,10 @@ from urllib.parse import urlsplit
 __all__ = [
     "RESERVED_FILES",
     "ConnectionCaps",
+    "ConnectionGate",
     "OriginPolicy",
     "ThrottledLog",
+    "TrustedProxies",
     "open_files_budget",
 ]
 
@@ -86,15 +90,29 @@ class ConnectionCaps:
     def open_from(self, address: str) -> int:
         return self._open.get(address, 0)
 
-    def admit(self, address: str) -> str | None:
+    def admit(self, address: str, *, per_address: bool = True) -> str | None:
         """Count a new connection from ``address``; returns why it is refused (and then does not
-        count it), or None. Every admitted connection must be ``release``d once."""
+        count it), or None. Every admitted connection must be ``release``d once. ``per_address``
+        False skips the per-address cap (a trusted proxy: ``transfer`` applies it at the handshake)."""
         if self.total is not None and self._total_open >= self.total:
             return f"{self._total_open} connections open, the cap is {self.total}"
         count = self._open.get(address, 0)
-        if self.per_address is not None and count >= self.per_address:
+        if per_address and self.per_address is not None and count >= self.per_address:
             return f"{count} connections open from {address}, the cap is {self.per_address}"
         self._open[address] = count + 1
+        self._total_open += 1
+        return None
+
+    def transfer(self, old: str, new: str) -> str | None:
+        """Count one connection of ``old`` under ``new`` instead (the client behind a proxy), unless
+        ``new`` is at its cap: then returns why, and the connection stays under ``old``."""
+        if old == new:
+            return None
+        count = self._open.get(new, 0)
+        if self.per_address is not None and count >= self.per_address:
+            return f"{count} connections open from {new}, the cap is {self.per_address}"
+        self.release(old)
+        self._open[new] = count + 1
         self._total_open += 1
         return None
 
@@ -107,6 +125,70 @@ class ConnectionCaps:
             del self._open[address]
         else:
             self._open[address] = count - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TrustedProxies:
+    """The proxies (addresses or networks) whose ``X-Forwarded-For`` header names the client: its
+    last entry, the one the proxy appended (the ones before it are the client's word)."""
+
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+
+    @classmethod
+    def parse(cls, setting: str) -> TrustedProxies:
+        """``"10.0.0.2, 172.16.0.0/12"``; raises ValueError for an entry that is neither."""
+        networks = []
+        for entry in (entry.strip() for entry in setting.split(",")):
+            if entry:
+                try:
+                    networks.append(ipaddress.ip_network(entry, strict=False))
+                except ValueError:
+                    raise ValueError(f"trusted proxy {entry!r} is not an address or a network") from None
+        return cls(tuple(networks))
+
+    def trusts(self, peer: str) -> bool:
+        try:
+            address = ipaddress.ip_address(peer)
+        except ValueError:
+            return False
+        return any(address in network for network in self.networks)
+
+    def client_of(self, peer: str, forwarded_for: str | None) -> str:
+        """The client's address: the last ``X-Forwarded-For`` entry when ``peer`` is trusted."""
+        if forwarded_for is None or not self.trusts(peer):
+            return peer
+        entries = [entry.strip() for entry in forwarded_for.split(",") if entry.strip()]
+        return entries[-1][:64] if entries else peer
+
+
+class ConnectionGate:
+    """Admits connections under the caps, one address per connection: the peer's at accept, the
+    forwarded client's at the handshake when the peer is a trusted proxy."""
+
+    def __init__(self, caps: ConnectionCaps, proxies: TrustedProxies, log: ThrottledLog) -> None:
+        self.caps = caps
+        self.proxies = proxies
+        self._log = log
+
+    def accept(self, peer: str) -> str | None:
+        """At accept; returns why the connection is refused (logged), or None."""
+        refused = self.caps.admit(peer, per_address=not self.proxies.trusts(peer))
+        if refused is not None:
+            self._log.warning("connection refused", refused)
+        return refused
+
+    def handshake(self, peer: str, forwarded_for: str | None) -> tuple[str, str | None]:
+        """At the handshake of an accepted connection: its client address, and why it is refused
+        (logged) or None. Refused, it stays counted under ``peer`` until ``release``d."""
+        client = self.proxies.client_of(peer, forwarded_for)
+        refused = self.caps.transfer(peer, client)
+        if refused is not None:
+            self._log.warning("connection refused", refused)
+            return peer, refused
+        return client, None
+
+    def release(self, address: str) -> None:
+        self.caps.release(address)
 
 
 SELF = "self"

@@ -22,11 +22,25 @@ from websockets.typing import Subprotocol
 
 import protocol
 from server import __version__
-from server.admission import ConnectionCaps, OriginPolicy, ThrottledLog, open_files_budget
+from server.admission import (
+    ConnectionCaps,
+    ConnectionGate,
+    OriginPolicy,
+    ThrottledLog,
+    TrustedProxies,
+    open_files_budget,
+)
 from server.bus import LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings
-from server.connection import ConnectionLoop, Fanout, metered_connection, select_subprotocol
+from server.connection import (
+    ConnectionLoop,
+    Fanout,
+    MeteredConnection,
+    metered_connection,
+    select_subprotocol,
+    too_many_connections,
+)
 from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
@@ -100,7 +114,7 @@ class App:
         handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__, unfinished)
         loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
         http = _HttpRoutes(metrics, leaderboards, OriginPolicy.parse(settings.origins))
-        caps = _connection_caps(settings)
+        gate = _connection_gate(settings)
         server = await serve(
             loop,
             settings.host,
@@ -113,7 +127,7 @@ class App:
             max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
             compression=None,
             server_header=f"eightoff/{__version__}",
-            create_connection=metered_connection(caps, ThrottledLog()),  # issue 11: connection caps
+            create_connection=metered_connection(gate),  # issue 11: connection caps
         )
         sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
         expirer = asyncio.get_running_loop().create_task(unfinished.sweep_forever(), name="game-expiry")
@@ -140,15 +154,16 @@ class App:
         await self.database.dispose()
 
 
-def _connection_caps(settings: Settings) -> ConnectionCaps:
+def _connection_gate(settings: Settings) -> ConnectionGate:
     """The connection caps, the global one lowered to fit the open-files limit (the accept loop
-    stalls past it)."""
+    stalls past it), and the proxies trusted to name their clients."""
     budget = open_files_budget()
     total = settings.max_connections
     if total > budget:
         logger.warning("max_connections %d lowered to %d to fit the open-files limit", total, budget)
         total = budget
-    return ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
+    caps = ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
+    return ConnectionGate(caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog())
 
 
 class _HttpRoutes:
@@ -175,6 +190,10 @@ class _HttpRoutes:
     async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
         path, _, query = request.path.partition("?")
         if path == "/ws":
+            if isinstance(connection, MeteredConnection) and not connection.admit_forwarded(
+                request.headers.get("X-Forwarded-For")
+            ):
+                return too_many_connections()
             return self._check_origin(request)
         if path == "/healthz":
             return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")

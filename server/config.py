@@ -62,6 +62,13 @@ class Settings:
     max_connections_per_address: int | None = field(
         default=256, metadata={"help": "open connections from one source address; over: HTTP 503"}
     )
+    trusted_proxies: str = field(
+        default="",
+        metadata={
+            "help": "addresses or networks of proxies whose X-Forwarded-For names the client (its last "
+            "entry), comma-separated; the per-address limits then count the client"
+        },
+    )
     origins: str = field(
         default="self,none",
         metadata={

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from websockets.asyncio.server import ServerConnection, broadcast
 from websockets.datastructures import Headers
@@ -26,14 +26,14 @@ from websockets.typing import Subprotocol
 
 import protocol
 from protocol import builders
-from server.admission import ConnectionCaps, ThrottledLog
+from server.admission import ConnectionGate
 from server.config import Settings
 from server.hub import GameHub, Refusal
 from server.metrics import Metrics
 from server.ratelimit import TokenBucket, Verdict
 from server.requests import Client, RequestHandler
 
-__all__ = ["ConnectionLoop", "Fanout", "metered_connection", "select_subprotocol"]
+__all__ = ["ConnectionLoop", "Fanout", "MeteredConnection", "metered_connection", "select_subprotocol"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,45 +76,60 @@ def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
     ws.loop.call_later(CLOSE_LINGER, transport.abort)
 
 
-def metered_connection(caps: ConnectionCaps, log: ThrottledLog) -> type[ServerConnection]:
-    """The class websockets builds for each accepted socket (``serve(create_connection=...)``)."""
+_TOO_MANY = b"too many connections; retry later\n"
 
-    class MeteredConnection(ServerConnection):
-        """Counted against ``caps`` from accept to close, refused at once (HTTP 503, nothing read)
-        past them; ``last_frame_at`` is the time of its last frame of any kind, pings included."""
 
-        last_frame_at = 0.0
-        _address: str | None = None
+def too_many_connections() -> Response:
+    """HTTP 503 for a connection over a cap."""
+    headers = Headers([("Content-Length", str(len(_TOO_MANY))), ("Connection", "close")])
+    headers["Retry-After"] = "5"
+    return Response(503, "Service Unavailable", headers, _TOO_MANY)
 
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(transport)
+
+class MeteredConnection(ServerConnection):
+    """Counted by ``gate`` from accept to close and refused at once past its caps (HTTP 503, nothing
+    read); ``client_address`` is the peer's, or the forwarded client's once a trusted proxy's
+    handshake named it; ``last_frame_at`` is the time of its last frame of any kind, pings included.
+
+    ``serve(create_connection=metered_connection(gate))`` makes one per accepted socket."""
+
+    gate: ClassVar[ConnectionGate]
+    last_frame_at = 0.0
+    client_address = ""
+    _counted = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.last_frame_at = time.monotonic()
+        peer = transport.get_extra_info("peername")
+        self.client_address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        if self.gate.accept(self.client_address) is None:
+            self._counted = True
+            return
+        cast(asyncio.Transport, transport).write(too_many_connections().serialize())
+        transport.close()
+
+    def admit_forwarded(self, forwarded_for: str | None) -> bool:
+        """At the handshake: count the connection under its client's address (behind a trusted
+        proxy); False when that address is over its cap."""
+        self.client_address, refused = self.gate.handshake(self.client_address, forwarded_for)
+        return refused is None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._counted:
+            self.gate.release(self.client_address)
+            self._counted = False
+        super().connection_lost(exc)
+
+    def process_event(self, event: Any) -> None:
+        if isinstance(event, Frame):
             self.last_frame_at = time.monotonic()
-            peer = transport.get_extra_info("peername")
-            address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-            refused = caps.admit(address)
-            if refused is None:
-                self._address = address
-                return
-            log.warning("connection refused", refused)
-            body = b"too many connections; retry later\n"
-            headers = Headers([("Content-Length", str(len(body))), ("Connection", "close")])
-            headers["Retry-After"] = "5"
-            response = Response(503, "Service Unavailable", headers, body)
-            cast(asyncio.Transport, transport).write(response.serialize())
-            transport.close()
+        super().process_event(event)
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._address is not None:
-                caps.release(self._address)
-                self._address = None
-            super().connection_lost(exc)
 
-        def process_event(self, event: Any) -> None:
-            if isinstance(event, Frame):
-                self.last_frame_at = time.monotonic()
-            super().process_event(event)
-
-    return MeteredConnection
+def metered_connection(gate: ConnectionGate) -> type[MeteredConnection]:
+    """The ``MeteredConnection`` class of one server, counted by ``gate``."""
+    return type("MeteredConnection", (MeteredConnection,), {"gate": gate})
 
 
 class Fanout:

@@ -256,8 +256,8 @@ class RequestHandler:
 
     def _check_guest_quota(self, client: Client) -> None:
         """At most ``guests_per_address_per_minute`` new guests from one source address (issue 11)."""
-        address = getattr(client.transport, "remote_address", None)
-        if self._guests is not None and not self._guests.allow(str(address[0] if address else None)):
+        address = str(getattr(client.transport, "client_address", ""))
+        if self._guests is not None and not self._guests.allow(address):
             raise Refusal(
                 "rate_limited",
                 "too many new guests from your address; retry in a minute, or say hello with your token",

@@ -6,7 +6,14 @@ import logging
 
 import pytest
 
-from server.admission import ConnectionCaps, OriginPolicy, ThrottledLog, open_files_budget
+from server.admission import (
+    ConnectionCaps,
+    ConnectionGate,
+    OriginPolicy,
+    ThrottledLog,
+    TrustedProxies,
+    open_files_budget,
+)
 
 
 def test_caps_per_address_and_in_all() -> None:
@@ -76,3 +83,50 @@ def test_open_files_budget_leaves_room_for_the_server() -> None:
 
     budget = open_files_budget()
     assert 0 < budget < resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def test_caps_transfer_counts_the_client_behind_a_proxy() -> None:
+    caps = ConnectionCaps(per_address=1, total=10)
+    for _ in range(3):
+        assert caps.admit("proxy", per_address=False) is None
+    assert caps.transfer("proxy", "a") is None
+    assert "from a" in (caps.transfer("proxy", "a") or "")
+    assert caps.open_from("proxy") == 2 and caps.open_from("a") == 1 and caps.open_connections == 3
+    assert caps.transfer("proxy", "proxy") is None
+
+
+@pytest.mark.parametrize(
+    ("peer", "header", "client"),
+    [
+        ("10.0.0.2", "1.2.3.4", "1.2.3.4"),
+        ("10.0.0.2", "6.6.6.6, 1.2.3.4", "1.2.3.4"),  # the entries before the proxy's are the client's word
+        ("10.0.0.2", " , ", "10.0.0.2"),
+        ("10.0.0.2", None, "10.0.0.2"),
+        ("172.20.0.5", "1.2.3.4", "1.2.3.4"),
+        ("192.168.1.1", "1.2.3.4", "192.168.1.1"),  # not a trusted proxy: its header is ignored
+        ("not-an-ip", "1.2.3.4", "not-an-ip"),
+    ],
+)
+def test_trusted_proxies_name_the_client(peer: str, header: str | None, client: str) -> None:
+    proxies = TrustedProxies.parse("10.0.0.2, 172.16.0.0/12")
+    assert proxies.client_of(peer, header) == client
+
+
+def test_trusted_proxies_reject_malformed_entries() -> None:
+    assert TrustedProxies.parse("").networks == ()
+    with pytest.raises(ValueError, match="haproxy"):
+        TrustedProxies.parse("haproxy")
+
+
+def test_gate_applies_the_per_address_cap_to_the_forwarded_client() -> None:
+    gate = ConnectionGate(
+        ConnectionCaps(per_address=1, total=None), TrustedProxies.parse("10.0.0.2"), ThrottledLog()
+    )
+    assert gate.accept("10.0.0.2") is None and gate.accept("10.0.0.2") is None  # a proxy is not capped
+    assert gate.handshake("10.0.0.2", "1.1.1.1") == ("1.1.1.1", None)
+    address, refused = gate.handshake("10.0.0.2", "1.1.1.1")
+    assert address == "10.0.0.2" and refused is not None
+    gate.release("1.1.1.1")
+    gate.release(address)
+    assert gate.caps.open_connections == 0
+    assert gate.accept("9.9.9.9") is None and gate.accept("9.9.9.9") is not None
