@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from protocol.limits import MAX_PAGE_SIZE
+from server.admission import OriginPolicy, TrustedProxies
+
 __all__ = ["DEFAULT_DATABASE_URL", "Settings", "add_arguments", "settings_from_args"]
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///eightoff.sqlite3"
@@ -94,6 +97,27 @@ class Settings:
     shutdown_grace: float = field(
         default=10.0, metadata={"help": "seconds to finish in-flight actions on SIGTERM"}
     )
+
+    def __post_init__(self) -> None:
+        """Refuse abuse limits that make no sense, at start-up rather than at the first client.
+
+        Raises:
+            ValueError: naming the setting.
+        """
+        positive = {
+            "max_connections": self.max_connections,
+            "max_connections_per_address": self.max_connections_per_address,
+            "guests_per_address_per_minute": self.guests_per_address_per_minute,
+            "max_unfinished_games_per_player": self.max_unfinished_games_per_player,
+            "abandon_after": self.abandon_after,
+        }
+        for name, value in positive.items():
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive (or off), not {value}")
+        if not 1 <= self.welcome_games <= MAX_PAGE_SIZE:
+            raise ValueError(f"welcome_games must be 1..{MAX_PAGE_SIZE}, not {self.welcome_games}")
+        OriginPolicy.parse(self.origins)
+        TrustedProxies.parse(self.trusted_proxies)
 
 
 def _env_name(name: str) -> str:

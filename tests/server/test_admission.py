@@ -14,6 +14,7 @@ from server.admission import (
     TrustedProxies,
     open_files_budget,
 )
+from server.config import Settings
 
 
 def test_caps_per_address_and_in_all() -> None:
@@ -130,3 +131,32 @@ def test_gate_applies_the_per_address_cap_to_the_forwarded_client() -> None:
     gate.release(address)
     assert gate.caps.open_connections == 0
     assert gate.accept("9.9.9.9") is None and gate.accept("9.9.9.9") is not None
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"max_connections": 0}, "max_connections must be positive"),
+        ({"max_connections_per_address": -1}, "max_connections_per_address must be positive"),
+        ({"guests_per_address_per_minute": 0}, "guests_per_address_per_minute"),
+        ({"max_unfinished_games_per_player": 0}, "max_unfinished_games_per_player"),
+        ({"abandon_after": 0.0}, "abandon_after"),
+        ({"welcome_games": 0}, "welcome_games must be 1..100"),
+        ({"welcome_games": 101}, "welcome_games must be 1..100"),
+        ({"origins": "example.org"}, "origin 'example.org'"),
+        ({"trusted_proxies": "proxy.local"}, "trusted proxy 'proxy.local'"),
+    ],
+)
+def test_settings_refuse_nonsense_limits(values: dict[str, object], complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        Settings(**values)  # type: ignore[arg-type]
+
+
+def test_settings_take_off_for_the_limits_that_can_be_off() -> None:
+    off = Settings(
+        max_connections_per_address=None,
+        guests_per_address_per_minute=None,
+        max_unfinished_games_per_player=None,
+        abandon_after=None,
+    )
+    assert off.guests_per_address_per_minute is None
