@@ -165,10 +165,26 @@ class ConnectionGate:
     """Admits connections under the caps, one address per connection: the peer's at accept, the
     forwarded client's at the handshake when the peer is a trusted proxy."""
 
+    LINGER_SLOTS = RESERVED_FILES // 2
+    """Refused sockets kept open at once until their client read the 503 (taken from the reserve)."""
+
     def __init__(self, caps: ConnectionCaps, proxies: TrustedProxies, log: ThrottledLog) -> None:
         self.caps = caps
         self.proxies = proxies
         self._log = log
+        self._lingering = 0
+
+    def start_lingering(self) -> bool:
+        """Whether a refused socket may stay open a moment so its client reads the refusal (a close
+        with its request still unread would send a reset, which can destroy the refusal first);
+        True takes a slot, which ``stop_lingering`` gives back. Past the slots it is closed at once."""
+        if self._lingering >= self.LINGER_SLOTS:
+            return False
+        self._lingering += 1
+        return True
+
+    def stop_lingering(self) -> None:
+        self._lingering -= 1
 
     def accept(self, peer: str) -> str | None:
         """At accept; returns why the connection is refused (logged), or None."""

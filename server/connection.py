@@ -53,6 +53,8 @@ def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotoc
 
 CLOSE_LINGER = 2.0
 """Seconds a closed connection has to read what we sent before its socket is dropped."""
+REFUSAL_LINGER = 0.5
+"""Seconds a connection refused at accept has to read its HTTP 503."""
 
 
 def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
@@ -97,6 +99,8 @@ class MeteredConnection(ServerConnection):
     last_frame_at = 0.0
     client_address = ""
     _counted = False
+    _refused = False
+    _lingering = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -106,8 +110,25 @@ class MeteredConnection(ServerConnection):
         if self.gate.accept(self.client_address) is None:
             self._counted = True
             return
-        cast(asyncio.Transport, transport).write(too_many_connections().serialize())
-        transport.close()
+        self._refused = True
+        socket = cast(asyncio.Transport, transport)
+        socket.write(too_many_connections().serialize())
+        if socket.can_write_eof() and self.gate.start_lingering():
+            self._lingering = True
+            socket.write_eof()  # the 503, then our FIN; what the client sends meanwhile is dropped
+            self.loop.call_later(REFUSAL_LINGER, socket.abort)
+        else:
+            socket.close()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
+
+    def eof_received(self) -> None:
+        if self._refused:  # the client read the refusal and hung up
+            self.transport.close()
+            return
+        super().eof_received()
 
     def admit_forwarded(self, forwarded_for: str | None) -> bool:
         """At the handshake: count the connection under its client's address (behind a trusted
@@ -119,6 +140,9 @@ class MeteredConnection(ServerConnection):
         if self._counted:
             self.gate.release(self.client_address)
             self._counted = False
+        if self._lingering:
+            self.gate.stop_lingering()
+            self._lingering = False
         super().connection_lost(exc)
 
     def process_event(self, event: Any) -> None:

@@ -160,3 +160,11 @@ def test_settings_take_off_for_the_limits_that_can_be_off() -> None:
         abandon_after=None,
     )
     assert off.guests_per_address_per_minute is None
+
+
+def test_gate_lets_a_bounded_number_of_refused_sockets_linger() -> None:
+    gate = ConnectionGate(ConnectionCaps(per_address=None, total=0), TrustedProxies(), ThrottledLog())
+    assert all(gate.start_lingering() for _ in range(gate.LINGER_SLOTS))
+    assert not gate.start_lingering()
+    gate.stop_lingering()
+    assert gate.start_lingering()

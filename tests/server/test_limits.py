@@ -309,3 +309,22 @@ async def test_behind_a_trusted_proxy_the_limits_count_the_forwarded_client(data
             await connect(url, additional_headers={"X-Forwarded-For": "9.9.9.3"})
         for ws in held:
             await ws.close()
+
+
+async def test_a_storm_of_handshakes_past_the_cap_each_gets_its_503(database_url: str) -> None:
+    """200 concurrent handshakes from an address at its cap: every one reads its HTTP 503 (none is
+    reset), and a player from another address goes on."""
+    settings = {"max_connections_per_address": 2, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        async with bystander_playing(url, sock=socket_from("127.0.0.2", app.port)):
+            held = [await connect(url) for _ in range(2)]
+
+            async def refused_status() -> int:
+                with pytest.raises(InvalidStatus) as refused:
+                    await connect(url)
+                return refused.value.response.status_code
+
+            assert set(await asyncio.gather(*(refused_status() for _ in range(200)))) == {503}
+            for ws in held:
+                await ws.close()
