@@ -61,7 +61,7 @@ START_MARGIN = 3.0  # seconds of attack around the bystander's window (its proce
 # defaults back, so the attacks meet the limits an operator gets.
 DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
-    "--guests-per-address-per-minute 30"
+    "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
 )
 ATTACKS = ("calm", "flood", "paced", "invalid", "watch", "live", "storm", "games", "guests")
 

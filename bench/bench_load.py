@@ -155,6 +155,7 @@ def _server_command(database: Path, launcher: str | None = None, extra: str | No
         "--rate-burst", RATE_BURST,
         "--max-connections-per-address", "off",  # every connection comes from 127.0.0.1
         "--guests-per-address-per-minute", "off",  # and says hello as a new guest
+        "--new-connections-per-address-per-second", "off",  # all at once
         *shlex.split(extra or ""),
     ]  # fmt: skip
 

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from server.ratelimit import BucketsByKey
+
 __all__ = [
     "RESERVED_FILES",
     "ConnectionCaps",
@@ -168,10 +170,18 @@ class ConnectionGate:
     LINGER_SLOTS = RESERVED_FILES // 2
     """Refused sockets kept open at once until their client read the 503 (taken from the reserve)."""
 
-    def __init__(self, caps: ConnectionCaps, proxies: TrustedProxies, log: ThrottledLog) -> None:
+    def __init__(
+        self,
+        caps: ConnectionCaps,
+        proxies: TrustedProxies,
+        log: ThrottledLog,
+        arrivals: BucketsByKey | None = None,
+    ) -> None:
+        """``arrivals``: new connections per address (None: any number)."""
         self.caps = caps
         self.proxies = proxies
         self._log = log
+        self._arrivals = arrivals
         self._lingering = 0
 
     def start_lingering(self) -> bool:
@@ -186,9 +196,15 @@ class ConnectionGate:
     def stop_lingering(self) -> None:
         self._lingering -= 1
 
+    def _arrival(self, address: str) -> str | None:
+        if self._arrivals is None or self._arrivals.allow(address):
+            return None
+        return f"new connections from {address} come too fast (or it was closed for flooding)"
+
     def accept(self, peer: str) -> str | None:
         """At accept; returns why the connection is refused (logged), or None."""
-        refused = self.caps.admit(peer, per_address=not self.proxies.trusts(peer))
+        proxy = self.proxies.trusts(peer)
+        refused = (None if proxy else self._arrival(peer)) or self.caps.admit(peer, per_address=not proxy)
         if refused is not None:
             self._log.warning("connection refused", refused)
         return refused
@@ -197,11 +213,17 @@ class ConnectionGate:
         """At the handshake of an accepted connection: its client address, and why it is refused
         (logged) or None. Refused, it stays counted under ``peer`` until ``release``d."""
         client = self.proxies.client_of(peer, forwarded_for)
-        refused = self.caps.transfer(peer, client)
+        refused = None if client == peer else self._arrival(client) or self.caps.transfer(peer, client)
         if refused is not None:
             self._log.warning("connection refused", refused)
             return peer, refused
         return client, None
+
+    def penalize(self, address: str) -> None:
+        """``address`` was closed for flooding: it may not connect again for at least the time its
+        new-connections bucket takes to refill (2 s by default)."""
+        if self._arrivals is not None:
+            self._arrivals.penalize(address)
 
     def release(self, address: str) -> None:
         self.caps.release(address)

@@ -45,6 +45,7 @@ from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
 from server.quotas import UnfinishedGames
+from server.ratelimit import BucketsByKey
 from server.requests import RequestHandler
 from server.storage import Database, upgrade_to_head
 from server.storage.action_log import SqliteActionLog
@@ -163,7 +164,9 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
         logger.warning("max_connections %d lowered to %d to fit the open-files limit", total, budget)
         total = budget
     caps = ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
-    return ConnectionGate(caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog())
+    rate = settings.new_connections_per_address_per_second
+    arrivals = None if rate is None else BucketsByKey(rate, max(1, round(2 * rate)))
+    return ConnectionGate(caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals)
 
 
 class _HttpRoutes:

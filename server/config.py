@@ -65,6 +65,13 @@ class Settings:
     max_connections_per_address: int | None = field(
         default=256, metadata={"help": "open connections from one source address; over: HTTP 503"}
     )
+    new_connections_per_address_per_second: float | None = field(
+        default=20.0,
+        metadata={
+            "help": "new connections one source address may open a second (twice that at once); an "
+            "address closed for flooding waits two bursts' time; over: HTTP 503"
+        },
+    )
     trusted_proxies: str = field(
         default="",
         metadata={
@@ -107,6 +114,7 @@ class Settings:
         positive = {
             "max_connections": self.max_connections,
             "max_connections_per_address": self.max_connections_per_address,
+            "new_connections_per_address_per_second": self.new_connections_per_address_per_second,
             "guests_per_address_per_minute": self.guests_per_address_per_minute,
             "max_unfinished_games_per_player": self.max_unfinished_games_per_player,
             "abandon_after": self.abandon_after,

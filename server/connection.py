@@ -230,6 +230,8 @@ class ConnectionLoop:
         verdict = bucket.take()  # issue 11: every frame counts
         if verdict is Verdict.CLOSE:
             self._metrics.errors.labels("flooding").inc()
+            if isinstance(ws, MeteredConnection):
+                ws.gate.penalize(ws.client_address)  # no reconnecting to flood again at once
             _close_now(ws, 1008, "flooding after rate_limited")
             return False
         try:

@@ -57,6 +57,11 @@ class TokenBucket:
         self._refill()
         return self._tokens >= self._burst
 
+    def drain(self, tokens: float) -> None:
+        """Take ``tokens`` at once, below zero if need be: a penalty that only time pays back."""
+        self._refill()
+        self._tokens -= tokens
+
     def take(self) -> Verdict:
         """Meter one frame."""
         self._refill()
@@ -85,6 +90,14 @@ class BucketsByKey:
         if bucket is None:
             bucket = self._buckets[key] = TokenBucket(self._rate, self._burst, self._clock)
         return bucket.take() is Verdict.SERVE
+
+    def penalize(self, key: str) -> None:
+        """Empty ``key``'s bucket and then some: nothing more passes for at least ``burst / rate``
+        seconds."""
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = TokenBucket(self._rate, self._burst, self._clock)
+        bucket.drain(2 * self._burst)
 
     def __len__(self) -> int:
         return len(self._buckets)

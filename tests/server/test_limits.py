@@ -132,6 +132,9 @@ async def test_unpaced_burst_is_answered_then_closed_1008(strict_app: App, messa
             for frame in frames:
                 await flooder.ws.send(frame)
         replies = await read_until_closed(flooder)
+        with pytest.raises(InvalidStatus) as refused:  # the flooder's address may not come back at once
+            await connect(url)
+        assert refused.value.response.status_code == 503
     assert_replies_then_1008(flooder, replies, burst=20)
 
 
@@ -328,3 +331,20 @@ async def test_a_storm_of_handshakes_past_the_cap_each_gets_its_503(database_url
             assert set(await asyncio.gather(*(refused_status() for _ in range(200)))) == {503}
             for ws in held:
                 await ws.close()
+
+
+async def test_new_connections_per_address_per_second(database_url: str) -> None:
+    """A burst of twice the rate passes; the next one gets 503 until the bucket refills; another
+    address is not concerned."""
+    settings = {"new_connections_per_address_per_second": 5.0, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        held = [await connect(url) for _ in range(10)]
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(url)
+        assert refused.value.response.status_code == 503
+        held.append(await connect(url, sock=socket_from("127.0.0.2", app.port)))
+        await asyncio.sleep(0.3)
+        held.append(await connect(url))
+        for ws in held:
+            await ws.close()

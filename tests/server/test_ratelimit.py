@@ -73,3 +73,14 @@ def test_buckets_by_key_limit_each_key_and_forget_full_ones() -> None:
     assert buckets.allow("c")  # the sweep forgot a and b, both full again
     assert len(buckets) == 1
     assert [buckets.allow("a") for _ in range(4)] == [True, True, True, False]
+
+
+def test_penalized_key_waits_at_least_a_refill() -> None:
+    clock = FakeClock()
+    buckets = BucketsByKey(rate=10.0, burst=20, clock=clock)
+    buckets.penalize("a")  # from full: 20 - 40 = -20 tokens
+    clock.now += 2.05  # 20.5 tokens back: 0.5
+    assert not buckets.allow("a")
+    assert buckets.allow("b")
+    clock.now += 0.1
+    assert buckets.allow("a")
