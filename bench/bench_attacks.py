@@ -21,8 +21,11 @@ recording each round trip. Each attack is a third process running for the same w
 - ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
 - ``guests``: ``hello`` without a token on a new connection, in a loop.
 
-It prints, per attack, the bystander's round trips, p50 and p99 (ms) and their ratio to calm, then what
-the attacker saw (replies, refusals, closes by code, HTTP refusals). This is not a test: it asserts
+It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
+server's CPU use during the window, then what the attacker saw (replies by type or error code, closes
+by code, refused handshakes). The attacker runs at niceness 10 (``--attacker-nice``): on one small
+machine an attacker at full priority takes the CPU the server and the bystander need, which a remote
+attacker cannot; ``--attacker-nice 0`` measures that too. This is not a test: it asserts
 nothing (tests/server/test_limits.py and test_quotas.py assert the limits hold).
 """
 
@@ -34,6 +37,7 @@ import contextlib
 import itertools
 import math
 import multiprocessing
+import os
 import socket
 import sys
 import tempfile
@@ -48,7 +52,7 @@ import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from bench.bench_load import CODE, SUBPROTOCOL, start_target, stop_process
+from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, start_target, stop_process
 from bench.echo_server import raise_nofile_limit
 from server.cli import fast_event_loop
 
@@ -256,8 +260,9 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     return dict(tally.counts)
 
 
-def attack_main(name: str, url: str, seconds: float, pipe: Connection) -> None:
+def attack_main(name: str, url: str, seconds: float, niceness: int, pipe: Connection) -> None:
     raise_nofile_limit()  # the storm holds thousands of sockets
+    os.nice(niceness)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         pipe.send("started")
         pipe.send(runner.run(_attack(name, url, seconds)))
@@ -279,39 +284,50 @@ def _spawn(target: Callable[..., None], *args: Any) -> tuple[multiprocessing.pro
     return process, receiver
 
 
-def run_attack(name: str, url: str, seconds: float) -> tuple[list[float], dict[str, int]]:
-    """The bystander's sorted round trips during ``name``, and what the attacker saw."""
+def run_attack(
+    name: str, url: str, seconds: float, niceness: int, server_pid: int
+) -> tuple[list[float], dict[str, int], float]:
+    """The bystander's sorted round trips during ``name``, what the attacker saw, and the server's
+    CPU use meanwhile (a fraction of one core)."""
     attacker = None
     if name != "calm":
         # The attack lasts the bystander's window, its start-up and a margin on both sides.
-        attacker = _spawn(attack_main, name, url, seconds + START_MARGIN)
+        attacker = _spawn(attack_main, name, url, seconds + START_MARGIN, niceness)
         if attacker[1].poll(START_MARGIN * 10):
             attacker[1].recv()
         time.sleep(0.5)  # under way before the bystander measures
+    cpu_before, started = cpu_seconds(server_pid) or 0.0, time.monotonic()
     bystander, pipe = _spawn(bystander_main, url, seconds)
     try:
         latencies = sorted(pipe.recv()) if pipe.poll(seconds + 60) else []
+        server_cpu = ((cpu_seconds(server_pid) or 0.0) - cpu_before) / (time.monotonic() - started)
         seen: dict[str, int] = {}
         if attacker is not None and attacker[1].poll(seconds + 60):
             seen = attacker[1].recv()
     finally:
         for process in (bystander, *(attacker[:1] if attacker else ())):
             stop_process(process)
-    return latencies, seen
+    return latencies, seen, server_cpu
 
 
-def report(rows: list[tuple[str, list[float], dict[str, int]]], command: str) -> None:
-    calm = next((latencies for name, latencies, _ in rows if name == "calm"), [])
+Row = tuple[str, list[float], dict[str, int], float]
+
+
+def report(rows: list[Row], command: str) -> None:
+    calm = next((latencies for name, latencies, _, _ in rows if name == "calm"), [])
     calm_p50, calm_p99 = _percentile(calm, 0.5), _percentile(calm, 0.99)
-    print(f"{'attack':<8} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9}")
-    for name, latencies, _ in rows:
+    print(
+        f"{'attack':<8} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
+        f"{'server CPU':>10}"
+    )
+    for name, latencies, _, server_cpu in rows:
         p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
         print(
             f"{name:<8} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
-            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f}"
+            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f} {server_cpu:>10.0%}"
         )
     print("\nwhat each attacker saw:")
-    for name, _, seen in rows:
+    for name, _, seen, _ in rows:
         if name != "calm":
             print(f"  {name}: " + ", ".join(f"{key} {value:,}" for key, value in sorted(seen.items())))
     print(f"\ncommand: {command}")
@@ -324,6 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--attacks", default=",".join(ATTACKS), help=f"comma-separated of {', '.join(ATTACKS)}"
     )
     parser.add_argument("--server-args", default="", help="extra `eightoff serve` flags")
+    parser.add_argument(
+        "--attacker-nice",
+        type=int,
+        default=10,
+        help="niceness of the attacker process (default 10: on one small machine an attacker at full "
+        "priority takes the bystander's and the server's CPU, which a remote attacker cannot; 0 for that)",
+    )
     args = parser.parse_args(argv)
     names = [name for name in args.attacks.split(",") if name]
     unknown = set(names) - set(ATTACKS)
@@ -336,8 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = start_target("server", Path(workdir), extra=f"{DEFAULT_LIMITS} {args.server_args}")
         try:
             for name in names:
-                latencies, seen = run_attack(name, target.url, args.seconds)
-                rows.append((name, latencies, seen))
+                latencies, seen, cpu = run_attack(
+                    name, target.url, args.seconds, args.attacker_nice, target.process.pid
+                )
+                rows.append((name, latencies, seen, cpu))
                 print(f"{name}: {len(latencies):,} round trips", file=sys.stderr, flush=True)
         finally:
             stop_process(target.process)
