@@ -5,6 +5,7 @@ Import it as ``import serverutil`` (``tests/`` is on ``sys.path``, like ``dbutil
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -25,3 +26,12 @@ async def running_app(database_url: str, **settings: Any) -> AsyncIterator[App]:
 
 def ws_url(app: App) -> str:
     return f"ws://127.0.0.1:{app.port}/ws"
+
+
+def socket_from(address: str, port: int) -> socket.socket:
+    """A TCP socket connected to the server on 127.0.0.1 from the loopback ``address`` (127.0.0.2 …):
+    a client with a source address of its own, for the per-address limits."""
+    sock = socket.socket()
+    sock.bind((address, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -82,14 +81,6 @@ async def bystander_playing(url: str, **connect_kwargs: Any) -> AsyncIterator[By
     finally:
         await bystander.stop()
     assert bystander.acks >= served + 3, "the bystander is no longer served"
-
-
-def socket_from(address: str, port: int) -> socket.socket:
-    """A TCP socket connected to the server from the loopback ``address`` (a distinct source)."""
-    sock = socket.socket()
-    sock.bind((address, 0))
-    sock.connect(("127.0.0.1", port))
-    return sock
 
 
 @pytest.fixture
@@ -193,8 +184,8 @@ async def test_connections_past_the_per_address_cap_get_503(
     settings = {"max_connections_per_address": 5, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
         url = serverutil.ws_url(app)
-        async with bystander_playing(url, sock=socket_from("127.0.0.2", app.port)):
-            idle = [socket_from("127.0.0.1", app.port) for _ in range(5)]
+        async with bystander_playing(url, sock=serverutil.socket_from("127.0.0.2", app.port)):
+            idle = [serverutil.socket_from("127.0.0.1", app.port) for _ in range(5)]
             await asyncio.sleep(0.1)
             with caplog.at_level(logging.WARNING), pytest.raises(InvalidStatus) as refused:
                 await connect(url)
@@ -217,7 +208,7 @@ async def test_connections_past_the_global_cap_get_503(database_url: str) -> Non
             held = [await connect(url) for _ in range(3)]
             for address in ("127.0.0.1", "127.0.0.3"):
                 with pytest.raises(InvalidStatus) as refused:
-                    await connect(url, sock=socket_from(address, app.port))
+                    await connect(url, sock=serverutil.socket_from(address, app.port))
                 assert refused.value.response.status_code == 503
             await held.pop().close()
             await asyncio.sleep(0.1)
@@ -320,7 +311,7 @@ async def test_a_storm_of_handshakes_past_the_cap_each_gets_its_503(database_url
     settings = {"max_connections_per_address": 2, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
         url = serverutil.ws_url(app)
-        async with bystander_playing(url, sock=socket_from("127.0.0.2", app.port)):
+        async with bystander_playing(url, sock=serverutil.socket_from("127.0.0.2", app.port)):
             held = [await connect(url) for _ in range(2)]
 
             async def refused_status() -> int:
@@ -343,7 +334,7 @@ async def test_new_connections_per_address_per_second(database_url: str) -> None
         with pytest.raises(InvalidStatus) as refused:
             await connect(url)
         assert refused.value.response.status_code == 503
-        held.append(await connect(url, sock=socket_from("127.0.0.2", app.port)))
+        held.append(await connect(url, sock=serverutil.socket_from("127.0.0.2", app.port)))
         await asyncio.sleep(0.3)
         held.append(await connect(url))
         for ws in held:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import socket
 
 import pytest
 import serverutil
@@ -23,17 +22,17 @@ from server.storage.tables import games
 CODE = "EO1-C8-AAAAAFA"
 
 
-def socket_from(address: str, port: int) -> socket.socket:
-    sock = socket.socket()
-    sock.bind((address, 0))
-    sock.connect(("127.0.0.1", port))
-    return sock
-
-
 async def statuses(app: App, ids: list[str]) -> dict[str, str]:
     async with app.database.connection() as conn:
         rows = await conn.execute(select(games.c.id, games.c.status).where(games.c.id.in_(ids)))
         return {row.id: row.status for row in rows}
+
+
+async def player_who_left_games(app: App, count: int) -> tuple[WsClient, list[str]]:
+    """A new guest who started ``count`` games and left each (its connection does not hold them)."""
+    client = await WsClient.open(serverutil.ws_url(app))
+    await client.hello()
+    return client, await start_and_leave(client, count)
 
 
 async def start_and_leave(client: WsClient, count: int) -> list[str]:
@@ -57,7 +56,7 @@ async def test_guests_per_address_per_minute(database_url: str) -> None:
         assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
         returning = await WsClient.open(url)
         assert (await returning.hello(token=guests[0].token))["player"] == guests[0].player
-        other = await WsClient.open(url, sock=socket_from("127.0.0.2", app.port))
+        other = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
         await other.hello()  # another address has its own quota
         for client in (*guests, returning, other):
             await client.close()
@@ -66,9 +65,7 @@ async def test_guests_per_address_per_minute(database_url: str) -> None:
 async def test_unfinished_games_cap_abandons_the_least_recently_active(database_url: str) -> None:
     settings = {"max_unfinished_games_per_player": 3, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
-        client = await WsClient.open(serverutil.ws_url(app))
-        await client.hello()
-        ids = await start_and_leave(client, 3)
+        client, ids = await player_who_left_games(app, 3)
         refused = await client.request("new_game", code=CODE)  # all three were active just now
         assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
         now = dt.datetime.now(dt.UTC)
@@ -100,9 +97,7 @@ async def test_unfinished_games_cap_abandons_the_least_recently_active(database_
 async def test_welcome_lists_the_most_recent_games_and_games_pages_the_rest(database_url: str) -> None:
     settings = {"welcome_games": 2, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
-        client = await WsClient.open(serverutil.ws_url(app))
-        await client.hello()
-        ids = await start_and_leave(client, 5)
+        client, ids = await player_who_left_games(app, 5)
         again = await WsClient.open(serverutil.ws_url(app))
         welcome = await again.hello(token=client.token)
         assert welcome["games"] == [ids[4], ids[3]]
@@ -125,9 +120,7 @@ async def test_welcome_lists_the_most_recent_games_and_games_pages_the_rest(data
 async def test_idle_unfinished_games_expire_but_open_ones_do_not(database_url: str) -> None:
     settings = {"abandon_after": 0.4, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
-        client = await WsClient.open(serverutil.ws_url(app))
-        await client.hello()
-        (left,) = await start_and_leave(client, 1)
+        client, (left,) = await player_who_left_games(app, 1)
         kept = (await client.request("new_game", code=CODE))["game"]  # open on this connection
         for _ in range(100):
             if (await statuses(app, [left]))[left] == "abandoned":
