@@ -130,10 +130,10 @@ class Deal:
             cells: list[Card | None] = [*extra, None, None, None, None]
         elif self.cells == 4:
             cells = list(extra)
-        else:
+        else:  # the seeds put the last two cards at the bottom ("spodok") of columns 3 and 4
             cells = list(extra[:2])
-            columns[2].append(extra[2])
-            columns[3].append(extra[3])
+            columns[2].insert(0, extra[2])
+            columns[3].insert(0, extra[3])
         return Layout(
             columns=tuple(tuple(column) for column in columns),
             cells=tuple(cells),
