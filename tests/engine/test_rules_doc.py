@@ -4,15 +4,16 @@ are read from the page and compared with the engine and with the seeds' own tabl
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from seed_tables import GROUP_KINDS, GROUP_TABLE
 
-from engine import Deal, Game
+from engine import Deal, Game, Move
 from engine.game import UNDO_LIMIT
 from engine.moves import max_group_size
-from engine.piles import Column
+from engine.piles import Cell, Column, Foundation
 from engine.scoring import POINTS_CELL_TO_TABLEAU, POINTS_TO_FOUNDATION
 
 RULES = Path(__file__).parents[2] / "docs" / "rules.md"
@@ -92,3 +93,47 @@ def test_rules_undo_limit_and_points_are_the_engine_ones() -> None:
     assert points["a card put onto a foundation (from a column or a cell)"] == f"+{POINTS_TO_FOUNDATION}"
     assert points["a card from a cell onto a column"] == f"+{POINTS_CELL_TO_TABLEAU}"
     assert "+5 cycle" in text and "+10 take-back cycle" in text
+
+
+def first_game(has: Callable[[Game], Move | None]) -> tuple[Game, Move]:
+    """The first C8 deal (by number) whose opening offers the move ``has`` looks for."""
+    for number in range(1000):
+        game = Game(Deal(number, 8))
+        move = has(game)
+        if move is not None:
+            return game, move
+    raise AssertionError("no deal found")  # pragma: no cover
+
+
+def test_rules_farming_cycles_raise_the_score_as_written() -> None:
+    """The +5 cell -> column cycle and the +10 take-back cycle of the Score section, on real deals."""
+
+    def run_of_two(game: Game) -> Move | None:
+        for i in range(1, 9):
+            *_, under, top = game.cards_in(Column(i))
+            if under.suit is top.suit and under.rank == top.rank + 1:
+                return Move(Column(i), Cell(5))
+        return None
+
+    game, to_cell = first_game(run_of_two)  # a column whose top card lies on its same-suit successor
+    back = Move(Cell(5), to_cell.source)
+    for cycle in range(1, 4):
+        game.play(to_cell)
+        game.play(back)
+        assert game.score == cycle * POINTS_CELL_TO_TABLEAU
+
+    def ace_on_top(game: Game) -> Move | None:
+        for i in range(1, 9):
+            card = game.top_card(Column(i))
+            if card is not None and card.rank == 1:
+                return Move(Column(i), Foundation(card.suit))
+        return None
+
+    game, to_foundation = first_game(ace_on_top)
+    game.play(to_foundation)
+    take_back, put_back = Move(to_foundation.target, Cell(5)), Move(Cell(5), to_foundation.target)
+    for cycle in range(1, 4):
+        game.play(take_back)
+        assert game.score == cycle * POINTS_TO_FOUNDATION  # a take-back costs nothing
+        game.play(put_back)
+        assert game.score == (cycle + 1) * POINTS_TO_FOUNDATION
