@@ -1,7 +1,9 @@
 """What protocol/README.md promises a client written from it alone, tried over real connections.
 
 - Every `valid` vector of protocol/vectors/client_messages.json is served: none is refused as
-  `bad_request`; each gets its reply type, or an error about the game, player or token it names.
+  `bad_request`; each gets its reply type, or an error about the game, player or token it names
+  (`not_found`, `forbidden`, `unauthorized`), and on a game of the player's own its reply, or
+  `illegal_move` or `stale` from the rules and the version.
 - Precedence before `hello`: a malformed request gets its validation error (`bad_request`,
   `unsupported_version`), never `unauthorized`; only a valid request other than `hello` is
   `unauthorized`, and the connection then says hello as usual.
@@ -39,40 +41,52 @@ REPLIES = {
     "leaderboard": "leaderboard",
     "profile": "profile",
 }
-#: The errors a valid vector may get: about the state it names (the vectors' game `g_7Kq2-Xw`,
+#: The errors a valid vector may get as it stands: about what it names (its game `g_7Kq2-Xw`,
 #: player `p_3fQ9` and token do not exist on a fresh server), never about its form.
-STATE_ERRORS = {"not_found", "forbidden", "unauthorized", "illegal_move"}
+NAMED_STATE_ERRORS = {"not_found", "forbidden", "unauthorized"}
+#: ... and when it names a game of the player's own: what the rules or the version say.
+OWN_GAME_ERRORS = {"illegal_move", "stale"}
 
 
 def test_every_request_type_has_its_reply_here() -> None:
     assert {case["message"]["type"] for case in VECTORS["valid"]} == set(REPLIES)
 
 
+async def served_reply(client: WsClient, case: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    """The reply to ``message``: the expected type, or an error a valid message may get."""
+    await client.send(message)
+    reply = await client.recv()  # nobody else acts on these games: no push comes first
+    assert reply.get("id") == message.get("id"), (case["name"], reply)
+    if reply["type"] == "error":
+        allowed = NAMED_STATE_ERRORS if message == case["message"] else OWN_GAME_ERRORS
+        assert reply["code"] in allowed, (case["name"], reply)
+    else:
+        assert reply["type"] == REPLIES[message["type"]], (case["name"], reply)
+    return reply
+
+
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
 async def test_valid_vectors_are_served_never_refused_as_bad_request(url: str, subprotocol: str) -> None:
-    """Each `hello` on a connection of its own; every other vector on one that said hello."""
+    """Each `hello` on a connection of its own; every other vector on one that said hello, as it is
+    and, when it names a game, once more on a fresh game of the player's own."""
     served = await WsClient.open(url, subprotocol)
     await served.hello()
-    replies: dict[str, dict[str, Any]] = {}
     for case in VECTORS["valid"]:
         message = case["message"]
-        client = await WsClient.open(url, subprotocol) if message["type"] == "hello" else served
-        await client.send(message)
-        reply = await client.recv()
-        while "id" not in reply and reply["type"] in ("diff", "game_over"):  # a push of a followed game
-            reply = await client.recv()
-        replies[case["name"]] = reply
-        assert reply.get("id") == message.get("id"), (case["name"], reply)
-        if reply["type"] == "error":
-            assert reply["code"] in STATE_ERRORS, (case["name"], reply)
-        else:
-            assert reply["type"] == REPLIES[message["type"]], (case["name"], reply)
-        if client is not served:
-            await client.close()
-    # the leaderboard page after a server-made cursor is served (it was refused when the vector
-    # held a made-up cursor)
-    paged = [name for name, case in zip(replies, VECTORS["valid"], strict=True) if "after" in case["message"]]
-    assert paged and all(replies[name]["type"] in ("live", "leaderboard") for name in paged)
+        if message["type"] == "hello":
+            newcomer = await WsClient.open(url, subprotocol)
+            await served_reply(newcomer, case, message)
+            await newcomer.close()
+            continue
+        reply = await served_reply(served, case, message)
+        if "after" in message:  # a server-made cursor pages on (a made-up one was a bad_request)
+            assert reply["type"] in ("live", "leaderboard"), (case["name"], reply)
+        if "game" in message:
+            own = (await served.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+            await served_reply(served, case, {**message, "game": own})
+            assert (await served.request("unwatch", game=own))["type"] == "ok"  # under the games limit
+        elif message["type"] == "new_game":
+            await served.request("unwatch", game=reply["game"])
     assert (await served.request("live"))["type"] == "live"  # still serving
     await served.close()
 
