@@ -1,4 +1,5 @@
-"""Game codes, the fixed shuffle and the deal of each cell variant (DESIGN.md section 2).
+"""Game codes, the fixed shuffle and the deal of each cell variant (docs/rules.md; protocol/README.md
+section 11 for the exact shuffle).
 
 A code ``EO1-C8-AAAAAFA`` is the format version, the cell variant and a 35-bit deal number in seven
 RFC 4648 base32 symbols (A = 0 … 7 = 31, most significant first). The card order depends on the

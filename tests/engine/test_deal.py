@@ -163,7 +163,7 @@ def test_splitmix64_reference_outputs() -> None:
 
 
 def reference_deck(number: int) -> list[str]:
-    """The shuffle written again from DESIGN.md section 2, sharing nothing with the engine."""
+    """The shuffle written again from protocol/README.md section 11, sharing nothing with the engine."""
     deck = [rank + suit for suit in "CDHS" for rank in "A23456789TJQK"]
     state = number
     mask = 2**64 - 1
