@@ -26,7 +26,7 @@ class Metrics:
     """The server's counters, gauges and histograms, exported at ``GET /metrics``."""
 
     def __init__(self) -> None:
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # the library leaves it unannotated
         self.registry = CollectorRegistry()
         self.connections = Gauge("eightoff_connections", "Open WebSocket connections", registry=self.registry)
         self.live_games = Gauge("eightoff_live_games", "Games held in memory", registry=self.registry)
