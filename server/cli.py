@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -13,7 +15,8 @@ from typing import Any, TextIO
 
 from engine import Deal, InvalidCodeError
 from protocol import layout_fields
-from server.config import Settings, add_arguments, settings_from_args
+from server import __version__
+from server.config import SettingError, Settings, Unavailable, add_arguments, needs, settings_from_args
 
 __all__ = ["main"]
 
@@ -38,8 +41,8 @@ def _deal(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace) -> Settings | None:
     try:
         return settings_from_args(args)
-    except ValueError as exc:
-        print(f"eightoff: bad setting: {exc}", file=sys.stderr)
+    except SettingError as exc:
+        print(f"eightoff: bad setting {exc}", file=sys.stderr)
         return None
 
 
@@ -51,8 +54,12 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
-    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
-        runner.run(run(settings))
+    try:
+        with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+            runner.run(run(settings))
+    except Unavailable as exc:
+        print(f"eightoff: cannot start: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -72,9 +79,14 @@ def _db(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if settings is None:
         return 2
-    if args.action == "upgrade":
-        upgrade_to_head(settings.database_url)
-    current = current_revision(settings.database_url)
+    try:
+        with needs("database_url", what=f"cannot {args.action} the database"):
+            if args.action == "upgrade":
+                upgrade_to_head(settings.database_url)
+            current = current_revision(settings.database_url)
+    except Unavailable as exc:
+        print(f"eightoff db: {exc}", file=sys.stderr)
+        return 1
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")
     return 0
 
@@ -127,9 +139,6 @@ def _verify(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if settings is None:
         return 2
-    if current_revision(settings.database_url) is None:
-        print("eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
-        return 2
     bar = _ProgressBar(sys.stderr, "verify")
 
     async def run() -> tuple[int, list[Any]]:
@@ -139,7 +148,17 @@ def _verify(args: argparse.Namespace) -> int:
         finally:
             await database.dispose()
 
-    checked, mismatches = asyncio.run(run())
+    try:
+        with needs("database_url", what="cannot read the database"):
+            if current_revision(settings.database_url) is None:
+                print(
+                    "eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr
+                )
+                return 2
+            checked, mismatches = asyncio.run(run())
+    except Unavailable as exc:
+        print(f"eightoff verify: {exc}", file=sys.stderr)
+        return 1
     bar.finish()
     for mismatch in mismatches:
         print(f"MISMATCH {mismatch.game_id}: {mismatch.problem}")
@@ -149,6 +168,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eightoff", description="Eight Off solitaire game server")
+    parser.add_argument("--version", action="version", version=f"eightoff {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve",
@@ -191,7 +211,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        status = int(args.handler(args))
+        sys.stdout.flush()  # a reader that left shows here, not as a traceback at exit
+    except BrokenPipeError:
+        # `eightoff deal CODE | head -1`: the reader has what it wanted. End quietly, with the status
+        # of a program that SIGPIPE ended; stdout goes to devnull so the exit's flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    return status
 
 
 if __name__ == "__main__":
