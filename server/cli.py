@@ -47,11 +47,11 @@ def _settings(args: argparse.Namespace) -> Settings | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from server.app import run
-
     settings = _settings(args)
     if settings is None:
         return 2
+    from server.app import run  # after the settings: a bad one is refused without loading the server
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
     try:
