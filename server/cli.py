@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from engine import Deal, InvalidCodeError
 from protocol import layout_fields
 from server import __version__
-from server.config import SettingError, Settings, Unavailable, add_arguments, needs, settings_from_args
+from server.config import SettingError, Unavailable, add_arguments, needs, settings_from_args
 
 __all__ = ["main"]
 
@@ -38,28 +38,14 @@ def _deal(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace) -> Settings | None:
-    try:
-        return settings_from_args(args)
-    except SettingError as exc:
-        print(f"eightoff: bad setting {exc}", file=sys.stderr)
-        return None
-
-
 def _serve(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    if settings is None:
-        return 2
+    settings = settings_from_args(args)
     from server.app import run  # after the settings: a bad one is refused without loading the server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
-    try:
-        with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
-            runner.run(run(settings))
-    except Unavailable as exc:
-        print(f"eightoff: cannot start: {exc}", file=sys.stderr)
-        return 1
+    with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+        runner.run(run(settings))
     return 0
 
 
@@ -76,17 +62,13 @@ def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def _db(args: argparse.Namespace) -> int:
     from server.storage import current_revision, head_revision, upgrade_to_head
 
-    settings = _settings(args)
-    if settings is None:
-        return 2
-    try:
-        with needs("database_url", what=f"cannot {args.action} the database"):
-            if args.action == "upgrade":
-                upgrade_to_head(settings.database_url)
-            current = current_revision(settings.database_url)
-    except Unavailable as exc:
-        print(f"eightoff db: {exc}", file=sys.stderr)
-        return 1
+    settings = settings_from_args(args)
+    with needs(
+        "database_url", what=f"cannot {'migrate' if args.action == 'upgrade' else 'read'} the database"
+    ):
+        if args.action == "upgrade":
+            upgrade_to_head(settings.database_url)
+        current = current_revision(settings.database_url)
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")
     return 0
 
@@ -136,9 +118,7 @@ def _verify(args: argparse.Namespace) -> int:
     from server.leaderboard import verify_games
     from server.storage import Database, current_revision
 
-    settings = _settings(args)
-    if settings is None:
-        return 2
+    settings = settings_from_args(args)
     bar = _ProgressBar(sys.stderr, "verify")
 
     async def run() -> tuple[int, list[Any]]:
@@ -148,17 +128,11 @@ def _verify(args: argparse.Namespace) -> int:
         finally:
             await database.dispose()
 
-    try:
-        with needs("database_url", what="cannot read the database"):
-            if current_revision(settings.database_url) is None:
-                print(
-                    "eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr
-                )
-                return 2
-            checked, mismatches = asyncio.run(run())
-    except Unavailable as exc:
-        print(f"eightoff verify: {exc}", file=sys.stderr)
-        return 1
+    with needs("database_url", what="cannot read the database"):
+        if current_revision(settings.database_url) is None:
+            print("eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
+            return 2
+        checked, mismatches = asyncio.run(run())
     bar.finish()
     for mismatch in mismatches:
         print(f"MISMATCH {mismatch.game_id}: {mismatch.problem}")
@@ -210,10 +184,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; its failures end as one line on stderr and an exit status, never a traceback:
+    2 for a bad setting, 1 for an environment that refuses (`Unavailable`)."""
     args = build_parser().parse_args(argv)
     try:
         status = int(args.handler(args))
         sys.stdout.flush()  # a reader that left shows here, not as a traceback at exit
+    except SettingError as exc:
+        print(f"eightoff {args.command}: bad setting {exc}", file=sys.stderr)
+        return 2
+    except Unavailable as exc:
+        print(f"eightoff {args.command}: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # `eightoff deal CODE | head -1`: the reader has what it wanted. End quietly, with the status
         # of a program that SIGPIPE ended; stdout goes to devnull so the exit's flush cannot fail again.

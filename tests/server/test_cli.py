@@ -82,7 +82,7 @@ def test_a_bad_setting_is_one_line_naming_it_and_exit_2(
     result = run_eightoff("serve", *argv, env={"EIGHTOFF_DATABASE_URL": sqlite_url, **env}, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     line = the_one_line(result.stderr)
-    assert line.startswith(f"eightoff: bad setting {named}") and why in line, line
+    assert line.startswith(f"eightoff serve: bad setting {named}") and why in line, line
     assert "secret" not in line  # a URL's password is never echoed
     assert result.stdout == "" and not (tmp_path / "eightoff.db").exists()  # stopped before any work
 
@@ -117,7 +117,7 @@ def test_a_port_in_use_is_one_line_and_exit_1(busy_port: int, sqlite_url: str, t
     result = run_eightoff("serve", "--port", str(busy_port), "--database-url", sqlite_url, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     line = the_one_line(result.stderr)
-    assert line.startswith("eightoff: cannot start: --host (EIGHTOFF_HOST), --port (EIGHTOFF_PORT):")
+    assert line.startswith("eightoff serve: --host (EIGHTOFF_HOST), --port (EIGHTOFF_PORT):")
     assert f"cannot listen on 127.0.0.1 port {busy_port}" in line and "address already in use" in line
 
 
@@ -134,7 +134,7 @@ def test_an_unreachable_database_is_one_line_and_exit_1(url: str, why: str, tmp_
     result = run_eightoff("serve", "--port", "0", "--database-url", url, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     line = the_one_line(result.stderr)
-    assert line.startswith("eightoff: cannot start: --database-url (EIGHTOFF_DATABASE_URL): cannot open")
+    assert line.startswith("eightoff serve: --database-url (EIGHTOFF_DATABASE_URL): cannot open")
     assert why in line and "secret" not in line, line
 
 
@@ -145,7 +145,7 @@ def test_an_unreachable_redis_is_one_line_and_exit_1(sqlite_url: str, tmp_path: 
     )
     assert result.returncode == 1, result.stderr
     line = the_one_line(result.stderr)
-    assert line.startswith("eightoff: cannot start: --redis-url (EIGHTOFF_REDIS_URL): cannot reach Redis:")
+    assert line.startswith("eightoff serve: --redis-url (EIGHTOFF_REDIS_URL): cannot reach Redis:")
 
 
 @pytest.mark.parametrize("command", ["verify", "db"])
