@@ -140,6 +140,12 @@ def _verify(args: argparse.Namespace) -> int:
     return 1 if mismatches else 0
 
 
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eightoff", description="Eight Off solitaire game server")
     parser.add_argument("--version", action="version", version=f"eightoff {__version__}")
@@ -174,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "--batch",
-        type=lambda text: max(1, int(text)),
+        type=_positive_int,
         default=500,
         metavar="N",
         help="games per read (default 500)",

@@ -3,7 +3,8 @@
 Every option is a command-line flag of ``eightoff serve`` and an ``EIGHTOFF_*`` environment variable
 (the flag wins). ``None`` switches a limit off. A `Settings` checks every value when it is made and
 raises `SettingError` naming the flag and the variable, so a bad setting stops the server before it
-touches anything.
+touches anything. Checks that need the storage's knowledge import it when they run: ``eightoff deal``
+loads this module and has no use for SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ __all__ = [
 ]
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///eightoff.sqlite3"
-_SQLITE_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 #: A check returns what is wrong with a value, or None when it is fine.
@@ -93,14 +93,19 @@ def _port(value: int) -> str | None:
     return f"{value} is not a TCP port: use 1-65535, or 0 for any free port"
 
 
-def _non_empty(value: str) -> str | None:
-    return None if value.strip() else "must not be empty"
+def _node(value: str) -> str | None:
+    """A node's name goes to clients in ``welcome``, where the spec allows 1..64 characters."""
+    if value.strip() and len(value) <= 64:
+        return None
+    return f"{value!r} is not a name of 1..64 characters"
 
 
 def _sqlite_synchronous(value: str) -> str | None:
-    if value.upper() in _SQLITE_SYNCHRONOUS:
+    from server.storage.db import SQLITE_SYNCHRONOUS
+
+    if value.upper() in SQLITE_SYNCHRONOUS:
         return None
-    return f"{value!r} is not one of {', '.join(_SQLITE_SYNCHRONOUS)}"
+    return f"{value!r} is not one of {', '.join(sorted(SQLITE_SYNCHRONOUS))}"
 
 
 def _database_url(value: str) -> str | None:
@@ -133,7 +138,7 @@ class Settings:
     host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
     port: int = field(default=8765, metadata={"help": "TCP port (0 picks a free one)", "check": _port})
     node: str = field(
-        default="node-1", metadata={"help": "this node's name, sent in welcome", "check": _non_empty}
+        default="node-1", metadata={"help": "this node's name, sent in welcome", "check": _node}
     )
     # Storage
     database_url: str = field(

@@ -187,3 +187,15 @@ def test_deal_piped_into_head_prints_the_first_line_quietly() -> None:
     command = f"{shlex.join(EIGHTOFF)} deal EO1-C8-AAAAAFA | head -1"
     result = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (result.stdout, result.stderr) == ("EO1-C8-AAAAAFA\n", "")
+
+
+@pytest.mark.parametrize("batch", ["0", "-3", "x", ""])
+def test_verify_refuses_a_batch_that_is_not_a_positive_integer(
+    batch: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["verify", "--batch", batch])
+    assert exited.value.code == 2
+    assert f"argument --batch: {batch!r} is not a positive integer" in capsys.readouterr().err
