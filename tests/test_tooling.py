@@ -29,6 +29,16 @@ def run(
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+def test_ci_runs_every_check_before_the_tests() -> None:
+    """Each check can fail CI, and pytest's summary stays the last line CI prints."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    tests = next(i for i, line in enumerate(lines) if line.endswith(".venv/bin/python -m pytest"))
+    assert tests == max(i for i, line in enumerate(lines) if line.strip() and not line.startswith("#"))
+    for check in ("ruff check .", "ruff format --check .", "mypy", "lint-imports"):
+        assert lines.index(f".venv/bin/{check}") < tests, check
+    assert "set -euo pipefail" in lines
+
+
 def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does() -> None:
     """Bare ``pytest`` does not put the root on sys.path; tests/server must not shadow the server package."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
