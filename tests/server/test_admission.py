@@ -136,15 +136,16 @@ def test_gate_applies_the_per_address_cap_to_the_forwarded_client() -> None:
 @pytest.mark.parametrize(
     ("values", "complaint"),
     [
-        ({"max_connections": 0}, "max_connections must be positive"),
-        ({"max_connections_per_address": -1}, "max_connections_per_address must be positive"),
-        ({"guests_per_address_per_minute": 0}, "guests_per_address_per_minute"),
-        ({"max_unfinished_games_per_player": 0}, "max_unfinished_games_per_player"),
-        ({"abandon_after": 0.0}, "abandon_after"),
-        ({"welcome_games": 0}, "welcome_games must be 1..100"),
-        ({"welcome_games": 101}, "welcome_games must be 1..100"),
-        ({"origins": "example.org"}, "origin 'example.org'"),
-        ({"trusted_proxies": "proxy.local"}, "trusted proxy 'proxy.local'"),
+        ({"max_connections": 0}, "--max-connections .*0 is not a number of at least 1"),
+        ({"max_connections_per_address": -1}, "--max-connections-per-address"),
+        ({"new_connections_per_address_per_second": 0.0}, "--new-connections-per-address-per-second"),
+        ({"guests_per_address_per_minute": 0}, "--guests-per-address-per-minute"),
+        ({"max_unfinished_games_per_player": 0}, "--max-unfinished-games-per-player"),
+        ({"abandon_after": 0.0}, "--abandon-after"),
+        ({"welcome_games": 0}, "--welcome-games .*0 is not in 1..100"),
+        ({"welcome_games": 101}, "--welcome-games .*101 is not in 1..100"),
+        ({"origins": "example.org"}, "--origins .*origin 'example.org'"),
+        ({"trusted_proxies": "proxy.local"}, "--trusted-proxies .*trusted proxy 'proxy.local'"),
     ],
 )
 def test_settings_refuse_nonsense_limits(values: dict[str, object], complaint: str) -> None:
