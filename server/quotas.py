@@ -81,34 +81,38 @@ class UnfinishedGames:
         cap = self._per_player
         if cap is None:
             return
-        async with self._database.connection() as conn:
-            games = await storage.player_unfinished_games(conn, player_id)
-        excess = len(games) - (cap - 1)
-        if excess <= 0:
-            return
-        open_ids = self._open_ids()
-        quiet_since = utc_now() - dt.timedelta(seconds=2 * self.sweep_interval)
-        idle = [
-            game.id for game in reversed(games) if game.id not in open_ids and game.active_at < quiet_since
-        ]
-        if len(idle) < excess:
-            raise Refusal(
-                "rate_limited", f"at most {cap} unfinished games per player: finish or resign one first"
-            )
         async with self._database.transaction() as conn:
+            games = await storage.player_unfinished_games(conn, player_id)
+            excess = len(games) - (cap - 1)
+            if excess <= 0:
+                return
+            # The rooms open now, with no await between this look and the update below: a game
+            # opened meanwhile is spared (one opened while the update runs is the narrow race that
+            # docs/reliability.md admits: it stays playable in memory, and stays abandoned).
+            open_ids = self._open_ids()
+            quiet_since = utc_now() - dt.timedelta(seconds=2 * self.sweep_interval)
+            idle = [
+                game.id
+                for game in reversed(games)
+                if game.id not in open_ids and game.active_at < quiet_since
+            ]
+            if len(idle) < excess:
+                raise Refusal(
+                    "rate_limited", f"at most {cap} unfinished games per player: finish or resign one first"
+                )
             await storage.abandon_games(conn, idle[:excess])
         logger.info("player %s over %d unfinished games: abandoned %s", player_id, cap, idle[:excess])
 
     async def sweep(self, now: dt.datetime | None = None) -> int:
         """Note open games as active, abandon idle ones; returns how many were abandoned."""
         now = now or utc_now()
-        open_ids = self._open_ids()
         async with self._database.transaction() as conn:
-            await storage.touch_games(conn, sorted(open_ids), now)
+            await storage.touch_games(conn, sorted(self._open_ids()), now)
             if self._abandon_after is None:
                 return 0
             idle_since = now - dt.timedelta(seconds=self._abandon_after)
             idle = await storage.idle_games(conn, idle_since, EXPIRY_BATCH)
+            open_ids = self._open_ids()  # as they are now, just before the update (see make_room)
             abandoned = await storage.abandon_games(conn, [game for game in idle if game not in open_ids])
         if abandoned:
             logger.info("abandoned %d unfinished games idle since %s", abandoned, idle_since.isoformat())
