@@ -1,5 +1,4 @@
-"""Abandoned games: unfinished games left idle are marked ``abandoned``; ``games.active_at`` says when
-each was last seen played or open.
+"""Abandoned games: status ``abandoned``, and ``games.active_at`` (when last seen played or open).
 
 Revision ID: 3b8e61d4a0c7
 Revises: 7d2a5c0e9b41
