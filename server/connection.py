@@ -54,7 +54,7 @@ def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotoc
 CLOSE_LINGER = 2.0
 """Seconds a closed connection has to read what we sent before its socket is dropped."""
 REFUSAL_LINGER = 0.5
-"""Seconds a connection refused at accept has to read its HTTP 503."""
+"""Seconds a connection refused at accept has to send its request and read its HTTP 503."""
 
 
 def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
@@ -100,6 +100,7 @@ class MeteredConnection(ServerConnection):
     client_address = ""
     _counted = False
     _refused = False
+    _answered = False
     _lingering = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -112,17 +113,26 @@ class MeteredConnection(ServerConnection):
             return
         self._refused = True
         socket = cast(asyncio.Transport, transport)
-        socket.write(too_many_connections().serialize())
-        if socket.can_write_eof() and self.gate.start_lingering():
+        if self.gate.start_lingering():  # answered when its request comes (data_received)
             self._lingering = True
-            socket.write_eof()  # the 503, then our FIN; what the client sends meanwhile is dropped
             self.loop.call_later(REFUSAL_LINGER, socket.abort)
-        else:
+        else:  # no slot left: answer at once and close, the best that can be done in a storm
+            socket.write(too_many_connections().serialize())
             socket.close()
 
     def data_received(self, data: bytes) -> None:
         if not self._refused:
             super().data_received(data)
+        elif not self._answered:
+            # The 503 answers the request, then our FIN follows it; the rest of what the client
+            # sends is dropped. Answering before the request came confuses some clients, and
+            # closing with the request unread would send a reset that can destroy the 503.
+            self._answered = True
+            self.transport.write(too_many_connections().serialize())
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            else:
+                self.transport.close()
 
     def eof_received(self) -> None:
         if self._refused:  # the client read the refusal and hung up
