@@ -14,6 +14,7 @@ process running for the same window:
 
 - ``calm``: no attacker (the baseline every ratio divides by);
 - ``flood``: 4 connections each sending frames as fast as they can, reconnecting when closed (1008);
+- ``botnet``: the ``flood``, each reconnect from a new address (127.0.1.1 …): no per-address limit helps;
 - ``paced``: 4 connections each at 1.25x the refill rate (250 frames/s against 200/s);
 - ``invalid``: the ``flood`` with well-formed but invalid messages (``move`` without its fields);
 - ``watch``: 4 connections watching a game over and over at just under the rate limit (a snapshot each);
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
     "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
 )
-ATTACKS = ("calm", "flood", "paced", "invalid", "watch", "live", "storm", "games", "guests")
+ATTACKS = ("calm", "flood", "botnet", "paced", "invalid", "watch", "live", "storm", "games", "guests")
 
 
 async def _connect(url: str, address: str) -> ClientConnection:
@@ -142,11 +143,20 @@ async def _drain(ws: ClientConnection, tally: Tally) -> None:
             tally.reply(frame)
 
 
-async def _flooder(url: str, tally: Tally, frame: bytes, pace: float | None, until: float) -> None:
-    """Send ``frame`` at ``pace`` a second (None: as fast as possible); reconnect when closed."""
+def _botnet_addresses(first: int) -> Iterator[str]:
+    """Loopback addresses of their own (127.0.1.1 …): each reconnect of a botnet comes from a new one."""
+    for index in itertools.count(first):
+        yield f"127.0.{1 + index // 250}.{1 + index % 250}"
+
+
+async def _flooder(
+    url: str, tally: Tally, frame: bytes, pace: float | None, until: float, addresses: Iterator[str]
+) -> None:
+    """Send ``frame`` at ``pace`` a second (None: as fast as possible); reconnect when closed, from
+    the next of ``addresses``."""
     while time.monotonic() < until:
         try:
-            ws = await _connect(url, ATTACKER_ADDRESS)
+            ws = await _connect(url, next(addresses))
         except Exception as exc:  # refused: HTTP 503, or a reset in a storm
             tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'other')}"] += 1
             await asyncio.sleep(0.05)
@@ -168,8 +178,21 @@ async def _flooder(url: str, tally: Tally, frame: bytes, pace: float | None, unt
         tally.closed(ws)
 
 
+async def _admitted(url: str, patience: float = 10.0) -> ClientConnection:
+    """A connection from the attacker's address once it is admitted again (an earlier attack may
+    have left it refused for a while)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return await _connect(url, ATTACKER_ADDRESS)
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.25)
+
+
 async def _player(url: str, tally: Tally, token: str | None) -> tuple[ClientConnection, str | None]:
-    ws = await _connect(url, ATTACKER_ADDRESS)
+    ws = await _admitted(url)
     hello: dict[str, Any] = {"type": "hello", "protocol": 1, "id": 1}
     if token:
         hello["token"] = token
@@ -222,7 +245,8 @@ async def _storm(url: str, tally: Tally, until: float) -> None:
 async def _guests(url: str, tally: Tally, until: float) -> None:
     while time.monotonic() < until:
         try:
-            ws, _ = await _player(url, tally, None)
+            ws = await _connect(url, ATTACKER_ADDRESS)
+            tally.reply(msgpack.packb(await _request(ws, {"type": "hello", "protocol": 1, "id": 1})))
             await ws.close()
         except Exception as exc:  # refused: HTTP 503, or a reset in a storm
             tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'other')}"] += 1
@@ -232,15 +256,19 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     tally = Tally()
     until = time.monotonic() + seconds
     tasks: list[Awaitable[None]] = []
+    live = msgpack.packb({"type": "live", "id": 1})
+    invalid = msgpack.packb({"type": "move", "id": 1, "game": "nope"})
+    attacker = itertools.repeat(ATTACKER_ADDRESS)
     if name == "flood":
-        frame = msgpack.packb({"type": "live", "id": 1})
-        tasks = [_flooder(url, tally, frame, None, until) for _ in range(CONNECTIONS)]
+        tasks = [_flooder(url, tally, live, None, until, attacker) for _ in range(CONNECTIONS)]
+    elif name == "botnet":
+        tasks = [
+            _flooder(url, tally, live, None, until, _botnet_addresses(10_000 * n)) for n in range(CONNECTIONS)
+        ]
     elif name == "paced":
-        frame = msgpack.packb({"type": "live", "id": 1})
-        tasks = [_flooder(url, tally, frame, RATE * 1.25, until) for _ in range(CONNECTIONS)]
+        tasks = [_flooder(url, tally, live, RATE * 1.25, until, attacker) for _ in range(CONNECTIONS)]
     elif name == "invalid":
-        frame = msgpack.packb({"type": "move", "id": 1, "game": "nope"})
-        tasks = [_flooder(url, tally, frame, None, until) for _ in range(CONNECTIONS)]
+        tasks = [_flooder(url, tally, invalid, None, until, attacker) for _ in range(CONNECTIONS)]
     elif name in ("watch", "live", "games"):
         ws, token = await _player(url, tally, None)
         game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
