@@ -11,6 +11,7 @@ their caps before the handshake and notes every frame (pings too) for the idle t
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -53,6 +54,8 @@ def select_subprotocol(connection: ServerConnection, offered: Sequence[Subprotoc
 
 CLOSE_LINGER = 2.0
 """Seconds a closed connection has to read what we sent before its socket is dropped."""
+FAIR_SHARE = 8
+"""Frames a connection serves in a row before the event loop serves the others."""
 REFUSAL_LINGER = 0.5
 """Seconds a connection refused at accept has to send its request and read its HTTP 503."""
 
@@ -215,11 +218,15 @@ class ConnectionLoop:
         self.clients.add(client)
         client.last_seen = time.monotonic()
         try:
-            while True:
+            for served in itertools.count(1):
                 frame = await ws.recv()
                 client.last_seen = time.monotonic()
                 if not await self._serve_frame(ws, client, frame, bucket):
                     return
+                if served % FAIR_SHARE == 0:
+                    # recv() does not suspend while frames are queued: a client that sent thousands
+                    # at once would otherwise hold the event loop until all are served.
+                    await asyncio.sleep(0)
         except ConnectionClosed:
             pass
         finally:
