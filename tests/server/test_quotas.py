@@ -17,6 +17,7 @@ from sqlalchemy import select, update
 from wsclient import WsClient
 
 from server.app import App
+from server.leaderboard import verify_games
 from server.storage.tables import games
 
 CODE = "EO1-C8-AAAAAFA"
@@ -90,6 +91,8 @@ async def test_unfinished_games_cap_abandons_the_least_recently_active(database_
         assert move["type"] == "error" and move["code"] == "illegal_move"
         profile = await again.request("profile")
         assert profile["played"] == 0  # an abandoned game never counts
+        checked, mismatches = await verify_games(app.database)  # `eightoff verify` accepts it
+        assert checked == 4 and mismatches == []
         await client.close()
         await again.close()
 
