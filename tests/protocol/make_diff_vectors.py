@@ -2,8 +2,8 @@
 rule-free client must hold after each, for clients in any language (the browser client's board model
 runs them under node: tests/web/board.test.mjs).
 
-Run ``.venv/bin/python tests/protocol/make_diff_vectors.py`` from the project root to rewrite the file; the test
-``test_diff_vectors.py`` checks that the file is what this writes and that a rule-free copy
+Run ``.venv/bin/python tests/protocol/make_diff_vectors.py`` from the project root to rewrite the
+file; the test ``test_diff_vectors.py`` checks that the file is what this writes and that a rule-free copy
 (``wire_support.ClientBoard``) follows it, so the file changes only when the builders or the engine
 change on purpose.
 
@@ -61,8 +61,10 @@ def _game(game_id: str, game: Game, actions: list[Action] | None, rng: random.Ra
         if action is None or (pending is None and len(steps) >= RANDOM_STEPS):
             break
         transfer = game.play(action)
-        update = protocol.ack(game_id, game, transfer, len(steps)) if rng.random() < 0.5 else protocol.diff(
-            game_id, game, transfer
+        update = (
+            protocol.ack(game_id, game, transfer, len(steps))
+            if rng.random() < 0.5
+            else protocol.diff(game_id, game, transfer)
         )
         board.apply(update)
         steps.append({"update": update, "result": "applied", "after": copy.deepcopy(board.state())})
