@@ -74,6 +74,47 @@ async def no_horizontal_scroll(page: Page) -> None:
     assert widths[0] <= widths[1], widths
 
 
+async def play_the_gestures(page: Page, mirror: Game, ace_column: str, group: str, *, touch: bool) -> None:
+    """On ``gesture_deal()``'s opening, with a mouse or a finger: a tap sends the ace up; the ace is
+    dragged back (a take-back) and up again; a run is dragged; an illegal drop snaps back with its
+    reason; a double tap makes the server's best move."""
+    drag = touch_drag if touch else mouse_drag
+    ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
+    await (top_card(page, ace_column).tap() if touch else top_card(page, ace_column).click())
+    mirror.play(Move.parse(f"{ace_column}-f{ace[1]}"))
+    await expect_board(page, mirror)
+
+    await drag(page, top_card(page, f"f{ace[1]}"), pile(page, "c5"))
+    mirror.play(Move.parse(f"f{ace[1]}-c5"))
+    await expect_board(page, mirror)
+    await drag(page, top_card(page, "c5"), pile(page, f"f{ace[1]}"))
+    mirror.play(Move.parse(f"c5-f{ace[1]}"))
+    await expect_board(page, mirror)
+
+    run = Move.parse(group)  # dragged by its lower card
+    await drag(page, card_from_top(page, str(run.source), run.count), pile(page, str(run.target)))
+    mirror.play(run)
+    await expect_board(page, mirror)
+
+    source, target, card = illegal_column_drop(mirror)
+    await drag(page, top_card(page, source), pile(page, target))
+    await expect(page.locator("#message")).to_have_text(goes_only_on(card))
+    await expect(page.locator("#message")).to_have_attribute("data-kind", "error")
+    await expect(page.locator(".drag-ghost")).to_have_count(0)
+    await expect(page.locator(".lifted")).to_have_count(0)
+    await expect(top_card(page, source)).to_have_attribute("data-card", card)
+    await expect_board(page, mirror)
+
+    column, auto = double_tap_column(mirror)  # its top card cannot go to its foundation
+    if touch:
+        await top_card(page, column).tap()
+        await top_card(page, column).tap()
+    else:
+        await top_card(page, column).dblclick()
+    mirror.play(auto)
+    await expect_board(page, mirror)
+
+
 async def test_gestures_timer_and_name_on_a_desktop(chromium: Any, site: str) -> None:
     errors: list[str] = []
     mirror, ace_column, group = gesture_deal()
@@ -92,40 +133,7 @@ async def test_gestures_timer_and_name_on_a_desktop(chromium: Any, site: str) ->
     await expect(timer).not_to_have_text("0:00", timeout=4_000)
 
     # One tap on the ace on top of a column: to its foundation.
-    ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
-    await top_card(page, ace_column).click()
-    mirror.play(Move.parse(f"{ace_column}-f{ace[1]}"))
-    await expect_board(page, mirror)
-
-    # Drag the foundation's top card back (a take-back) into an empty cell, then drag it up again.
-    await mouse_drag(page, top_card(page, f"f{ace[1]}"), pile(page, "c5"))
-    mirror.play(Move.parse(f"f{ace[1]}-c5"))
-    await expect_board(page, mirror)
-    await mouse_drag(page, top_card(page, "c5"), pile(page, f"f{ace[1]}"))
-    mirror.play(Move.parse(f"c5-f{ace[1]}"))
-    await expect_board(page, mirror)
-
-    # Drag a run of two by its lower card onto the column that takes it.
-    run = Move.parse(group)
-    await mouse_drag(page, card_from_top(page, str(run.source), run.count), pile(page, str(run.target)))
-    mirror.play(run)
-    await expect_board(page, mirror)
-
-    # An illegal drop snaps back and says the rule in a player's words.
-    source, target, card = illegal_column_drop(mirror)
-    await mouse_drag(page, top_card(page, source), pile(page, target))
-    await expect(page.locator("#message")).to_have_text(goes_only_on(card))
-    await expect(page.locator("#message")).to_have_attribute("data-kind", "error")
-    await expect(page.locator(".drag-ghost")).to_have_count(0)
-    await expect(top_card(page, source)).to_have_attribute("data-card", card)
-    await expect(page.locator(".lifted")).to_have_count(0)
-    await expect_board(page, mirror)
-
-    # A double tap on a card that cannot go to its foundation: the server's best place.
-    column, auto = double_tap_column(mirror)
-    await top_card(page, column).dblclick()
-    mirror.play(auto)
-    await expect_board(page, mirror)
+    await play_the_gestures(page, mirror, ace_column, group, touch=False)
 
     # Tap to pick up, tap the destination (a cell); then the keyboard's undo.
     picked = str(mirror.layout().columns[0][-1])
@@ -162,7 +170,28 @@ async def test_gestures_timer_and_name_on_a_desktop(chromium: Any, site: str) ->
     await page.click("#restart")
     await page.click("#restart")
     await expect(page.locator("#board")).not_to_have_attribute("data-game", game_id)
-    await expect_board(page, Game.from_code(mirror.deal.code()))
+    opening = Game.from_code(mirror.deal.code())
+    await expect_board(page, opening)
+
+    # The keyboard: Enter on a focused card taps it (here: picked up), "a" sends it to its best place.
+    column, auto = double_tap_column(opening)
+    await top_card(page, column).focus()
+    await page.keyboard.press("Enter")
+    await expect(top_card(page, column)).to_have_class(re.compile(r"\bselected\b"))
+    await page.keyboard.press("a")
+    opening.play(auto)
+    await expect_board(page, opening)
+
+    # Another name is another player (the protocol names a player once, at its first hello).
+    await page.click("#rename")
+    await expect(page.locator("#name-note")).to_contain_text("the games and ranks of Zoë stay")
+    await page.fill("#name-input", "Ann")
+    await page.click("#name-save")
+    await expect(page.locator("#player-name")).to_have_text("Ann")
+    await expect(page.locator("#player-name")).not_to_have_attribute("data-player-id", player_id or "")
+    await expect(page.locator("#board")).to_be_hidden()
+    await page.reload()
+    await expect(page.locator("#player-name")).to_have_text("Ann")
     await context.close()
     assert errors == []
 
@@ -249,33 +278,7 @@ async def test_a_phone_plays_by_touch(chromium: Any, site: str) -> None:
     board = await page.locator("#board").bounding_box()
     assert side and board and side["y"] >= board["y"] + board["height"]  # the panels stack below
 
-    ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
-    await top_card(page, ace_column).tap()
-    mirror.play(Move.parse(f"{ace_column}-f{ace[1]}"))
-    await expect_board(page, mirror)
-
-    # A finger drags the ace back into a cell, then a run onto its column.
-    await touch_drag(page, top_card(page, f"f{ace[1]}"), pile(page, "c5"))
-    mirror.play(Move.parse(f"f{ace[1]}-c5"))
-    await expect_board(page, mirror)
-    run = Move.parse(group)
-    await touch_drag(page, card_from_top(page, str(run.source), run.count), pile(page, str(run.target)))
-    mirror.play(run)
-    await expect_board(page, mirror)
-
-    # An illegal drop by touch snaps back with its reason.
-    source, target, card = illegal_column_drop(mirror)
-    await touch_drag(page, top_card(page, source), pile(page, target))
-    await expect(page.locator("#message")).to_have_text(goes_only_on(card))
-    await expect(page.locator(".drag-ghost")).to_have_count(0)
-    await expect_board(page, mirror)
-
-    # A double tap by touch, and undo from the toolbar.
-    column, auto = double_tap_column(mirror)
-    await top_card(page, column).tap()
-    await top_card(page, column).tap()
-    mirror.play(auto)
-    await expect_board(page, mirror)
+    await play_the_gestures(page, mirror, ace_column, group, touch=True)
     await page.locator("#undo").tap()
     mirror.play(UNDO)
     await expect_board(page, mirror)
