@@ -205,7 +205,7 @@ const HANDLERS = {
     Object.assign(state, { selection: null, hint: null });
     if (state.mode === "play") {
       storageSet(sessionStorage, CURRENT_KEY, null);
-      requestRank(board.code);
+      requestRank(board.game, board.code);
       boards.refreshIfOpen();  // the finished game now counts
     }
     requestLive();
@@ -251,9 +251,9 @@ function requestLive() {
 }
 
 /** The player's rank on the deal's board once a game is over (the row around them, by fewest moves). */
-async function requestRank(code) {
+async function requestRank(game, code) {
   const reply = await conn.request("leaderboard", { board: "deal", code, around: state.player.id, limit: 1 });
-  if (!reply || reply.type !== "leaderboard" || !state.board || state.board.code !== code) return;
+  if (!reply || reply.type !== "leaderboard" || !state.board || state.board.game !== game) return;
   const row = reply.rows.find((each) => each.player.id === state.player.id);
   state.overRank = row ? row.rank : null;
   draw();
@@ -403,6 +403,7 @@ function bind() {
     newGame(dealFields(cells, cells !== 8));
   });
   $("#refresh-live").addEventListener("click", requestLive);
+  $("#quick-deal").addEventListener("click", () => dealFromForm($("#new-game-form")));
   const form = $("#new-game-form");
   form.addEventListener("submit", (event) => {
     event.preventDefault();

@@ -140,7 +140,8 @@ export function bindInput(boardNode, app) {
   // Pointer events --------------------------------------------------------------------------------------
 
   boardNode.addEventListener("pointerdown", (event) => {
-    if (!app.playable() || event.button !== 0 || press) return;
+    // A press whose release went unseen (released outside the window) is forgotten; a drag is not.
+    if (!app.playable() || event.button !== 0 || (press && press.drag)) return;
     const where = locate(event.target);
     if (!where) return;
     press = { ...where, pointerId: event.pointerId, x: event.clientX, y: event.clientY, drag: null };
