@@ -350,7 +350,8 @@ function armTwice(button, label, confirm, action) {
 async function askHint() {
   if (!playable()) return;
   const reply = await conn.request("hint", { game: state.board.game });  // `hint` takes no `v`
-  if (!reply || !state.board || reply.game !== state.board.game && reply.type !== "error") return;
+  if (!reply || !state.board) return;
+  if (reply.type !== "error" && reply.game !== state.board.game) return;  // another game is shown now
   if (reply.type === "error") {
     refused(reply);
   } else if (reply.verdict === "win" && reply.action) {
