@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import BrowserContext, Locator, Page, expect
+from playwright.async_api import BrowserContext, Locator, Page, WebSocketRoute, expect
 
 from engine import Deal, Game
 from protocol.builders import layout_fields
@@ -48,12 +49,19 @@ def goes_only_on(card: str) -> str:
 
 
 async def open_client(
-    context: BrowserContext, site: str, errors: list[str], name: str | None = "Ann"
+    context: BrowserContext,
+    site: str,
+    errors: list[str],
+    name: str | None = "Ann",
+    route: Callable[[WebSocketRoute], Any] | None = None,
 ) -> Page:
-    """A page of the client; a first visit picks ``name`` (None: lets the server pick one)."""
+    """A page of the client; a first visit picks ``name`` (None: lets the server pick one). ``route``
+    sits between the page and the server's WebSocket when given."""
     page = await context.new_page()
     page.set_default_timeout(10_000)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    if route is not None:
+        await page.route_web_socket(re.compile(r"/ws$"), route)
     await page.goto(f"{site}/")
     await choose_name(page, name)
     return page
@@ -143,7 +151,10 @@ async def touch_drag(page: Page, card: Locator, target: Locator) -> None:
     x, y = await strip_point(card)
     tx, ty = await centre(target)
     cdp = await page.context.new_cdp_session(page)
-    point = lambda px, py: [{"x": px, "y": py, "radiusX": 4, "radiusY": 4, "force": 1, "id": 1}]  # noqa: E731
+
+    def point(px: float, py: float) -> list[dict[str, float]]:
+        return [{"x": px, "y": py, "radiusX": 4, "radiusY": 4, "force": 1, "id": 1}]
+
     await cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": point(x, y)})
     for step in range(1, 11):
         f = step / 10

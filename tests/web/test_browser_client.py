@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 import pytest
-from pages import choose_name, expect_board, top_card
-from playwright.async_api import Page, WebSocketRoute, expect
+from pages import expect_board, open_client, top_card
+from playwright.async_api import WebSocketRoute, expect
 
 from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
 
@@ -52,24 +52,13 @@ class DiffDropper:
         server.on_message(downstream)
 
 
-async def open_client(context: Any, site: str, errors: list[str], dropper: DiffDropper | None = None) -> Page:
-    page = await context.new_page()
-    page.set_default_timeout(10_000)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    if dropper is not None:
-        await page.route_web_socket(re.compile(r"/ws$"), dropper.route)
-    await page.goto(f"{site}/")
-    await choose_name(page, None)
-    return page
-
-
 async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None:
     errors: list[str] = []
     mirror = Game.from_code(CODE)
 
     # (1) A new game by code: the dealt board, a move into a cell, undo, an illegal move. -----------------
     player = await chromium.new_context(viewport=VIEWPORT)
-    page = await open_client(player, site, errors)
+    page = await open_client(player, site, errors, name=None)
     player_id = await page.locator("#player-name").get_attribute("data-player-id")
     assert await page.evaluate("localStorage.getItem('eightoff.token')")
 
@@ -145,7 +134,7 @@ async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None
     # (3) Someone else watches the game from the live list and sees the next move arrive. ----------------
     spectator = await chromium.new_context(viewport=VIEWPORT)
     dropper = DiffDropper()
-    watcher = await open_client(spectator, site, errors, dropper)
+    watcher = await open_client(spectator, site, errors, name=None, route=dropper.route)
     assert await watcher.locator("#player-name").get_attribute("data-player-id") != player_id
     await watcher.click("#refresh-live")
     await watcher.locator(f'[data-live-game="{game_id}"] [data-watch]').click()
