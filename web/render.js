@@ -44,12 +44,40 @@ function pileElement(pile, label, cards, placeholder = "") {
 }
 
 let drawnBoard = null;
+let drawnGame = null;
+const SLIDE_MS = 180;
+
+/** Where each card is drawn now; a dragged card is where its ghost is (added last, so it wins). */
+function cardRects() {
+  const rects = new Map();
+  for (const node of document.querySelectorAll("[data-card]")) rects.set(node.dataset.card, node.getBoundingClientRect());
+  return rects;
+}
+
+/** Slide every card that moved from where it was drawn to where it is now (none for reduced motion). */
+function slideFrom(before) {
+  if (window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
+  for (const node of $("#board").querySelectorAll("[data-card]")) {
+    const old = before.get(node.dataset.card);
+    if (!old) continue;
+    const now = node.getBoundingClientRect();
+    const dx = old.left - now.left;
+    const dy = old.top - now.top;
+    if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
+    node.animate(
+      [{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 5 }, { transform: "none", zIndex: 5 }],
+      { duration: SLIDE_MS, easing: "ease-out" },
+    );
+  }
+}
 
 /** Redraw the piles, only when the board changed (so that a gesture keeps its elements meanwhile). */
 function renderPiles(board) {
   const key = JSON.stringify([board.game, board.v, board.tableau, board.cells, board.foundations]);
   if (key === drawnBoard) return false;
   drawnBoard = key;
+  const before = drawnGame === board.game ? cardRects() : null;
+  drawnGame = board.game;
   $("#foundations").replaceChildren(
     ...FOUNDATIONS.map((suit) => {
       const top = board.foundations[suit];
@@ -62,6 +90,7 @@ function renderPiles(board) {
   $("#tableau").replaceChildren(
     ...board.tableau.map((column, i) => pileElement(`t${i + 1}`, `Column ${i + 1}`, column, "K")),
   );
+  if (before) slideFrom(before);
   return true;
 }
 
@@ -108,7 +137,7 @@ function renderBoard(state) {
   $("#hint").hidden = !playing || !state.solver;
   $("#unwatch").hidden = state.mode !== "watch";
   if (!board) {
-    drawnBoard = null;
+    drawnBoard = drawnGame = null;
     return false;
   }
   boardNode.dataset.mode = state.mode ?? "";

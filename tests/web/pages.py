@@ -121,8 +121,14 @@ def card_from_top(page: Page, name: str, n: int) -> Locator:
     return pile(page, name).locator(f"[data-card]:nth-last-child({n})")
 
 
+async def settled(page: Page) -> None:
+    """Wait until no card is sliding (the client animates moves), so that positions are final."""
+    await page.wait_for_function("document.getAnimations().length === 0")
+
+
 async def strip_point(card: Locator) -> tuple[float, float]:
     """A point on the visible strip of a card (its top edge shows even when covered)."""
+    await settled(card.page)
     box = await card.bounding_box()
     assert box
     return box["x"] + box["width"] / 2, box["y"] + 6
@@ -184,5 +190,6 @@ def gesture_deal() -> tuple[Game, str, str]:
 async def screenshot(page: Page, name: str, **options: Any) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / name
+    await settled(page)
     await page.screenshot(path=str(path), **options)
     return path
