@@ -71,9 +71,17 @@ const boards = new Leaderboards({
   shownCode: () => (state.board ? state.board.code : null),
 });
 
+let drawPending = false;
+
+/** Draw once in the next frame, however many messages arrive before it (a burst of diffs is one draw). */
 function draw() {
-  render(state, knownCodes());
-  boards.render();
+  if (drawPending) return;
+  drawPending = true;
+  requestAnimationFrame(() => {
+    drawPending = false;
+    render(state, knownCodes());
+    boards.render();
+  });
 }
 
 function addMyGame(game) {

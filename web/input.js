@@ -117,7 +117,7 @@ export function bindInput(boardNode, app) {
       for (const card of drag.cards) card.classList.remove("lifted");
     };
     if (!snapBack) {
-      finish();
+      requestAnimationFrame(finish);  // after the board's own draw in that frame, which slides from the ghost
       return;
     }
     drag.ghost.classList.add("snapping");

@@ -55,14 +55,19 @@ function cardRects() {
 }
 
 /** Slide every card that moved from where it was drawn to where it is now (none for reduced motion). */
+let lastSlide = -Infinity;
+
 function slideFrom(before) {
   if (window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
+  const now = performance.now();
+  if (now - lastSlide < SLIDE_MS) return;  // a burst of changes (a fast spectated game): no slides
+  lastSlide = now;
   for (const node of $("#board").querySelectorAll("[data-card]")) {
     const old = before.get(node.dataset.card);
     if (!old) continue;
-    const now = node.getBoundingClientRect();
-    const dx = old.left - now.left;
-    const dy = old.top - now.top;
+    const rect = node.getBoundingClientRect();
+    const dx = old.left - rect.left;
+    const dy = old.top - rect.top;
     if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
     node.animate(
       [{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 5 }, { transform: "none", zIndex: 5 }],
