@@ -4,7 +4,8 @@
 //   tap a pile, selection   → `move` of the selection there
 //   double tap a card       → `auto` (the server's best place), unless the first tap already moved it
 //   drag a card or a run    → `move` where it is dropped; refused → it snaps back, with the reason
-// Keyboard: the cards are buttons (Enter/Space tap them); Esc, f, a and u act on the selection.
+// Keyboard: the cards are buttons and empty piles take focus (Enter/Space tap them); Esc, f, a and u
+// act on the selection.
 // The server decides every move: nothing here knows a rule.
 
 const DRAG_THRESHOLD_PX = 6;
@@ -187,7 +188,11 @@ export function bindInput(boardNode, app) {
     if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (!app.playable()) return;
     const selection = app.getSelection();
-    if (event.key === "Escape") select(null);
+    const emptyPile = event.target.matches("[data-pile]") ? locate(event.target) : null;
+    if ((event.key === "Enter" || event.key === " ") && emptyPile) {
+      event.preventDefault();  // an empty pile, focused: a tap on it (a card is a button: it clicks)
+      tapAt(emptyPile, -Infinity);
+    } else if (event.key === "Escape") select(null);
     else if (event.key === "u") app.undo()?.then(showRefusal);
     else if (selection && selection.pile[0] !== "f" && (event.key === "a" || (event.key === "f" && selection.n === 1))) {
       select(null);

@@ -37,7 +37,13 @@ function cardElement(card, index) {
 }
 
 function pileElement(pile, label, cards, placeholder = "") {
-  const node = el("div", { className: `pile pile-${pile[0]}`, "data-pile": pile, role: "group", "aria-label": label });
+  const node = el("div", {
+    className: `pile pile-${pile[0]}`,
+    "data-pile": pile,
+    role: "group",
+    "aria-label": label,
+    tabIndex: cards.length === 0 ? 0 : undefined,  // an empty pile takes focus, to be a destination
+  });
   if (cards.length === 0) node.append(el("span", { className: "placeholder", "aria-hidden": "true", text: placeholder }));
   cards.forEach((card, index) => node.append(cardElement(card, index)));
   return node;

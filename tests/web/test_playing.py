@@ -181,6 +181,14 @@ async def test_gestures_timer_and_name_on_a_desktop(chromium: Any, site: str) ->
     await page.keyboard.press("a")
     opening.play(auto)
     await expect_board(page, opening)
+    # ... and an empty cell, focused, is where the picked-up card goes.
+    await top_card(page, "t8").focus()
+    await page.keyboard.press("Enter")
+    await expect(top_card(page, "t8")).to_have_class(re.compile(r"\bselected\b"))
+    await pile(page, "c8").focus()
+    await page.keyboard.press("Enter")
+    opening.play(Move.parse("t8-c8"))
+    await expect_board(page, opening)
 
     # Another name is another player (the protocol names a player once, at its first hello).
     await page.click("#rename")
