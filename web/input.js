@@ -168,10 +168,17 @@ export function bindInput(boardNode, app) {
     else tapAt(ended, event.timeStamp);
   });
 
-  boardNode.addEventListener("pointercancel", (event) => {
+  // The system took the pointer (a scroll, a call) or the board lost its capture: the drag is off.
+  const abandon = (event) => {
     if (!press || event.pointerId !== press.pointerId) return;
     if (press.drag) endDrag(press.drag, { snapBack: true });
     press = null;
+  };
+  boardNode.addEventListener("pointercancel", abandon);
+  boardNode.addEventListener("lostpointercapture", (event) => {
+    // Only the board's own capture (taken at the drag's start, when a card's implicit one is let go);
+    // after a drop `press` is already cleared.
+    if (event.target === boardNode && press && press.drag) abandon(event);
   });
 
   boardNode.addEventListener("contextmenu", (event) => event.preventDefault());
