@@ -24,7 +24,7 @@ import protocol
 from server import __version__
 from server.bus import LocalBus, RedisBus
 from server.committer import Committer
-from server.config import Settings
+from server.config import Settings, needs
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
 from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
@@ -63,8 +63,13 @@ class App:
 
     @classmethod
     async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening."""
-        await asyncio.to_thread(upgrade_to_head, settings.database_url)
+        """Migrate the database to head, open it and start listening.
+
+        Raises:
+            server.config.Unavailable: the database, Redis or the address to listen on.
+        """
+        with needs("database_url", what="cannot open and migrate the database"):
+            await asyncio.to_thread(upgrade_to_head, settings.database_url)
         database = Database.create(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
         metrics = Metrics()
         sqlite_path = sqlite_file(settings.database_url)
@@ -85,24 +90,26 @@ class App:
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
         bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
         hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
-        await hub.start_bus()
+        with needs("redis_url", what="cannot reach Redis"):
+            await hub.start_bus()
         leaderboards = LeaderboardService(database)
         handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__)
         loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
         http = _HttpRoutes(metrics, leaderboards)
-        server = await serve(
-            loop,
-            settings.host,
-            settings.port,
-            subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
-            select_subprotocol=select_subprotocol,
-            process_request=http,
-            # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
-            # stops websockets from even buffering anything much larger.
-            max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
-            compression=None,
-            server_header=f"eightoff/{__version__}",
-        )
+        with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+            server = await serve(
+                loop,
+                settings.host,
+                settings.port,
+                subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
+                select_subprotocol=select_subprotocol,
+                process_request=http,
+                # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
+                # stops websockets from even buffering anything much larger.
+                max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
+                compression=None,
+                server_header=f"eightoff/{__version__}",
+            )
         sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
         app = cls(settings, database, committer, hub, loop, metrics, server, sweeper)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
@@ -202,7 +209,9 @@ async def run(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    print(f"eightoff {__version__} serving ws://{settings.host}:{app.port}/ws", flush=True)
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host  # an IPv6 address
+    print(f"eightoff {__version__} serving ws://{host}:{app.port}/ws", flush=True)
+    print(f"browser client: http://{host}:{app.port}/", flush=True)
     await stop.wait()
     logger.info("shutting down")
     await app.shutdown()
