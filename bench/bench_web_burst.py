@@ -1,9 +1,10 @@
 """How fast the browser client draws a burst of diffs, in Debian's Chromium against a real server.
 
-The page opens a game of EO1-C8-AAAAAFA; another connection of the same player plays all but the
-last move of a won line (239 moves) as fast as the server acknowledges them, so the page receives
-239 diffs in a burst. Measured: when the server has acknowledged the last move (the baseline, in the
-same run) and when the page shows that version; reported with their ratio. ``--runs`` repeats it.
+The page opens a game of EO1-C8-AAAAAFA; another connection of the same player plays a line of
+``MOVES`` random legal moves (seeded) as fast as the server acknowledges them, so the page receives
+that many diffs in a burst. Measured: when the server has acknowledged the last move (the baseline,
+in the same run) and when the page shows that version; reported with their ratio. ``--runs``
+repeats it.
 
 Run: ``.venv/bin/python -m bench.bench_web_burst``
 """
@@ -12,28 +13,51 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import random
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
+from typing import Any
 
-from playwright.async_api import async_playwright
+from playwright.async_api import Browser, async_playwright
+from websockets.asyncio.client import ClientConnection, connect
 
-from engine import Move
+from engine import Game, Move
 from server.app import App
 from server.config import Settings
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))  # the test helpers import each other so
-from tests.protocol.wire_support import WINNING_LINE
-from tests.web.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.wsclient import WsClient
-
 CODE = "EO1-C8-AAAAAFA"
+MOVES = 240
+CHROMIUM = "/usr/bin/chromium"  # Debian's, as in tests/web
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
 
-async def one_burst(browser: object, port: int) -> tuple[float, float]:
-    context = await browser.new_context(viewport={"width": 1280, "height": 860})  # type: ignore[attr-defined]
+def random_line(seed: int) -> list[Move]:
+    """Up to ``MOVES`` legal moves from the opening of ``CODE``, each picked at random."""
+    rng = random.Random(seed)
+    game = Game.from_code(CODE)
+    line: list[Move] = []
+    while len(line) < MOVES:
+        moves = sorted(game.legal_moves, key=str)
+        if not moves:
+            break
+        line.append(rng.choice(moves))
+        game.play(line[-1])
+    return line
+
+
+async def request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
+    """Send a request (JSON subprotocol) and return its reply, skipping pushes."""
+    await ws.send(json.dumps(message))
+    while True:
+        reply: dict[str, Any] = json.loads(await ws.recv())
+        if reply.get("id") == message["id"]:
+            return reply
+
+
+async def one_burst(browser: Browser, port: int, line: list[Move]) -> tuple[float, float]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 860})
     page = await context.new_page()
     await page.goto(f"http://127.0.0.1:{port}/")
     await page.fill("#name-input", "Bench")
@@ -43,41 +67,40 @@ async def one_burst(browser: object, port: int) -> tuple[float, float]:
     await page.click("#new-game")
     await page.wait_for_selector('#board[data-v="0"]')
     game = await page.get_attribute("#board", "data-game")
-    other = await WsClient.open(f"ws://127.0.0.1:{port}/ws")
-    await other.hello(token=await page.evaluate("localStorage.getItem('eightoff.token')"))
-    await other.request("resume", game=game)
-    line = [Move.parse(text) for text in WINNING_LINE[:-1]]
-    start = time.perf_counter()
-    for move in line:
-        fields: dict[str, object] = {"from": str(move.source), "to": str(move.target)}
-        if move.count > 1:
-            fields["n"] = move.count
-        reply = await other.request("move", game=game, **fields)
-        assert reply["type"] == "ack", reply
-    acked = time.perf_counter() - start
-    await page.wait_for_selector(f'#board[data-v="{len(line)}"]', timeout=120_000)
-    drawn = time.perf_counter() - start
-    await other.close()
+    token = await page.evaluate("localStorage.getItem('eightoff.token')")
+    async with connect(f"ws://127.0.0.1:{port}/ws", subprotocols=["eightoff.v1.json"]) as ws:  # type: ignore[list-item]
+        await request(ws, {"type": "hello", "id": 0, "protocol": 1, "token": token})
+        await request(ws, {"type": "resume", "id": 1, "game": game})
+        start = time.perf_counter()
+        for index, move in enumerate(line, 2):
+            fields: dict[str, Any] = {"from": str(move.source), "to": str(move.target)}
+            if move.count > 1:
+                fields["n"] = move.count
+            reply = await request(ws, {"type": "move", "id": index, "game": game, **fields})
+            assert reply["type"] == "ack", reply
+        acked = time.perf_counter() - start
+        await page.wait_for_selector(f'#board[data-v="{len(line)}"]', timeout=120_000)
+        drawn = time.perf_counter() - start
     await context.close()
     return acked, drawn
 
 
 async def main(runs: int) -> None:
+    line = random_line(seed=1)
     with tempfile.TemporaryDirectory() as folder:
-        settings = Settings(
-            host="127.0.0.1", port=0, database_url=f"sqlite+aiosqlite:///{folder}/bench.sqlite3"
+        app = await App.start(
+            Settings(host="127.0.0.1", port=0, database_url=f"sqlite+aiosqlite:///{folder}/bench.sqlite3")
         )
-        app = await App.start(settings)
         try:
             async with async_playwright() as playwright:
                 browser = await playwright.chromium.launch(
-                    executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
                 )
-                results = [await one_burst(browser, app.port) for _ in range(runs)]
+                results = [await one_burst(browser, app.port, line) for _ in range(runs)]
                 await browser.close()
         finally:
             await app.shutdown()
-    print(f"{len(WINNING_LINE) - 1} diffs in a burst, {runs} runs")
+    print(f"{len(line)} diffs in a burst, {runs} runs")
     print("run | server acked the last (baseline) | page drew the last | ratio")
     for index, (acked, drawn) in enumerate(results, 1):
         print(f"{index:3} | {acked:8.3f} s | {drawn:8.3f} s | {drawn / acked:5.2f}")
@@ -85,6 +108,6 @@ async def main(runs: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     asyncio.run(main(parser.parse_args().runs))
