@@ -1,7 +1,8 @@
 """How fast the browser client draws a burst of diffs, in Debian's Chromium against a real server.
 
 The page opens a game of EO1-C8-AAAAAFA; another connection of the same player plays a line of
-``MOVES`` random legal moves (seeded) as fast as the server acknowledges them, so the page receives
+``MOVES`` random legal moves (seeded; an undo where none is left) as fast as the server acknowledges
+them, so the page receives
 that many diffs in a burst. Measured: when the server has acknowledged the last move (the baseline,
 in the same run) and when the page shows that version; reported with their ratio. ``--runs``
 repeats it.
@@ -23,7 +24,7 @@ from typing import Any
 from playwright.async_api import Browser, async_playwright
 from websockets.asyncio.client import ClientConnection, connect
 
-from engine import Game, Move
+from engine import UNDO, Game, Move
 from server.app import App
 from server.config import Settings
 
@@ -33,17 +34,17 @@ CHROMIUM = "/usr/bin/chromium"  # Debian's, as in tests/web
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
 
-def random_line(seed: int) -> list[Move]:
-    """Up to ``MOVES`` legal moves from the opening of ``CODE``, each picked at random."""
+def random_line(seed: int) -> list[Move | None]:
+    """``MOVES`` actions from the opening of ``CODE``: a legal move picked at random, or an undo
+    (None) where no move is left."""
     rng = random.Random(seed)
     game = Game.from_code(CODE)
-    line: list[Move] = []
+    line: list[Move | None] = []
     while len(line) < MOVES:
         moves = sorted(game.legal_moves, key=str)
-        if not moves:
-            break
-        line.append(rng.choice(moves))
-        game.play(line[-1])
+        action = rng.choice(moves) if moves else None
+        game.play(action if action is not None else UNDO)
+        line.append(action)
     return line
 
 
@@ -56,7 +57,7 @@ async def request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, An
             return reply
 
 
-async def one_burst(browser: Browser, port: int, line: list[Move]) -> tuple[float, float]:
+async def one_burst(browser: Browser, port: int, line: list[Move | None]) -> tuple[float, float]:
     context = await browser.new_context(viewport={"width": 1280, "height": 860})
     page = await context.new_page()
     await page.goto(f"http://127.0.0.1:{port}/")
@@ -73,10 +74,12 @@ async def one_burst(browser: Browser, port: int, line: list[Move]) -> tuple[floa
         await request(ws, {"type": "resume", "id": 1, "game": game})
         start = time.perf_counter()
         for index, move in enumerate(line, 2):
-            fields: dict[str, Any] = {"from": str(move.source), "to": str(move.target)}
-            if move.count > 1:
-                fields["n"] = move.count
-            reply = await request(ws, {"type": "move", "id": index, "game": game, **fields})
+            fields: dict[str, Any] = {"type": "undo"}
+            if move is not None:
+                fields = {"type": "move", "from": str(move.source), "to": str(move.target)}
+                if move.count > 1:
+                    fields["n"] = move.count
+            reply = await request(ws, {"id": index, "game": game, **fields})
             assert reply["type"] == "ack", reply
         acked = time.perf_counter() - start
         await page.wait_for_selector(f'#board[data-v="{len(line)}"]', timeout=120_000)
