@@ -2,10 +2,9 @@
 
 The page opens a game of EO1-C8-AAAAAFA; another connection of the same player plays a line of
 ``MOVES`` random legal moves (seeded; an undo where none is left) as fast as the server acknowledges
-them, so the page receives
-that many diffs in a burst. Measured: when the server has acknowledged the last move (the baseline,
-in the same run) and when the page shows that version; reported with their ratio. ``--runs``
-repeats it.
+them, so the page receives that many diffs in a burst. Measured: when the server has acknowledged
+the last move (the baseline, in the same run) and when the page shows that version; reported with
+their ratio. ``--runs`` repeats it.
 
 Run: ``.venv/bin/python -m bench.bench_web_burst``
 """
