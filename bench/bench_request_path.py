@@ -25,13 +25,13 @@ import time
 from pathlib import Path
 
 import msgpack  # type: ignore[import-untyped]
+from server.hub import PlayerRef
 
 import protocol
 from server.app import App
 from server.cli import fast_event_loop
 from server.committer import Write
 from server.config import Settings
-from server.hub import PlayerRef
 from server.requests import Client
 from server.storage import PlayerRecord
 

@@ -40,6 +40,13 @@ class Settings:
         metadata={"help": "redis://… fans diffs out across nodes sharing one database; unset: one node"},
     )
     commit_batch: int = field(default=1024, metadata={"help": "most writes grouped into one commit"})
+    database_timeout: float = field(
+        default=5.0,
+        metadata={"help": "seconds a database round trip may take (connecting included) before unavailable"},
+    )
+    live_window_minutes: float = field(
+        default=10.0, metadata={"help": "live lists unfinished games with an action in this many minutes"}
+    )
     # Limits
     max_frame_bytes: int = field(
         default=4096, metadata={"help": "largest incoming frame; bigger closes 1009"}

@@ -24,23 +24,34 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import insert
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from server.storage.db import sqlite_pragmas
-from server.storage.tables import actions
+from server.storage.records import ActionRecord
+from server.storage.tables import actions, games
 
 __all__ = ["ActionAppendConflict", "BatchStats", "SqliteActionLog"]
 
 logger = logging.getLogger(__name__)
 
+_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 _INSERT_SQL = str(
-    insert(actions)
-    .values(game_id=":game_id", v=":v", action=":action")
-    .compile(dialect=sqlite_dialect.dialect(paramstyle="qmark"))
+    insert(actions).values(game_id=":game_id", v=":v", action=":action").compile(dialect=_DIALECT)
 )
-
-Row = tuple[str, int, str]
+_PROGRESS_SQL = str(
+    update(games)
+    .where(games.c.id == bindparam("p_game"))
+    .values(
+        score=bindparam("p_score"),
+        moves=bindparam("p_moves"),
+        undos=bindparam("p_undos"),
+        active_at=bindparam("p_at"),
+    )
+    .compile(dialect=_DIALECT)
+)
+#: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
+_STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
 
 
 class ActionAppendConflict(Exception):
@@ -59,7 +70,7 @@ class BatchStats:
 
 @dataclass(slots=True)
 class _Append:
-    rows: Sequence[Row]
+    rows: Sequence[ActionRecord]
     future: asyncio.Future[None]
     error: Exception | None = None
 
@@ -88,11 +99,12 @@ class SqliteActionLog:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    async def append(self, rows: Sequence[Row]) -> None:
-        """Commit ``rows`` (game_id, v, action) atomically, grouped with whatever else is queued.
+    async def append(self, rows: Sequence[ActionRecord]) -> None:
+        """Commit ``rows`` atomically (with their games' figures), grouped with whatever else is queued.
 
         Raises:
-            ActionAppendConflict: a row's (game_id, v) exists; nothing of ``rows`` was stored.
+            ActionAppendConflict: a row's (game_id, v) exists, or its game is finished; nothing of
+                ``rows`` was stored.
             sqlite3.Error | OSError: the database failed; nothing of ``rows`` was stored.
         """
         if self._closed:
@@ -198,15 +210,25 @@ class SqliteActionLog:
             self._on_batch(stats)
 
 
-def _commit(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
+def _commit(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """The statements of `repository.append_actions`, through the plain driver."""
+    last = {row.game_id: row for row in rows}
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(_INSERT_SQL, rows)
+        conn.executemany(_INSERT_SQL, [(row.game_id, row.v, row.action) for row in rows])
+        conn.executemany(
+            _PROGRESS_SQL,
+            [(row.score, row.moves, row.undos, _stored_time(row.at), row.game_id) for row in last.values()],
+        )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _stored_time(moment: object) -> object:
+    return moment if _STORED_TIME is None else _STORED_TIME(moment)
 
 
 def _discard(conn: sqlite3.Connection | None) -> None:

@@ -52,6 +52,41 @@ class GameStart:
 
 
 @dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One action to append, with the figures of the game it leaves; see `repository.append_actions`.
+
+    Attributes:
+        game_id: the game.
+        v: the version the action produces (from 1); (game_id, v) is the fence between writers.
+        action: its notation (``"t1-c5"``, ``"undo"``, ``"resign"``), opaque to storage.
+        score, moves, undos: the game's figures after the action.
+        at: when it was accepted (aware, UTC): the game's ``active_at``.
+    """
+
+    game_id: str
+    v: int
+    action: str
+    score: int
+    moves: int
+    undos: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LiveGame:
+    """An unfinished game as ``live`` lists it: its committed figures and its owner."""
+
+    id: str
+    player_id: str
+    player_name: str
+    code: str
+    score: int
+    moves: int
+    started_at: datetime
+    active_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class GameResult:
     """The final figures of a game, written once when it ends; see `repository.finish_game`.
 
