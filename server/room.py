@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,7 +29,7 @@ from server.bus import BusEvent
 from server.clock import utc_now
 from server.committer import Write, WriteConflict
 from server.errors import ErrorCode, Refusal
-from server.storage import ActionRecord, GameResult, StoredGame
+from server.storage import ActionRecord, GameProgress, GameResult, StoredGame
 
 __all__ = [
     "RESIGN",
@@ -38,6 +39,7 @@ __all__ = [
     "PlayerRef",
     "Pusher",
     "RoomServices",
+    "WriteSink",
     "replay_stored",
 ]
 
@@ -45,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 #: The notation of a resignation in the action log: the row that puts resigning behind the fence.
 RESIGN = "resign"
+#: Seconds between two updates of a game's row (score, moves, ``active_at``) while it is played: what
+#: ``live`` lists is at most this old, and is always committed state.
+PROGRESS_INTERVAL = 10.0
 
 Message = dict[str, Any]
 
@@ -66,6 +71,12 @@ class Follower(Protocol):
     last_seen: float
 
 
+class WriteSink(Protocol):
+    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline."""
+
+    async def submit(self, write: Write) -> None: ...
+
+
 class Pusher(Protocol):
     """Sends one server message to many connections without waiting for any of them."""
 
@@ -78,7 +89,7 @@ class RoomServices:
     and being told that it ended."""
 
     node: str
-    commit: Callable[[Write], Awaitable[None]]
+    committer: WriteSink
     push: Pusher
     publish: Callable[[BusEvent], None] | None
     load: Callable[[str], Awaitable[StoredGame | None]]
@@ -113,6 +124,7 @@ class GameRoom:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: FinishedGame | None = None
     replaced: bool = False
+    progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
 
     @property
     def code(self) -> str:
@@ -253,7 +265,7 @@ class GameRoom:
         """Commit ``write``; on a conflict (another node stored this version first) take the game as
         stored and refuse the request as stale. Other failures propagate: the room is unchanged."""
         try:
-            await self.services.commit(write)
+            await self.services.committer.submit(write)
         except WriteConflict:
             try:
                 await self._reload()
@@ -299,7 +311,14 @@ class GameRoom:
         return _game_over(result, None)
 
     def _record(self, game: Game, v: int, notation: str, at: dt.datetime) -> ActionRecord:
-        return ActionRecord(self.id, v, notation, game.score, game.moves, game.undos, at)
+        """The row of an action; it carries the game's figures for its row (what ``live`` lists) when
+        `PROGRESS_INTERVAL` has passed since the last ones: an update of the game's row with every
+        action would cost the hot path a second statement per game per commit."""
+        moment = time.monotonic()
+        if moment < self.progress_due:
+            return ActionRecord(self.id, v, notation)
+        self.progress_due = moment + PROGRESS_INTERVAL
+        return ActionRecord(self.id, v, notation, GameProgress(game.score, game.moves, game.undos, at))
 
     def _result(self, game: Game, finished_at: dt.datetime) -> GameResult:
         return GameResult(

@@ -53,7 +53,7 @@ class RoomRegistry:
         bus = bus or LocalBus()
         self.services = RoomServices(
             node=node,
-            commit=committer.submit,
+            committer=committer,
             push=push,
             publish=None if isinstance(bus, LocalBus) else bus.publish,  # no event built for nobody
             load=self._read,
@@ -78,7 +78,7 @@ class RoomRegistry:
         """Start a game for ``owner``; returns once the new game is stored."""
         started_at = utc_now()
         room = GameRoom(new_id(), Game(deal), owner, started_at, self.services)
-        await self.services.commit(
+        await self.services.committer.submit(
             Write(
                 game=GameStart(
                     id=room.id,

@@ -23,6 +23,7 @@ from server.storage.db import (
 )
 from server.storage.records import (
     ActionRecord,
+    GameProgress,
     GameResult,
     GameStart,
     LiveGame,
@@ -33,6 +34,7 @@ from server.storage.records import (
 __all__ = [
     "ActionRecord",
     "Database",
+    "GameProgress",
     "GameResult",
     "GameStart",
     "LiveGame",

@@ -212,14 +212,15 @@ class SqliteActionLog:
 
 def _commit(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
     """The statements of `repository.append_actions`, through the plain driver."""
-    last = {row.game_id: row for row in rows}
+    last = {row.game_id: row.progress for row in rows if row.progress is not None}
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany(_INSERT_SQL, [(row.game_id, row.v, row.action) for row in rows])
-        conn.executemany(
-            _PROGRESS_SQL,
-            [(row.score, row.moves, row.undos, _stored_time(row.at), row.game_id) for row in last.values()],
-        )
+        if last:
+            conn.executemany(
+                _PROGRESS_SQL,
+                [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
+            )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

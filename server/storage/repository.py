@@ -121,7 +121,8 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
 
 
 async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
-    """Append actions, possibly of many games, and bring each game's row to its last action's figures.
+    """Append actions, possibly of many games, and bring each game's row to the figures of its last
+    action that carries them.
 
     Raises:
         sqlalchemy.exc.IntegrityError: a ``(game_id, v)`` is already stored (the fence), a game does not
@@ -133,20 +134,15 @@ async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord])
 
 
 async def record_progress(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
-    """Set each game's running figures and ``active_at`` from its last record in ``records``."""
-    last = {record.game_id: record for record in records}
+    """Set each game's running figures and ``active_at`` from its last record in ``records`` that
+    carries them."""
+    last = {record.game_id: record.progress for record in records if record.progress is not None}
     if last:
         await conn.execute(
             _RECORD_PROGRESS,
             [
-                {
-                    "p_game": r.game_id,
-                    "p_score": r.score,
-                    "p_moves": r.moves,
-                    "p_undos": r.undos,
-                    "p_at": r.at,
-                }
-                for r in last.values()
+                {"p_game": game, "p_score": p.score, "p_moves": p.moves, "p_undos": p.undos, "p_at": p.at}
+                for game, p in last.items()
             ],
         )
 

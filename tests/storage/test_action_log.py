@@ -42,8 +42,8 @@ async def database_file(migrated_url: str) -> AsyncIterator[Path]:
 
 
 def row(game: str, v: int, action: str) -> ActionRecord:
-    """An append of ``action`` as version ``v`` of ``game`` (its figures do not matter here)."""
-    return ActionRecord(game, v, action, score=0, moves=v, undos=0, at=dt.datetime.now(dt.UTC))
+    """An append of ``action`` as version ``v`` of ``game``."""
+    return ActionRecord(game, v, action)
 
 
 def stored_rows(path: Path) -> list[tuple[str, int, str]]:
