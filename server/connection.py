@@ -9,6 +9,7 @@ itself (``max_size``), and a connection that stops reading its replies or pushes
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -58,6 +59,14 @@ def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
     ws.protocol.send_close(code, reason.encode()[:120].decode(errors="ignore"))
     ws.send_data()
     ws.transport.close()
+
+
+class _Verdict(enum.Enum):
+    """What `ConnectionLoop._admit` decided for a request."""
+
+    SERVE = "serve"
+    REFUSED = "refused"  # answered with an error; the connection goes on
+    CLOSE = "close"
 
 
 class Fanout:
@@ -155,15 +164,9 @@ class ConnectionLoop:
                 _close_now(ws, int(exc.close_code), exc.message)
                 return False
             return True
-        if not bucket.take():
-            if bucket.is_abusive():
-                _close_now(ws, 1008, "flooding")
-                return False
-            self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
-            return True
-        if self.draining:
-            self._refuse(client, ErrorCode.UNAVAILABLE, "the server is shutting down; reconnect", request)
-            return True
+        verdict = self._admit(ws, client, request, bucket)
+        if verdict is not _Verdict.SERVE:
+            return verdict is _Verdict.REFUSED
         self.in_flight += 1
         try:
             replies = await self._handler.handle(client, request)
@@ -181,6 +184,22 @@ class ConnectionLoop:
         if request.TYPE in ("move", "tap", "auto", "undo"):
             self._metrics.action_latency.observe(time.perf_counter() - started)
         return True
+
+    def _admit(
+        self, ws: ServerConnection, client: Session, request: protocol.ClientMessage, bucket: TokenBucket
+    ) -> _Verdict:
+        """The one place a decoded request is let through to the handler, or refused (replied to) or
+        the connection closed: the rate limit and shutting down."""
+        if not bucket.take():
+            if bucket.is_abusive():
+                _close_now(ws, 1008, "flooding")
+                return _Verdict.CLOSE
+            self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
+            return _Verdict.REFUSED
+        if self.draining:
+            self._refuse(client, ErrorCode.UNAVAILABLE, "the server is shutting down; reconnect", request)
+            return _Verdict.REFUSED
+        return _Verdict.SERVE
 
     def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
         self._metrics.errors.labels(code.value).inc()
