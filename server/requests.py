@@ -153,35 +153,36 @@ class RequestHandler:
             self._registry.forget_if_idle(room)
 
     async def _resume(self, session: Session, request: protocol.ResumeRequest) -> Reply:
-        while True:  # again if the game ended, or was reloaded, while we waited for its lock
-            found = await self._registry.find(request.game)
-            if isinstance(found, FinishedGame):
-                _check_owner(session, found.owner.id, found.id)
-                return [found.snapshot(request.request_id)]
-            try:
-                _check_owner(session, found.owner.id, found.id)
-                self._check_games_limit(session, found.id)
-                snapshot = await found.view(session, request.request_id)
-                if snapshot is not None:
-                    session.viewing[found.id] = found
-                    return [snapshot]
-            finally:
-                self._registry.forget_if_idle(found)
+        return await self._follow(session, request.game, request.request_id, as_owner=True)
 
     # ------------------------------------------------------------------ watching
 
     async def _watch(self, session: Session, request: protocol.WatchRequest) -> Reply:
+        return await self._follow(session, request.game, request.request_id, as_owner=False)
+
+    async def _follow(
+        self, session: Session, game_id: str, request_id: protocol.RequestId | None, *, as_owner: bool
+    ) -> Reply:
+        """``session`` follows ``game_id`` (its owner's game as a viewer, or any game as a spectator);
+        its snapshot. A finished game gives its final snapshot and is not followed."""
         while True:  # again if the game ended, or was reloaded, while we waited for its lock
-            found = await self._registry.find(request.game)
+            found = await self._registry.find(game_id)
             if isinstance(found, FinishedGame):
-                return [found.snapshot(request.request_id)]
+                if as_owner:
+                    _check_owner(session, found.owner.id, found.id)
+                return [found.snapshot(request_id)]
             try:
-                limit = self._settings.max_watches_per_connection
-                if found.id not in session.watching and session.open_count(session.watching) >= limit:
-                    raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} watches per connection")
-                snapshot = await found.watch(session, request.request_id)
+                if as_owner:
+                    _check_owner(session, found.owner.id, found.id)
+                    self._check_games_limit(session, found.id)
+                    snapshot = await found.view(session, request_id)
+                    follows = session.viewing
+                else:
+                    self._check_watch_limit(session, found.id)
+                    snapshot = await found.watch(session, request_id)
+                    follows = session.watching
                 if snapshot is not None:
-                    session.watching[found.id] = found
+                    follows[found.id] = found
                     return [snapshot]
             finally:
                 self._registry.forget_if_idle(found)
@@ -230,6 +231,11 @@ class RequestHandler:
         limit = self._settings.max_games_per_connection
         if game_id not in session.viewing and session.open_count(session.viewing) >= limit:
             raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} open games per connection")
+
+    def _check_watch_limit(self, session: Session, game_id: str) -> None:
+        limit = self._settings.max_watches_per_connection
+        if game_id not in session.watching and session.open_count(session.watching) >= limit:
+            raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} watches per connection")
 
     async def _own_room(self, session: Session, game_id: str) -> GameRoom:
         found = await self._registry.find(game_id)

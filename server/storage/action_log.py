@@ -24,32 +24,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import bindparam, insert, update
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from server.storage import repository
 from server.storage.db import sqlite_pragmas
 from server.storage.records import ActionRecord
-from server.storage.tables import actions, games
+from server.storage.tables import games
 
 __all__ = ["ActionAppendConflict", "BatchStats", "SqliteActionLog"]
 
 logger = logging.getLogger(__name__)
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
-_INSERT_SQL = str(
-    insert(actions).values(game_id=":game_id", v=":v", action=":action").compile(dialect=_DIALECT)
-)
-_PROGRESS_SQL = str(
-    update(games)
-    .where(games.c.id == bindparam("p_game"))
-    .values(
-        score=bindparam("p_score"),
-        moves=bindparam("p_moves"),
-        undos=bindparam("p_undos"),
-        active_at=bindparam("p_at"),
-    )
-    .compile(dialect=_DIALECT)
-)
+_INSERT_SQL = str(repository.INSERT_ACTIONS.compile(dialect=_DIALECT, column_keys=["game_id", "v", "action"]))
+_PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
 #: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
 _STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
 

@@ -28,11 +28,12 @@ from server.storage.tables import actions, games, players
 
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
 
-# Statements built once: the server inserts actions on its hot path.
+# Statements built once: the server inserts actions on its hot path (the SQLite writer thread compiles
+# the two public ones for its plain driver).
 _INSERT_PLAYER: Final = insert(players)
 _INSERT_GAME: Final = insert(games)
-_INSERT_ACTIONS: Final = insert(actions)
-_RECORD_PROGRESS: Final = (
+INSERT_ACTIONS: Final = insert(actions)
+RECORD_PROGRESS: Final = (
     update(games)
     .where(games.c.id == bindparam("p_game"))
     .values(
@@ -116,7 +117,7 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
     if not rows:
         return
     await conn.execute(
-        _INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
+        INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
     )
 
 
@@ -139,7 +140,7 @@ async def record_progress(conn: AsyncConnection, records: Sequence[ActionRecord]
     last = {record.game_id: record.progress for record in records if record.progress is not None}
     if last:
         await conn.execute(
-            _RECORD_PROGRESS,
+            RECORD_PROGRESS,
             [
                 {"p_game": game, "p_score": p.score, "p_moves": p.moves, "p_undos": p.undos, "p_at": p.at}
                 for game, p in last.items()
