@@ -1,11 +1,13 @@
 """A game room: one game in memory, the connections that follow it, and every operation on it.
 
 The room is the single writer of its game. Each operation (act, resign, watch, view, a remote commit, a
-reload) runs under the room's lock, so they happen one at a time in arrival order. ``room.game`` is
-always committed state: an action is applied to a copy, the copy is committed through the write
-pipeline, and only then does it become the room's game. A snapshot, an ack or a diff is built from
-``room.game`` under the lock, so a given (game, v) means one position everywhere, and nothing a client
-sees was refused by the database.
+reload) runs under the room's lock, so they happen one at a time in arrival order, and every reader of
+``room.game`` holds the lock: what they see is committed state. An action is applied in place by the
+operation holding the lock, committed through the write pipeline, and only then acknowledged and
+pushed; if the commit fails, the game is rebuilt without it before the lock is released (rare, and a
+bounded replay: `MAX_GAME_ACTIONS`). So a given (game, v) means one position everywhere, and nothing a
+client sees was refused by the database. (Applying to a copy instead would cost every action a copy of
+the whole game, its log included.)
 
 Every change of a game passes the (game, v) fence of the ``actions`` table: a move, an undo, and a
 resignation too (stored as a ``resign`` row at the next version, see `RESIGN`).
@@ -161,7 +163,7 @@ class GameRoom:
         self.spectators.discard(follower)
 
     def snapshot(self, request_id: RequestId | None) -> Message:
-        """The committed position; call under the lock (or where no commit can be in flight)."""
+        """The committed position; call under the lock (or where no action can be in flight)."""
         return _snapshot(self.id, self.game, self.owner, self.started_at, request_id)
 
     # ------------------------------------------------------------------ changes
@@ -190,19 +192,23 @@ class GameRoom:
                     ErrorCode.ILLEGAL_MOVE,
                     f"game {self.id} has its {MAX_GAME_ACTIONS} actions, the most a game may have; resign it",
                 )
-            game = self.game.copy()
+            game = self.game
             action = resolve(game)
-            transfer = game.play(action)
+            transfer = game.play(action)  # in place: nobody else reads it before the lock is released
             now = utc_now()
             notation = action.symbol()
             write = Write(actions=[self._record(game, game.v, notation, now)])
             if game.is_over():
                 write.result = self._result(game, now)
-            await self._commit(write)
-            self.game = game
+            try:
+                await self._commit(write)
+            except BaseException:
+                if self.game is game:  # not replaced by the stored game after a conflict
+                    self.game = Game.replay(game.deal, game.log[:-1])
+                raise
             self._publish(game.v, notation, write.result)
             replies = [builders.ack(self.id, game, transfer, request_id)]
-            self._announce(builders.diff(self.id, game, transfer), skip=requester)
+            self._announce(lambda: builders.diff(self.id, game, transfer), skip=requester)
             if write.result is not None:
                 replies.append(self._end(write.result, skip=requester))
             return replies
@@ -243,7 +249,7 @@ class GameRoom:
                 game = self.game.copy()
                 transfer = game.play(parse_action(event.action))
                 self.game = game
-                self._announce(builders.diff(self.id, game, transfer), skip=None)
+                self._announce(lambda: builders.diff(self.id, game, transfer), skip=None)
                 if game.is_over():
                     self._end(self._result(game, finished_at or utc_now()), skip=None)
             elif event.v > self.game.v:
@@ -294,16 +300,19 @@ class GameRoom:
             finished_ms = None if result is None else int(result.finished_at.timestamp() * 1000)
             self.services.publish(BusEvent(self.services.node, self.id, v, notation, finished_ms))
 
-    def _announce(self, message: Message, *, skip: Follower | None) -> None:
-        """Push ``message`` to every follower but ``skip`` (the requester, who has its reply: a
-        connection that both plays and watches the game gets its ack, never also a diff)."""
-        others = [follower for follower in (*self.viewers, *self.spectators) if follower is not skip]
+    def _announce(self, message: Callable[[], Message], *, skip: Follower | None) -> None:
+        """Push ``message()`` to every follower but ``skip`` (the requester, who has its reply: a
+        connection that both plays and watches the game gets its ack, never also a diff). Built only
+        when someone gets it: most games are followed by their player alone."""
+        others = (
+            (self.viewers | self.spectators) - {skip} if skip is not None else self.viewers | self.spectators
+        )
         if others:
-            self.services.push(set(others), message)
+            self.services.push(others, message())
 
     def _end(self, result: GameResult, *, skip: Follower | None) -> Message:
         """The game ended: tell the followers (but ``skip``), let them go, leave the node's rooms."""
-        self._announce(_game_over(result, None), skip=skip)
+        self._announce(lambda: _game_over(result, None), skip=skip)
         self.ended = FinishedGame(self.id, self.owner, self.started_at, self.game, result)
         self.viewers.clear()
         self.spectators.clear()

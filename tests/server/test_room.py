@@ -110,7 +110,7 @@ async def test_an_action_is_visible_only_once_committed() -> None:
     harness.committer.hold = asyncio.Event()
     acting = asyncio.create_task(room.act(owner, lambda game: T1_C5, 0, "r1"))
     await asyncio.sleep(0.01)
-    assert room.game.v == 0, "the room's game is committed state while the commit is in flight"
+    assert room.lock.locked(), "the action in flight holds the room: no reader sees it uncommitted"
     viewing = asyncio.create_task(room.view(Follower("other tab"), "r2"))
     await asyncio.sleep(0.01)
     assert not viewing.done(), "a snapshot waits for the commit in flight"
