@@ -233,7 +233,7 @@ class GameRoom:
             self._end(result, skip=requester)
             return _game_over(result, request_id)
 
-    async def follow_remote(self, event: BusEvent) -> None:
+    async def apply_remote(self, event: BusEvent) -> None:
         """Follow an action another node committed: replay it here and push it to our followers. Events
         come in commit order; one this room already holds (it loaded after the commit) is skipped by v."""
         async with self.lock:

@@ -207,7 +207,7 @@ class RemoteCommits:
     def deliver_to(self, room: GameRoom, event: BusEvent) -> None:
         """Apply ``event`` in a task; tasks take the room's FIFO lock in creation order, so the room
         sees events in order."""
-        task = asyncio.get_running_loop().create_task(room.follow_remote(event))
+        task = asyncio.get_running_loop().create_task(room.apply_remote(event))
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
 

@@ -191,15 +191,15 @@ async def test_the_rules_and_the_version_refuse_before_anything_is_stored() -> N
     assert harness.committer.writes == []
 
 
-async def test_other_nodes_commits_are_followed_in_order_old_ones_skipped_a_gap_reloaded() -> None:
+async def test_other_nodes_commits_are_applied_in_order_old_ones_skipped_a_gap_reloaded() -> None:
     harness = Harness(stored_game(("t1-c5", "c5-t1", "t2-c6")))
     room, spectator = harness.room, Follower("spectator")
     await room.watch(spectator, None)
-    await room.follow_remote(BusEvent("node-x", "g1", 1, "t1-c5"))
-    await room.follow_remote(BusEvent("node-x", "g1", 1, "t1-c5"))  # seen already: skipped
+    await room.apply_remote(BusEvent("node-x", "g1", 1, "t1-c5"))
+    await room.apply_remote(BusEvent("node-x", "g1", 1, "t1-c5"))  # seen already: skipped
     assert room.game.v == 1 and harness.kinds_for(spectator) == [("diff", 1)]
-    await room.follow_remote(BusEvent("node-x", "g1", 3, "t2-c6"))  # v 2 was missed: reload
+    await room.apply_remote(BusEvent("node-x", "g1", 3, "t2-c6"))  # v 2 was missed: reload
     assert room.game.v == 3 and room.game.log[-1] == T2_C6
-    await room.follow_remote(BusEvent("node-x", "g1", 3, None, 0))  # resigned there
+    await room.apply_remote(BusEvent("node-x", "g1", 3, None, 0))  # resigned there
     assert not room.is_open() and harness.kinds_for(spectator)[-1] == ("game_over", None)
     assert harness.published == [], "a followed commit is not published again"
