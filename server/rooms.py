@@ -5,7 +5,7 @@ follows it (or an operation holds it); the database keeps everything else. Loadi
 from the database and replays its log in a worker thread, so a long game never stalls the event loop;
 finished games' final positions are kept in a bounded cache, so watching one again costs no replay.
 
-`RemoteCommits` follows the other nodes: their committed actions arrive on the bus and are handed, in
+`RemoteCommits` applies the other nodes' commits: their committed actions arrive on the bus and are handed, in
 order, to the room of this node that holds the game (or kept until a load in progress finishes).
 """
 
