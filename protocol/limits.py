@@ -27,6 +27,7 @@ __all__ = [
     "MAX_INT",
     "MAX_NAME_LENGTH",
     "MAX_PAGE_SIZE",
+    "MAX_PROFILE_RECENT",
     "MAX_REQUEST_ID_LENGTH",
     "MAX_TOKEN_LENGTH",
     "PROTOCOL_VERSION",
@@ -62,6 +63,8 @@ MAX_PAGE_SIZE = 100
 #: At the bound every action is refused (``illegal_move``); the game can still be resigned.
 MAX_GAME_ACTIONS = 2000
 DEFAULT_PAGE_SIZE = 20
+#: ``recent`` of a ``profile`` lists at most this many finished games.
+MAX_PROFILE_RECENT = 10
 
 #: The shapes of ids, tokens and cursors, each with the rule an error about it states: the parser
 #: checks requests with them, ``checks`` the server's own messages.

@@ -25,7 +25,7 @@ import protocol
 from server import __version__
 from server.bus import LocalBus, RedisBus
 from server.committer import Committer
-from server.config import Settings
+from server.config import Settings, needs
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
 from server.errors import ErrorCode, Refusal, storage_refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
@@ -65,7 +65,11 @@ class Services:
 
     @classmethod
     async def start(cls, settings: Settings) -> Services:
-        """Open the (migrated) database, start the write pipeline and the bus."""
+        """Open the (migrated) database, start the write pipeline and the bus.
+
+        Raises:
+            server.config.Unavailable: Redis cannot be reached.
+        """
         database = Database.create(
             settings.database_url,
             sqlite_synchronous=settings.sqlite_synchronous,
@@ -90,7 +94,8 @@ class Services:
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
         bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
         registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
-        await registry.remote.start()
+        with needs("redis_url", what="cannot reach Redis"):
+            await registry.remote.start()
         leaderboards = LeaderboardService(database)
         handler = RequestHandler(settings, database, committer, registry, leaderboards, __version__)
         loop = ConnectionLoop(settings, handler, registry, metrics, fanout)
@@ -137,23 +142,29 @@ class App:
 
     @classmethod
     async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening."""
-        await asyncio.to_thread(upgrade_to_head, settings.database_url)
+        """Migrate the database to head, open it and start listening.
+
+        Raises:
+            server.config.Unavailable: the database, Redis or the address to listen on.
+        """
+        with needs("database_url", what="cannot open and migrate the database"):
+            await asyncio.to_thread(upgrade_to_head, settings.database_url)
         services = await Services.start(settings)
         http = _HttpRoutes(services.metrics, services.leaderboards, services.database)
-        server = await serve(
-            services.loop,
-            settings.host,
-            settings.port,
-            subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
-            select_subprotocol=select_subprotocol,
-            process_request=http,
-            # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
-            # stops websockets from even buffering anything much larger.
-            max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
-            compression=None,
-            server_header=f"eightoff/{__version__}",
-        )
+        with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+            server = await serve(
+                services.loop,
+                settings.host,
+                settings.port,
+                subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
+                select_subprotocol=select_subprotocol,
+                process_request=http,
+                # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
+                # stops websockets from even buffering anything much larger.
+                max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
+                compression=None,
+                server_header=f"eightoff/{__version__}",
+            )
         sweeper = asyncio.get_running_loop().create_task(
             services.loop.close_idle_forever(), name="idle-sweeper"
         )
@@ -266,7 +277,9 @@ async def run(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    print(f"eightoff {__version__} serving ws://{settings.host}:{app.port}/ws", flush=True)
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host  # an IPv6 address
+    print(f"eightoff {__version__} serving ws://{host}:{app.port}/ws", flush=True)
+    print(f"browser client: http://{host}:{app.port}/", flush=True)
     await stop.wait()
     logger.info("shutting down")
     await app.shutdown()

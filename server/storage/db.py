@@ -45,6 +45,8 @@ _ASYNC_DRIVERS: Final = {
     "postgresql": "postgresql+asyncpg",
     "postgres": "postgresql+asyncpg",
 }
+#: The drivers the storage runs on, as `async_url` names them.
+SUPPORTED_DRIVERS: Final = frozenset(_ASYNC_DRIVERS.values())
 _BEGIN_OPTION: Final = "eightoff_sqlite_begin"
 
 

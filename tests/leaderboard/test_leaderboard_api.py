@@ -17,11 +17,11 @@ from solver import solve
 from sqlalchemy import update
 from wsclient import WsClient
 
-from engine import Deal, Game, Move, daily_deal
+from engine import Deal, Game, Layout, Move, daily_deal
 from server import cli, requests
 from server.app import App
 from server.storage import Database, repository
-from server.storage.tables import games
+from server.storage.tables import actions, games
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
@@ -213,6 +213,25 @@ async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
     await second.close()
 
 
+async def play_unfinished(client: WsClient, code: str, moves: int) -> str:
+    """A game left unfinished after ``moves`` legal moves and one undo (its row keeps its start figures)."""
+    game_id = (await client.request("new_game", code=code))["game"]
+    game = Game.from_code(code)
+    for _ in range(moves):
+        move = next(iter(game.legal_moves))
+        assert (await client.request("move", game=game_id, **wire_move(move)))["type"] == "ack"
+        game.play(move)
+    assert (await client.request("undo", game=game_id))["type"] == "ack"
+    return game_id
+
+
+def refused_opening_move(code: str) -> Move:
+    """A column-to-column move that ``code``'s deal refuses at once: a log stored for another layout."""
+    legal = Game.from_code(code).legal_moves
+    candidates = (Move.parse(f"t{a}-t{b}") for a in range(1, 9) for b in range(1, 9) if a != b)
+    return next(move for move in candidates if move not in legal)
+
+
 async def test_verify_command_replays_every_game(
     app: App, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -221,11 +240,11 @@ async def test_verify_command_replays_every_game(
     client = await player(url, "Ann")
     won = await win(client, solution)
     resigned, _ = await resign_after_one_move(client, code="EO1-C4-AAAAAAC")  # has a legal move
-    playing = (await client.request("new_game", cells=2))["game"]
-    await client.request("move", game=playing, **{"from": "c1", "to": "t1"})  # maybe illegal: fine either way
+    playing = await play_unfinished(client, "EO1-C8-AAAAAFA", moves=3)
     await client.close()
     database_url = app.settings.database_url
 
+    # The unfinished game's moves, score and undos are not final: only its status and replay count.
     assert await asyncio.to_thread(cli.main, ["verify", "--database-url", database_url, "--batch", "2"]) == 0
     captured = capsys.readouterr()
     assert "verified 3 stored games: 0 mismatch(es)" in captured.out
@@ -239,7 +258,29 @@ async def test_verify_command_replays_every_game(
     assert f"MISMATCH {won}: moves stored {len(solution) - 1}, replayed {len(solution)}" in out
     # the resigned game's log ends with its resign row, so it replays as resigned
     assert f"MISMATCH {resigned}: status stored 'won', replayed 'resigned'" in out
+    assert playing not in out
     assert "verified 3 stored games: 2 mismatch(es)" in out
+
+
+async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
+    app: App, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a C2 game stored under the old layout: its first action is illegal from its deal."""
+    client = await player(url, "Ann")
+    healthy = await play_unfinished(client, "EO1-C8-AAAAAFA", moves=2)
+    broken = await play_unfinished(client, "EO1-C8-AAAAAFB", moves=2)
+    await client.close()
+    stale = refused_opening_move("EO1-C8-AAAAAFB")
+    async with app.database.transaction() as conn:
+        await conn.execute(
+            update(actions).where(actions.c.game_id == broken, actions.c.v == 1).values(action=stale.symbol())
+        )
+
+    assert await asyncio.to_thread(cli.main, ["verify", "--database-url", app.settings.database_url]) == 1
+    out = capsys.readouterr().out
+    assert f"MISMATCH {broken}: action v=1 {stale.symbol()!r} does not replay" in out
+    assert healthy not in out
+    assert "verified 2 stored games: 1 mismatch(es)" in out
 
 
 async def test_verify_reports_an_action_log_that_does_not_replay(database: Database) -> None:
@@ -262,4 +303,37 @@ async def test_verify_reports_an_action_log_that_does_not_replay(database: Datab
     assert checked == 1 and seen == [(1, 1)]
     assert [(m.game_id, m.problem.split(":")[0]) for m in mismatches] == [
         ("g1", "action v=2 't1-t1' does not replay")
+    ]
+
+
+def c2_opening_before_the_fix(deal: Deal) -> Layout:
+    """The C2 opening as the engine dealt it before the fix: cards 51 and 52 on top of columns 3 and 4."""
+    opening = deal.layout()
+    columns = list(opening.columns)
+    for index in (2, 3):
+        columns[index] = (*columns[index][1:], columns[index][0])
+    return Layout(tuple(columns), opening.cells, opening.foundations)
+
+
+async def test_verify_names_a_c2_game_stored_under_the_old_layout(database: Database) -> None:
+    """A C2 game recorded when cards 51 and 52 were dealt on top of columns 3 and 4 no longer replays."""
+    from leaderboard_support import T0
+
+    from server.leaderboard import verify_games
+    from server.storage import GameResult, GameStart, PlayerRecord
+
+    deal, move = Deal.from_code("EO1-C2-AAAAAAC"), Move.parse("t4-t2")
+    assert Game.from_layout(c2_opening_before_the_fix(deal), deal).is_legal(move)  # 9H on TH, once exposed
+    assert not Game(deal).is_legal(move)  # now 9H is column 4's covered first card
+    async with database.transaction() as conn:
+        await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
+        await repository.insert_game(conn, GameStart("g1", "p1", deal.code(), 2, None, T0))
+        await repository.insert_actions(conn, [("g1", 1, "t4-t2")])
+        await repository.finish_game(
+            conn, GameResult("g1", "resigned", 0, 1, 0, T0 + dt.timedelta(seconds=5), 5000, False)
+        )
+    checked, mismatches = await verify_games(database)
+    assert checked == 1
+    assert [(m.game_id, m.problem.split(":")[0]) for m in mismatches] == [
+        ("g1", "action v=1 't4-t2' does not replay")
     ]

@@ -39,6 +39,7 @@ async def test_metrics_count_connections_actions_and_errors(app: App, url: str) 
     assert 'eightoff_errors_total{code="illegal_move"} 1.0' in body
     assert "eightoff_action_latency_seconds_count 1.0" in body
     assert "eightoff_commit_latency_seconds_count" in body
+    assert "_created" not in body  # no start-time series beside each counter and histogram
     await client.close()
 
 
