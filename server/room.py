@@ -240,15 +240,12 @@ class GameRoom:
             if not self.is_open() or event.v < self.game.v:
                 return
             finished_at = None if event.finished_at_ms is None else _from_epoch_ms(event.finished_at_ms)
-            if event.action is None and event.v == self.game.v:
-                game = self.game.copy()
+            game = self.game  # changed in place: it is already committed (by the other node)
+            if event.action is None and event.v == game.v:
                 game.resign()
-                self.game = game
                 self._end(self._result(game, finished_at or utc_now()), skip=None)
-            elif event.action is not None and event.v == self.game.v + 1:
-                game = self.game.copy()
+            elif event.action is not None and event.v == game.v + 1:
                 transfer = game.play(parse_action(event.action))
-                self.game = game
                 self._announce(lambda: builders.diff(self.id, game, transfer), skip=None)
                 if game.is_over():
                     self._end(self._result(game, finished_at or utc_now()), skip=None)
