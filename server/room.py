@@ -106,7 +106,6 @@ class FinishedGame:
     owner: PlayerRef
     started_at: dt.datetime
     game: Game
-    result: GameResult | None
 
     def snapshot(self, request_id: RequestId | None) -> Message:
         return _snapshot(self.id, self.game, self.owner, self.started_at, request_id)
@@ -310,7 +309,7 @@ class GameRoom:
     def _end(self, result: GameResult, *, skip: Follower | None) -> Message:
         """The game ended: tell the followers (but ``skip``), let them go, leave the node's rooms."""
         self._announce(lambda: _game_over(result, None), skip=skip)
-        self.ended = FinishedGame(self.id, self.owner, self.started_at, self.game, result)
+        self.ended = FinishedGame(self.id, self.owner, self.started_at, self.game)
         self.viewers.clear()
         self.spectators.clear()
         self.services.ended(self)

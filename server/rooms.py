@@ -135,7 +135,7 @@ class RoomRegistry:
         owner = PlayerRef(player.id, player.name)
         game = await asyncio.to_thread(replay_stored, stored)  # a long log must not stall the loop
         if stored.status != Status.PLAYING.value or game.is_over():
-            finished = FinishedGame(stored.id, owner, stored.started_at, game, None)
+            finished = FinishedGame(stored.id, owner, stored.started_at, game)
             self._cache(finished)
             return finished
         room = GameRoom(stored.id, game, owner, stored.started_at, self.services)
