@@ -1,5 +1,6 @@
-"""Composition root: builds the database, committer, hub and handlers, serves WebSocket and HTTP on
-one port, and shuts down gracefully (stop accepting, finish in-flight actions, close with 1001).
+"""Composition root: `Services` builds the database, the write pipeline, the rooms and the handlers
+without binding a port (unit tests use it directly); `App` serves them, WebSocket and HTTP on one
+port, and shuts down gracefully (stop accepting, finish in-flight actions, close with 1001).
 """
 
 from __future__ import annotations
@@ -41,17 +42,18 @@ from server.connection import (
     select_subprotocol,
     too_many_connections,
 )
-from server.hub import GameHub, Refusal
+from server.errors import ErrorCode, Refusal, storage_refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
 from server.quotas import UnfinishedGames
 from server.ratelimit import BucketsByKey
 from server.requests import RequestHandler
-from server.storage import Database, upgrade_to_head
+from server.rooms import RoomRegistry
+from server.storage import Database, StorageUnavailable, upgrade_to_head
 from server.storage.action_log import SqliteActionLog
 from server.storage.db import sqlite_file
 
-__all__ = ["App", "run"]
+__all__ = ["App", "Services", "run"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,30 +68,31 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
 
 
 @dataclass(slots=True)
-class App:
-    """A running server: the listening socket and everything behind it."""
+class Services:
+    """Everything behind the listening socket, built and started without binding a port."""
 
     settings: Settings
     database: Database
-    committer: Committer
-    hub: GameHub
-    loop: ConnectionLoop
     metrics: Metrics
-    server: Server
-    sweeper: asyncio.Task[None]
+    committer: Committer
+    registry: RoomRegistry
+    leaderboards: LeaderboardService
+    handler: RequestHandler
+    loop: ConnectionLoop
     unfinished: UnfinishedGames
-    expirer: asyncio.Task[None]
 
     @classmethod
-    async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening.
+    async def start(cls, settings: Settings) -> Services:
+        """Open the (migrated) database, start the write pipeline and the bus.
 
         Raises:
-            server.config.Unavailable: the database, Redis or the address to listen on.
+            server.config.Unavailable: Redis cannot be reached.
         """
-        with needs("database_url", what="cannot open and migrate the database"):
-            await asyncio.to_thread(upgrade_to_head, settings.database_url)
-        database = Database.create(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+        database = Database.create(
+            settings.database_url,
+            sqlite_synchronous=settings.sqlite_synchronous,
+            timeout=settings.database_timeout,
+        )
         metrics = Metrics()
         sqlite_path = sqlite_file(settings.database_url)
         action_log = (
@@ -108,23 +111,83 @@ class App:
         committer.start()
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
         bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
-        hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
+        registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
         with needs("redis_url", what="cannot reach Redis"):
-            await hub.start_bus()
+            await registry.remote.start()
         leaderboards = LeaderboardService(database)
         unfinished = UnfinishedGames(
             database,
-            hub.rooms,
+            registry.rooms,
             per_player=settings.max_unfinished_games_per_player,
             abandon_after=settings.abandon_after,
         )
-        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__, unfinished)
-        loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
-        http = _HttpRoutes(metrics, leaderboards, OriginPolicy.parse(settings.origins))
+        handler = RequestHandler(
+            settings, database, committer, registry, leaderboards, __version__, unfinished
+        )
+        loop = ConnectionLoop(settings, handler, registry, metrics, fanout)
+        return cls(settings, database, metrics, committer, registry, leaderboards, handler, loop, unfinished)
+
+    async def stop(self) -> None:
+        """Commit what was submitted, leave the bus, close the database."""
+        await self.committer.stop()
+        await self.registry.remote.close()
+        await self.database.dispose()
+
+
+@dataclass(slots=True)
+class App:
+    """A running server: the listening socket and the services behind it."""
+
+    services: Services
+    server: Server
+    sweeper: asyncio.Task[None]
+    expirer: asyncio.Task[None]
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def database(self) -> Database:
+        return self.services.database
+
+    @property
+    def committer(self) -> Committer:
+        return self.services.committer
+
+    @property
+    def registry(self) -> RoomRegistry:
+        return self.services.registry
+
+    @property
+    def loop(self) -> ConnectionLoop:
+        return self.services.loop
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.services.metrics
+
+    @property
+    def unfinished(self) -> UnfinishedGames:
+        return self.services.unfinished
+
+    @classmethod
+    async def start(cls, settings: Settings) -> App:
+        """Migrate the database to head, open it and start listening.
+
+        Raises:
+            server.config.Unavailable: the database, Redis or the address to listen on.
+        """
+        with needs("database_url", what="cannot open and migrate the database"):
+            await asyncio.to_thread(upgrade_to_head, settings.database_url)
+        services = await Services.start(settings)
+        http = _HttpRoutes(
+            services.metrics, services.leaderboards, services.database, OriginPolicy.parse(settings.origins)
+        )
         gate = _connection_gate(settings)
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
             server = await serve(
-                loop,
+                services.loop,
                 settings.host,
                 settings.port,
                 subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
@@ -137,9 +200,13 @@ class App:
                 server_header=f"eightoff/{__version__}",
                 create_connection=metered_connection(gate),  # issue 11: connection caps
             )
-        sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
-        expirer = asyncio.get_running_loop().create_task(unfinished.sweep_forever(), name="game-expiry")
-        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper, unfinished, expirer)
+        sweeper = asyncio.get_running_loop().create_task(
+            services.loop.close_idle_forever(), name="idle-sweeper"
+        )
+        expirer = asyncio.get_running_loop().create_task(
+            services.unfinished.sweep_forever(), name="game-expiry"
+        )
+        app = cls(services, server, sweeper, expirer)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
         return app
 
@@ -157,9 +224,7 @@ class App:
         await self.loop.wait_idle(self.settings.shutdown_grace)
         self.server.close(close_connections=True)
         await self.server.wait_closed()
-        await self.committer.stop()
-        await self.hub.close_bus()
-        await self.database.dispose()
+        await self.services.stop()
 
 
 def _connection_gate(settings: Settings) -> ConnectionGate:
@@ -185,15 +250,18 @@ class _HttpRoutes:
     with the HTTP status of their code.
     """
 
-    _STATUS: ClassVar[dict[str, HTTPStatus]] = {
-        "bad_request": HTTPStatus.BAD_REQUEST,
-        "not_found": HTTPStatus.NOT_FOUND,
-        "unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
+    _STATUS: ClassVar[dict[ErrorCode, HTTPStatus]] = {
+        ErrorCode.BAD_REQUEST: HTTPStatus.BAD_REQUEST,
+        ErrorCode.NOT_FOUND: HTTPStatus.NOT_FOUND,
+        ErrorCode.UNAVAILABLE: HTTPStatus.SERVICE_UNAVAILABLE,
     }
 
-    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService, origins: OriginPolicy) -> None:
+    def __init__(
+        self, metrics: Metrics, leaderboards: LeaderboardService, database: Database, origins: OriginPolicy
+    ) -> None:
         self._metrics = metrics
         self._leaderboards = leaderboards
+        self._database = database
         self._origins = origins
         self._log = ThrottledLog()
 
@@ -206,7 +274,7 @@ class _HttpRoutes:
                 return too_many_connections()
             return self._check_origin(request)
         if path == "/healthz":
-            return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+            return await self._health()
         if path == "/metrics":
             return _response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
@@ -215,6 +283,17 @@ class _HttpRoutes:
         if is_api:
             return await self._api(path, query)
         return self._static(path)
+
+    async def _health(self) -> Response:
+        """200 ``ok`` when the database answers (within its timeout), else 503: a load balancer stops
+        sending players to a node that could store nothing."""
+        try:
+            await self._database.ping()
+        except StorageUnavailable:
+            return _response(
+                HTTPStatus.SERVICE_UNAVAILABLE, b"database unavailable\n", "text/plain; charset=utf-8"
+            )
+        return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
 
     def _check_origin(self, request: Request) -> Response | None:
         """None when the handshake may go on; else HTTP 403 (a web page of another site must not
@@ -234,9 +313,10 @@ class _HttpRoutes:
                 message = await self._leaderboards.profile(player_id)
         except protocol.ProtocolError as exc:
             return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
-        except Refusal as refusal:
+        except (Refusal, StorageUnavailable) as exc:
+            refusal = storage_refusal() if isinstance(exc, StorageUnavailable) else exc
             status = self._STATUS.get(refusal.code, HTTPStatus.INTERNAL_SERVER_ERROR)
-            return self._json(status, {"code": refusal.code, "message": refusal.message})
+            return self._json(status, {"code": refusal.code.value, "message": refusal.message})
         except Exception:
             logger.exception("GET %s failed", path)
             return self._json(

@@ -188,6 +188,20 @@ class Settings:
     commit_batch: int = field(
         default=1024, metadata={"help": "most writes grouped into one commit", "check": _at_least(1)}
     )
+    database_timeout: float = field(
+        default=5.0,
+        metadata={
+            "help": "seconds a database round trip may take (connecting included) before unavailable",
+            "check": _positive,
+        },
+    )
+    live_window_minutes: float = field(
+        default=10.0,
+        metadata={
+            "help": "live lists unfinished games with an action in this many minutes",
+            "check": _positive,
+        },
+    )
     # Limits
     max_frame_bytes: int = field(
         default=4096, metadata={"help": "largest incoming frame; bigger closes 1009", "check": _at_least(1)}

@@ -11,6 +11,7 @@ their caps before the handshake and notes every frame (pings too) for the idle t
 from __future__ import annotations
 
 import asyncio
+import enum
 import itertools
 import logging
 import time
@@ -29,10 +30,12 @@ import protocol
 from protocol import builders
 from server.admission import ConnectionGate
 from server.config import Settings
-from server.hub import GameHub, Refusal
+from server.errors import ErrorCode, Refusal
 from server.metrics import Metrics
 from server.ratelimit import TokenBucket, Verdict
-from server.requests import Client, RequestHandler
+from server.requests import RequestHandler
+from server.rooms import RoomRegistry
+from server.session import Session
 
 __all__ = ["ConnectionLoop", "Fanout", "MeteredConnection", "metered_connection", "select_subprotocol"]
 
@@ -169,6 +172,13 @@ def metered_connection(gate: ConnectionGate) -> type[MeteredConnection]:
     return type("MeteredConnection", (MeteredConnection,), {"gate": gate})
 
 
+class _Verdict(enum.Enum):
+    """What `ConnectionLoop._admit` decided for a request."""
+
+    SERVE = "serve"
+    REFUSED = "refused"  # answered with an error; the connection goes on
+
+
 class Fanout:
     """Sends one message to one or many clients: encoded once per subprotocol, written at once, never
     awaited. A client whose unsent data passes ``max_write_buffer`` does not read: it is dropped, so
@@ -199,27 +209,30 @@ class ConnectionLoop:
     """Serves one WebSocket connection from its first frame to its close."""
 
     def __init__(
-        self, settings: Settings, handler: RequestHandler, hub: GameHub, metrics: Metrics, send: Fanout
+        self,
+        settings: Settings,
+        handler: RequestHandler,
+        registry: RoomRegistry,
+        metrics: Metrics,
+        send: Fanout,
     ) -> None:
         self._settings = settings
         self._handler = handler
-        self._hub = hub
+        self._registry = registry
         self._metrics = metrics
         self._send = send
         self.draining = False
         self.in_flight = 0
-        self.clients: set[Client] = set()
+        self.clients: set[Session] = set()
 
     async def __call__(self, ws: ServerConnection) -> None:
-        subprotocol = _SUBPROTOCOLS.get(ws.subprotocol or "", protocol.Subprotocol.MSGPACK)
-        client = Client(subprotocol, ws)
+        client = self._accept(ws)
         bucket = TokenBucket(self._settings.rate_per_second, self._settings.rate_burst)
-        self._metrics.connections.inc()
-        self.clients.add(client)
-        client.last_seen = time.monotonic()
         try:
             for served in itertools.count(1):
                 frame = await ws.recv()
+                if ws.transport is None or ws.transport.is_closing():
+                    return  # dropped (it did not read): frames it queued before are not served
                 client.last_seen = time.monotonic()
                 if not await self._serve_frame(ws, client, frame, bucket):
                     return
@@ -230,12 +243,25 @@ class ConnectionLoop:
         except ConnectionClosed:
             pass
         finally:
-            self.clients.discard(client)
-            self._hub.detach(client)
-            self._metrics.connections.dec()
+            self._release(client)
+
+    def _accept(self, ws: ServerConnection) -> Session:
+        """The one place a connection is taken in (after its handshake): its session starts here."""
+        subprotocol = _SUBPROTOCOLS.get(ws.subprotocol or "", protocol.Subprotocol.MSGPACK)
+        client = Session(subprotocol, ws)
+        client.last_seen = time.monotonic()
+        self._metrics.connections.inc()
+        self.clients.add(client)
+        return client
+
+    def _release(self, client: Session) -> None:
+        """The one place a connection lets go of everything its session held."""
+        self.clients.discard(client)
+        client.release(self._registry)
+        self._metrics.connections.dec()
 
     async def _serve_frame(
-        self, ws: ServerConnection, client: Client, frame: bytes | str, bucket: TokenBucket
+        self, ws: ServerConnection, client: Session, frame: bytes | str, bucket: TokenBucket
     ) -> bool:
         """Serve one frame; False when the connection must close.
 
@@ -244,8 +270,8 @@ class ConnectionLoop:
         a ``rate_limited`` refusal echoes the request id.
         """
         started = time.perf_counter()
-        verdict = bucket.take()  # issue 11: every frame counts
-        if verdict is Verdict.CLOSE:
+        metered = bucket.take()  # issue 11: every frame counts
+        if metered is Verdict.CLOSE:
             self._metrics.errors.labels("flooding").inc()
             if isinstance(ws, MeteredConnection):
                 ws.gate.penalize(ws.client_address)  # no reconnecting to flood again at once
@@ -254,8 +280,8 @@ class ConnectionLoop:
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self._settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
-            if exc.close_code is None and verdict is Verdict.REFUSE:
-                self._refuse(client, "rate_limited", "too many requests; slow down", exc)
+            if exc.close_code is None and metered is Verdict.REFUSE:
+                self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
                 return True
             self._metrics.errors.labels(exc.code.value).inc()
             self._send((client,), builders.error(exc.code, exc.message, exc.request_id))
@@ -263,12 +289,8 @@ class ConnectionLoop:
                 _close_now(ws, int(exc.close_code), exc.message)
                 return False
             return True
-        if verdict is Verdict.REFUSE:
-            self._refuse(client, "rate_limited", "too many requests; slow down", request)
-            return True
-        if self.draining:
-            self._refuse(client, "unavailable", "the server is shutting down; reconnect", request)
-            return True
+        if self._admit(client, request, metered) is not _Verdict.SERVE:
+            return True  # refused with an error; the connection goes on
         self.in_flight += 1
         try:
             replies = await self._handler.handle(client, request)
@@ -277,7 +299,7 @@ class ConnectionLoop:
             return True
         except Exception:
             logger.exception("request %s failed", request.TYPE)
-            self._refuse(client, "internal", "the server failed on this request", request)
+            self._refuse(client, ErrorCode.INTERNAL, "the server failed on this request", request)
             return True
         finally:
             self.in_flight -= 1
@@ -287,9 +309,20 @@ class ConnectionLoop:
             self._metrics.action_latency.observe(time.perf_counter() - started)
         return True
 
-    def _refuse(self, client: Client, code: str, message: str, request: Any) -> None:
+    def _admit(self, client: Session, request: protocol.ClientMessage, metered: Verdict) -> _Verdict:
+        """The one place a decoded request is let through to the handler, or refused (replied to):
+        the rate limit (the frame was metered before it was decoded) and shutting down."""
+        if metered is Verdict.REFUSE:
+            self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
+            return _Verdict.REFUSED
+        if self.draining:
+            self._refuse(client, ErrorCode.UNAVAILABLE, "the server is shutting down; reconnect", request)
+            return _Verdict.REFUSED
+        return _Verdict.SERVE
+
+    def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
         """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)."""
-        self._metrics.errors.labels(code).inc()
+        self._metrics.errors.labels(code.value).inc()
         self._send((client,), builders.error(code, message, request.request_id))
 
     async def close_idle_forever(self) -> None:

@@ -1,10 +1,11 @@
 """Quotas on unfinished games: a cap per player, and the expiry of games left idle.
 
 A player keeps at most ``max_unfinished_games_per_player`` unfinished games. Starting one more
-abandons the least recently active ones no connection has open (and none seen active in the last
-two sweeps, which may be open on another node); when every one of them is, ``new_game`` is refused
-with ``rate_limited``. Every ``sweep_interval`` the sweeper notes the games open on this node as
-active, and abandons unfinished games idle for longer than ``abandon_after``. Abandoned games are
+abandons the least recently active ones no connection here has open (and none played in the last
+two sweep intervals, which may be open on another node); when every one of them is, ``new_game`` is refused
+with ``rate_limited``. Every ``sweep_interval`` the sweeper abandons the unfinished games idle (by
+``games.active_at``, which every commit of an action keeps current) for longer than ``abandon_after``,
+but those open on this node. Abandoned games are
 stored, marked ``abandoned``, gone from ``welcome`` and never counted (``server.storage.unfinished``).
 """
 
@@ -18,7 +19,9 @@ from collections.abc import Callable, Iterable
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from protocol.limits import MAX_PAGE_SIZE
-from server.hub import GameRoom, Refusal, utc_now
+from server.clock import utc_now
+from server.errors import ErrorCode, Refusal
+from server.room import GameRoom
 from server.storage import Database
 from server.storage import unfinished as storage
 
@@ -98,18 +101,18 @@ class UnfinishedGames:
             ]
             if len(idle) < excess:
                 raise Refusal(
-                    "rate_limited", f"at most {cap} unfinished games per player: finish or resign one first"
+                    ErrorCode.RATE_LIMITED,
+                    f"at most {cap} unfinished games per player: finish or resign one first",
                 )
             await storage.abandon_games(conn, idle[:excess])
         logger.info("player %s over %d unfinished games: abandoned %s", player_id, cap, idle[:excess])
 
     async def sweep(self, now: dt.datetime | None = None) -> int:
-        """Note open games as active, abandon idle ones; returns how many were abandoned."""
+        """Abandon the idle unfinished games no connection here has open; returns how many."""
+        if self._abandon_after is None:
+            return 0
         now = now or utc_now()
         async with self._database.transaction() as conn:
-            await storage.touch_games(conn, sorted(self._open_ids()), now)
-            if self._abandon_after is None:
-                return 0
             idle_since = now - dt.timedelta(seconds=self._abandon_after)
             idle = await storage.idle_games(conn, idle_since, EXPIRY_BATCH)
             open_ids = self._open_ids()  # as they are now, just before the update (see make_room)
@@ -136,5 +139,5 @@ def _parse_cursor(text: str) -> tuple[dt.datetime, str]:
     try:
         started_at = dt.datetime.strptime(moment, _CURSOR_TIME).replace(tzinfo=dt.UTC)
     except ValueError:
-        raise Refusal("bad_request", f"after: {text[:40]!r} is not a cursor of this list") from None
+        raise Refusal(ErrorCode.BAD_REQUEST, f"after: {text[:40]!r} is not a cursor of this list") from None
     return started_at, game_id

@@ -96,7 +96,7 @@ class PlayerRow(Base):
 
 
 class GameRow(Base):
-    """One game: the deal it plays, who plays it, and its final figures once it ends."""
+    """One game: its deal, who plays it, and its figures (current while playing, final once it ends)."""
 
     __tablename__ = "games"
     __table_args__ = (
@@ -108,8 +108,8 @@ class GameRow(Base):
         # tables below, not this table.
         Index("ix_games_player_id_finished_at", "player_id", "finished_at"),
         Index("ix_games_finished_at", "finished_at"),
-        # Unfinished games left idle, for their expiry.
-        Index("ix_games_status_active_at", "status", "active_at"),
+        # ``live``: the unfinished games active lately, most recent first, a page at a time.
+        Index("ix_games_status_active_at_id", "status", "active_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -124,10 +124,11 @@ class GameRow(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     duration_ms: Mapped[int | None] = mapped_column(BigInteger)
-    # When it was last seen played or open (a minute or so behind; None: not since it started): an
-    # unfinished game idle for longer than abandon_after becomes ``abandoned`` (storage.unfinished).
-    active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # When the game last changed: its start, then each committed action (score, moves and undos are
+    # kept current by the same commit). No action row is accepted once the status is final: a trigger
+    # made by the migration refuses it.
+    active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     player: Mapped[PlayerRow] = relationship(back_populates="games", lazy="raise")
     actions: Mapped[list[ActionRow]] = relationship(

@@ -9,7 +9,7 @@ these functions commits: the caller owns the transaction.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
@@ -25,7 +25,6 @@ __all__ = [
     "idle_games",
     "player_unfinished_games",
     "recent_unfinished_games",
-    "touch_games",
 ]
 
 ABANDONED: Final = "abandoned"
@@ -69,15 +68,6 @@ async def player_unfinished_games(conn: AsyncConnection, player_id: str) -> list
         .order_by(_last_active().desc(), games.c.id.desc())
     )
     return [UnfinishedGame(row.id, row.started_at, row.active_at or row.started_at) for row in rows]
-
-
-async def touch_games(conn: AsyncConnection, game_ids: Sequence[str], now: dt.datetime) -> None:
-    """Note the games as active at ``now`` (the ones still unfinished)."""
-    for start in range(0, len(game_ids), _CHUNK):
-        chunk = game_ids[start : start + _CHUNK]
-        await conn.execute(
-            update(games).where(games.c.id.in_(chunk), games.c.status == _PLAYING).values(active_at=now)
-        )
 
 
 async def idle_games(conn: AsyncConnection, idle_since: dt.datetime, limit: int) -> list[str]:

@@ -201,7 +201,7 @@ async def test_spectator_that_never_reads_is_dropped(small_buffer_app: App) -> N
             break
     assert app.metrics.dropped_spectators._value.get() == 1, "the stuck spectator was never dropped"
     assert slowest < 1.0
-    room = next(iter(app.hub.rooms()))
+    room = next(iter(app.registry.rooms()))
     assert len(room.spectators) <= 2
     await owner.close()
     await reader.close()

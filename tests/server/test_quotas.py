@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import pytest
 import serverutil
 from sqlalchemy import select, update
 from wsclient import WsClient
@@ -136,18 +135,3 @@ async def test_idle_unfinished_games_expire_but_open_ones_do_not(database_url: s
         assert (await again.hello(token=client.token))["games"] == [kept]
         await client.close()
         await again.close()
-
-
-@pytest.mark.parametrize("abandon_after", [None, 3600.0])
-async def test_sweep_touches_open_games(database_url: str, abandon_after: float | None) -> None:
-    settings = {"abandon_after": abandon_after, "sqlite_synchronous": "NORMAL"}
-    async with serverutil.running_app(database_url, **settings) as app:
-        client = await WsClient.open(serverutil.ws_url(app))
-        await client.hello()
-        game = (await client.request("new_game", code=CODE))["game"]
-        later = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)
-        assert await app.unfinished.sweep(later) == 0
-        async with app.database.connection() as conn:
-            active_at = await conn.scalar(select(games.c.active_at).where(games.c.id == game))
-        assert active_at == later
-        await client.close()
