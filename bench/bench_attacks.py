@@ -202,16 +202,18 @@ async def _player(url: str, tally: Tally, token: str | None) -> tuple[ClientConn
 
 
 async def _requester(
-    url: str, tally: Tally, until: float, token: str | None, make: Callable[[int], list[dict[str, Any]]]
+    url: str, tally: Tally, until: float, token: str | None, make: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> None:
-    """One player connection sending ``make(i)`` requests in turn, each awaited, just under the rate."""
+    """One player connection sending ``make(last reply)`` requests in turn, each awaited, just under
+    the rate."""
     ws, _ = await _player(url, tally, token)
+    reply: dict[str, Any] = {}
     with contextlib.suppress(ConnectionClosed):
         for index in itertools.count():
             if time.monotonic() > until:
                 break
-            for message in make(index):
-                tally.reply(msgpack.packb(await _request(ws, {**message, "id": index})))
+            reply = await _request(ws, {**make(reply), "id": index})
+            tally.reply(msgpack.packb(reply))
             await asyncio.sleep(1 / (RATE * 0.9))
     await ws.close()
 
@@ -274,12 +276,14 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
         await ws.close()
 
-        def make(index: int) -> list[dict[str, Any]]:
+        def make(last: dict[str, Any]) -> dict[str, Any]:
             if name == "watch":
-                return [{"type": "watch", "game": game}]
+                return {"type": "watch", "game": game}
             if name == "live":
-                return [{"type": "live", "limit": 100}]
-            return [{"type": "new_game", "code": CODE}, {"type": "unwatch", "game": game}]
+                return {"type": "live", "limit": 100}
+            if last.get("type") == "snapshot":  # leave the game just made: the connection's place frees
+                return {"type": "unwatch", "game": last["game"]}
+            return {"type": "new_game", "code": CODE}
 
         tasks = [_requester(url, tally, until, token, make) for _ in range(CONNECTIONS)]
     elif name == "storm":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable, Iterable
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -34,6 +35,8 @@ logger = logging.getLogger(__name__)
 SWEEP_INTERVAL = 60.0
 """Seconds between sweeps at most (a quarter of ``abandon_after`` when that is shorter)."""
 EXPIRY_BATCH = 1000
+FULL_MEMORY = 1.0
+"""Seconds a player refused at the cap is refused again without reading its games."""
 
 
 class UnfinishedGames:
@@ -52,6 +55,7 @@ class UnfinishedGames:
         self._rooms = open_rooms
         self._per_player = per_player
         self._abandon_after = abandon_after
+        self._full: dict[str, float] = {}  # player -> until when new_game is refused at once
         self.sweep_interval = min(SWEEP_INTERVAL, abandon_after / 4) if abandon_after else SWEEP_INTERVAL
 
     def _open_ids(self) -> set[str]:
@@ -84,6 +88,9 @@ class UnfinishedGames:
         cap = self._per_player
         if cap is None:
             return
+        now = time.monotonic()
+        if self._full.get(player_id, 0.0) > now:  # refused a moment ago: spare the database
+            raise self._refusal(cap)
         async with self._database.transaction() as conn:
             games = await storage.player_unfinished_games(conn, player_id)
             excess = len(games) - (cap - 1)
@@ -100,12 +107,23 @@ class UnfinishedGames:
                 if game.id not in open_ids and game.active_at < quiet_since
             ]
             if len(idle) < excess:
-                raise Refusal(
-                    ErrorCode.RATE_LIMITED,
-                    f"at most {cap} unfinished games per player: finish or resign one first",
-                )
+                self._remember_full(player_id, now)
+                raise self._refusal(cap)
             await storage.abandon_games(conn, idle[:excess])
         logger.info("player %s over %d unfinished games: abandoned %s", player_id, cap, idle[:excess])
+
+    @staticmethod
+    def _refusal(cap: int) -> Refusal:
+        return Refusal(
+            ErrorCode.RATE_LIMITED, f"at most {cap} unfinished games per player: finish or resign one first"
+        )
+
+    def _remember_full(self, player_id: str, now: float) -> None:
+        """A player at the cap with nothing to abandon is refused without a query for
+        ``FULL_MEMORY`` seconds (a new_game loop would otherwise read its games each time)."""
+        if len(self._full) > 10_000:  # bounded: forget the ones that lapsed
+            self._full = {player: until for player, until in self._full.items() if until > now}
+        self._full[player_id] = now + FULL_MEMORY
 
     async def sweep(self, now: dt.datetime | None = None) -> int:
         """Abandon the idle unfinished games no connection here has open; returns how many."""

@@ -17,6 +17,7 @@ from wsclient import WsClient
 
 from server.app import App
 from server.leaderboard import verify_games
+from server.quotas import FULL_MEMORY
 from server.storage.tables import games
 
 CODE = "EO1-C8-AAAAAFA"
@@ -74,6 +75,9 @@ async def test_unfinished_games_cap_abandons_the_least_recently_active(database_
                 await conn.execute(
                     update(games).where(games.c.id == game).values(active_at=now - dt.timedelta(hours=age))
                 )
+        remembered = await client.request("new_game", code=CODE)  # refused a moment ago: still
+        assert remembered["type"] == "error" and remembered["code"] == "rate_limited", remembered
+        await asyncio.sleep(FULL_MEMORY)
         newest = (await client.request("new_game", code=CODE))["game"]
         assert await statuses(app, [*ids, newest]) == {
             ids[0]: "abandoned",
