@@ -13,11 +13,11 @@ import urllib.request
 from typing import Any
 
 import pytest
-from solver import solve
 from sqlalchemy import update
 from wsclient import WsClient
 
 from engine import Deal, Game, Move, daily_deal
+from solver import solve_deal
 from server import cli, requests
 from server.app import App
 from server.storage import Database, repository
@@ -76,8 +76,8 @@ async def resign_after_one_move(client: WsClient, **new_game: Any) -> tuple[str,
 
 
 async def test_played_games_make_the_boards(app: App, url: str) -> None:
-    solution = solve(Deal.from_code(WINNABLE))
-    assert solution is not None
+    solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
+    assert solution
     ann, bob, cy = await player(url, "Ann"), await player(url, "Bob"), await player(url, "Cy")
     ann_game = await win(ann, solution)
     bob_game = await win(bob, solution, detours=1)
@@ -216,8 +216,8 @@ async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
 async def test_verify_command_replays_every_game(
     app: App, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    solution = solve(Deal.from_code(WINNABLE))
-    assert solution is not None
+    solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
+    assert solution
     client = await player(url, "Ann")
     won = await win(client, solution)
     resigned, _ = await resign_after_one_move(client, code="EO1-C4-AAAAAAC")  # has a legal move
