@@ -17,11 +17,11 @@ from sqlalchemy import update
 from wsclient import WsClient
 
 from engine import Deal, Game, Move, daily_deal
-from solver import solve_deal
 from server import cli, requests
 from server.app import App
 from server.storage import Database, repository
 from server.storage.tables import games
+from solver import solve_deal
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
