@@ -1,4 +1,4 @@
-"""The ``eightoff`` command line: serve, db, deal, verify."""
+"""The ``eightoff`` command line: serve, db, deal, solve, verify."""
 
 from __future__ import annotations
 
@@ -32,6 +32,35 @@ def _deal(args: argparse.Namespace) -> int:
     else:
         print(deal.code())
         print(layout.text())
+    return 0
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from protocol.builders import move_action
+    from solver import solve_deal
+
+    try:
+        deal = Deal.from_code(args.code)
+    except InvalidCodeError as exc:
+        print(f"eightoff solve: {exc}", file=sys.stderr)
+        return 2
+    solution = solve_deal(deal, max_nodes=args.max_nodes, max_seconds=args.max_seconds)
+    if args.json:
+        document = {
+            "code": deal.code(),
+            "verdict": solution.verdict.value,
+            "actions": [move_action(move) for move in solution.moves],
+            "nodes": solution.nodes,
+            "seconds": round(solution.seconds, 6),
+        }
+        print(json.dumps(document))
+    else:
+        for move in solution.moves:
+            print(json.dumps(move_action(move)))
+        print(
+            f"{deal.code()}: {solution.verdict.value} ({len(solution.moves)} actions), "
+            f"{solution.nodes:,} positions searched in {solution.seconds:.3f} s"
+        )
     return 0
 
 
@@ -169,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the layout as JSON (protocol snapshot shapes)"
     )
     deal.set_defaults(handler=_deal)
+    solve = commands.add_parser(
+        "solve",
+        help="solve a deal: a winning line as protocol actions, or lost, or unknown",
+        description="Search a deal under our rules. Prints each action of a winning line (the move "
+        "request without id and game), then the verdict (win, lost: no win exists, unknown: the budget "
+        "ran out), the positions searched and the time.",
+    )
+    solve.add_argument("code", help="a game code such as EO1-C8-AAAAAFA")
+    solve.add_argument("--json", action="store_true", help="print one JSON document")
+    solve.add_argument(
+        "--max-nodes", type=int, default=2_000_000, metavar="N", help="positions before unknown (2,000,000)"
+    )
+    solve.add_argument(
+        "--max-seconds", type=float, default=None, metavar="S", help="seconds before unknown (no limit)"
+    )
+    solve.set_defaults(handler=_solve)
     verify = commands.add_parser(
         "verify",
         help="replay every stored game through the engine and report any that does not end as stored",
