@@ -96,7 +96,7 @@ class Card:
         return f"Card.parse({self.symbol()!r})"
 
 
-#: The deck before shuffling: AC 2C … KC, AD … KD, AH … KH, AS … KS (DESIGN.md section 2).
+#: The deck before shuffling: AC 2C … KC, AD … KD, AH … KH, AS … KS (protocol/README.md section 11).
 SHUFFLE_ORDER: tuple[Card, ...] = tuple(
     Card(rank, suit) for suit in (Suit.CLUBS, Suit.DIAMONDS, Suit.HEARTS, Suit.SPADES) for rank in Rank
 )

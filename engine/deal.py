@@ -1,4 +1,5 @@
-"""Game codes, the fixed shuffle and the deal of each cell variant (DESIGN.md section 2).
+"""Game codes, the fixed shuffle and the deal of each cell variant (docs/rules.md; protocol/README.md
+section 11 for the exact shuffle).
 
 A code ``EO1-C8-AAAAAFA`` is the format version, the cell variant and a 35-bit deal number in seven
 RFC 4648 base32 symbols (A = 0 … 7 = 31, most significant first). The card order depends on the
@@ -130,10 +131,10 @@ class Deal:
             cells: list[Card | None] = [*extra, None, None, None, None]
         elif self.cells == 4:
             cells = list(extra)
-        else:
+        else:  # the seeds put the last two cards at the bottom ("spodok") of columns 3 and 4
             cells = list(extra[:2])
-            columns[2].append(extra[2])
-            columns[3].append(extra[3])
+            columns[2].insert(0, extra[2])
+            columns[3].insert(0, extra[3])
         return Layout(
             columns=tuple(tuple(column) for column in columns),
             cells=tuple(cells),

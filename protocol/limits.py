@@ -26,6 +26,7 @@ __all__ = [
     "MAX_INT",
     "MAX_NAME_LENGTH",
     "MAX_PAGE_SIZE",
+    "MAX_PROFILE_RECENT",
     "MAX_REQUEST_ID_LENGTH",
     "MAX_TOKEN_LENGTH",
     "PROTOCOL_VERSION",
@@ -57,6 +58,8 @@ MAX_GROUP = 13
 #: ``limit`` of ``live`` and ``leaderboard``: 1..100, 20 when omitted.
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 20
+#: ``recent`` of a ``profile`` lists at most this many finished games.
+MAX_PROFILE_RECENT = 10
 
 #: The shapes of ids, tokens and cursors, each with the rule an error about it states: the parser
 #: checks requests with them, ``checks`` the server's own messages.

@@ -90,7 +90,7 @@ class Period(enum.StrEnum):
 
 
 class Order(enum.StrEnum):
-    """Leaderboard order. ``score`` is farmable (DESIGN.md section 6), so it is never the default."""
+    """Leaderboard order. ``score`` is farmable (docs/rules.md, Score), so it is never the default."""
 
     SCORE = "score"
     MOVES = "moves"

@@ -36,6 +36,11 @@ class BoardCopy:
         self.v = diff["v"]
         self.score, self.moves, self.status = diff["score"], diff["moves"], diff["status"]
 
+    def end(self, game_over: dict[str, Any]) -> None:
+        """Step 4 of protocol/README.md section 7: a resign sends no diff, so the status comes from here."""
+        self.status = "won" if game_over["won"] else "resigned"
+        self.score, self.moves = game_over["score"], game_over["moves"]
+
     def matches(self, snapshot: dict[str, Any]) -> bool:
         return BoardCopy(snapshot).state() == self.state()
 

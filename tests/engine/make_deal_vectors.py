@@ -24,11 +24,12 @@ __all__ = ["PATH", "build", "render", "vector"]
 PATH = Path(__file__).parents[2] / "protocol" / "vectors" / "deals.json"
 
 SPEC = (
-    "Eight Off deal vectors (DESIGN.md section 2). Deck AC..KC, AD..KD, AH..KH, AS..KS; SplitMix64 seeded "
-    "with the deal number; for i = 51 down to 1: j = next output mod (i + 1), swap cards i and j. "
+    "Eight Off deal vectors (protocol/README.md section 11). Deck AC..KC, AD..KD, AH..KH, AS..KS; "
+    "SplitMix64 seeded with the deal number; for i = 51 down to 1: j = next output mod (i + 1), swap "
+    "cards i and j. "
     "Card k < 48 goes to column (k mod 8) + 1, bottom first. C8: cards 48-51 in cells 1-4, cells 5-8 "
-    "empty. C4: cards 48-51 in cells 1-4. C2: cards 48-49 in cells 1-2, cards 50 and 51 on top of "
-    "columns 3 and 4."
+    "empty. C4: cards 48-51 in cells 1-4. C2: cards 48-49 in cells 1-2, cards 50 and 51 at the bottom "
+    "of columns 3 and 4 (each under the six dealt cards, its column's first card)."
 )
 
 #: The deal numbers written, each in all three variants: the smallest and the largest, the design's

@@ -163,7 +163,7 @@ def test_splitmix64_reference_outputs() -> None:
 
 
 def reference_deck(number: int) -> list[str]:
-    """The shuffle written again from DESIGN.md section 2, sharing nothing with the engine."""
+    """The shuffle written again from protocol/README.md section 11, sharing nothing with the engine."""
     deck = [rank + suit for suit in "CDHS" for rank in "A23456789TJQK"]
     state = number
     mask = 2**64 - 1
@@ -227,8 +227,10 @@ def test_layout_c2(number: int) -> None:
     layout = Deal(number, 2).layout()
     assert [len(column) for column in layout.columns] == [6, 6, 7, 7, 6, 6, 6, 6]
     assert layout.cells == (deck[48], deck[49])
-    assert layout.columns[2][-1] == deck[50]  # on top (exposed) of column 3
-    assert layout.columns[3][-1] == deck[51]  # and of column 4
+    # The seeds send cards 51 and 52 to the *bottom* ("spodok", "alt ucu", "nederst") of columns 3 and 4:
+    # each is its column's first, most covered card, under the six dealt ones.
+    assert layout.columns[2] == (deck[50], *(deck[k] for k in range(48) if k % 8 == 2))
+    assert layout.columns[3] == (deck[51], *(deck[k] for k in range(48) if k % 8 == 3))
     assert set(layout.cards()) == ALL_CARDS
 
 
@@ -236,10 +238,10 @@ def test_layout_c2(number: int) -> None:
 def test_layouts_of_one_number_share_their_48_tableau_cards(number: int) -> None:
     c8, c4, c2 = (Deal(number, cells).layout() for cells in (8, 4, 2))
     assert c8.columns == c4.columns
-    assert [column[:6] for column in c2.columns] == list(c8.columns)
+    assert [column[-6:] for column in c2.columns] == list(c8.columns)
     assert c8.cells[:4] == c4.cells
     assert c2.cells == c4.cells[:2]
-    assert (c2.columns[2][6], c2.columns[3][6]) == c4.cells[2:]
+    assert (c2.columns[2][0], c2.columns[3][0]) == c4.cells[2:]
 
 
 def test_layout_text_pictures_the_table() -> None:

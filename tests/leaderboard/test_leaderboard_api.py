@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import update
 from wsclient import WsClient
 
-from engine import Deal, Game, Move, daily_deal
+from engine import Deal, Game, Layout, Move, daily_deal
 from server import cli, requests
 from server.app import App
 from server.storage import Database, repository
@@ -261,4 +261,37 @@ async def test_verify_reports_an_action_log_that_does_not_replay(database: Datab
     assert checked == 1 and seen == [(1, 1)]
     assert [(m.game_id, m.problem.split(":")[0]) for m in mismatches] == [
         ("g1", "action v=2 't1-t1' does not replay")
+    ]
+
+
+def c2_opening_before_the_fix(deal: Deal) -> Layout:
+    """The C2 opening as the engine dealt it before the fix: cards 51 and 52 on top of columns 3 and 4."""
+    opening = deal.layout()
+    columns = list(opening.columns)
+    for index in (2, 3):
+        columns[index] = (*columns[index][1:], columns[index][0])
+    return Layout(tuple(columns), opening.cells, opening.foundations)
+
+
+async def test_verify_names_a_c2_game_stored_under_the_old_layout(database: Database) -> None:
+    """A C2 game recorded when cards 51 and 52 were dealt on top of columns 3 and 4 no longer replays."""
+    from leaderboard_support import T0
+
+    from server.leaderboard import verify_games
+    from server.storage import GameResult, GameStart, PlayerRecord
+
+    deal, move = Deal.from_code("EO1-C2-AAAAAAC"), Move.parse("t4-t2")
+    assert Game.from_layout(c2_opening_before_the_fix(deal), deal).is_legal(move)  # 9H on TH, once exposed
+    assert not Game(deal).is_legal(move)  # now 9H is column 4's covered first card
+    async with database.transaction() as conn:
+        await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
+        await repository.insert_game(conn, GameStart("g1", "p1", deal.code(), 2, None, T0))
+        await repository.insert_actions(conn, [("g1", 1, "t4-t2")])
+        await repository.finish_game(
+            conn, GameResult("g1", "resigned", 0, 1, 0, T0 + dt.timedelta(seconds=5), 5000, False)
+        )
+    checked, mismatches = await verify_games(database)
+    assert checked == 1
+    assert [(m.game_id, m.problem.split(":")[0]) for m in mismatches] == [
+        ("g1", "action v=1 't4-t2' does not replay")
     ]

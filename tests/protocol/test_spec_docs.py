@@ -20,6 +20,7 @@ from wire_support import VECTORS, frame_of, sample_server_messages
 
 import protocol
 from protocol import ProtocolError, Subprotocol
+from protocol.limits import MAX_PROFILE_RECENT
 
 DOCS = Path(protocol.__file__).parent
 README = (DOCS / "README.md").read_text(encoding="utf-8")
@@ -250,3 +251,85 @@ def test_asyncapi_schemas_refuse_the_invalid_vectors_they_can(case: dict[str, An
 def test_asyncapi_server_schemas_accept_what_the_builders_make() -> None:
     for message in sample_server_messages():
         check_schema(message, SERVER_MESSAGES[str(message["type"])]["payload"])
+
+
+# --------------------------------------------------------------------------- promises kept in step
+# Each promise below was found missing or contradicted by a client written from the spec alone. The
+# documents are checked here; tests/server/test_spec_promises.py checks the server keeps them.
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_resign_sends_no_diff_in_every_document() -> None:
+    keeping = _words(_section("7. Keeping"))
+    assert "**resign sends no `ack` and no `diff`**" in keeping
+    assert 'set `status` from it: `"won"` when `won` is true, else `"resigned"`' in keeping
+    assert "no `ack` and no `diff` (the board and `v` do not change)" in _words(CLIENT_SECTION)
+    assert "no ack or diff" in CLIENT_MESSAGES["resign"]["description"]
+    assert "A resign sends no ack and no diff" in _words(SERVER_MESSAGES["game_over"]["description"])
+
+
+def test_malformed_before_hello_is_a_bad_request_in_every_document() -> None:
+    connecting = _words(_section("1. Connecting"))
+    assert (
+        "A valid request other than `hello` sent before it is answered with an `unauthorized`" in connecting
+    )
+    assert "a malformed message is a `bad_request`" in connecting
+    assert "whether or not `hello` came first" in connecting
+    unauthorized = next(
+        line for line in _section("8. Errors").splitlines() if line.startswith("| `unauthorized`")
+    )
+    assert (
+        "a valid request other than `hello` before `hello` (an invalid one is a `bad_request` first"
+        in unauthorized
+    )
+    info = _words(ASYNCAPI["info"]["description"])
+    assert "a malformed one gets bad_request whether or not hello came first" in info
+
+
+def test_valid_vectors_are_the_ones_the_server_accepts_in_every_document() -> None:
+    vectors = _words(_section("13. Test vectors"))
+    assert "The server refuses none of them as `bad_request`" in vectors
+    assert "the leaderboard `after` is a `next` cursor this server sent" in vectors
+    assert "never bad_request" in VECTORS["description"]
+    assert "an `after` that is not a `next` this server sent" in _words(CLIENT_SECTION)
+    for case in VECTORS["valid"]:
+        if case["message"]["type"] == "leaderboard" and "after" in case["message"]:
+            assert "cursor this server sent" in case["name"]
+
+
+def test_profile_recent_has_one_bound_everywhere() -> None:
+    from server.storage.leaderboards import RECENT_GAMES  # what the server reads
+
+    assert RECENT_GAMES == MAX_PROFILE_RECENT
+    recent = next(line for line in SERVER_SECTION.splitlines() if line.startswith("| `recent` |"))
+    assert recent.endswith(f"newest first, at most {MAX_PROFILE_RECENT} |")
+    profile = SERVER_MESSAGES["profile"]
+    assert profile["payload"]["properties"]["recent"]["maxItems"] == MAX_PROFILE_RECENT
+    assert f"newest first, at most {MAX_PROFILE_RECENT}." in _words(profile["description"])
+    message = next(m for m in sample_server_messages() if m["type"] == "profile" and m["recent"])
+    too_many = {**message, "recent": [message["recent"][0]] * (MAX_PROFILE_RECENT + 1)}  # type: ignore[index]
+    with pytest.raises(ProtocolError):
+        protocol.validate_server_message(too_many)
+    protocol.validate_server_message({**message, "recent": too_many["recent"][:MAX_PROFILE_RECENT]})
+
+
+def test_readme_describes_deals_json_as_it_is() -> None:
+    deals = json.loads((DOCS / "vectors" / "deals.json").read_text(encoding="utf-8"))
+    section = _words(_section("13. Test vectors"))
+    assert set(deals) == {"spec", "vectors"}
+    assert "a JSON object with `spec`" in section and f"`vectors`, {len(deals['vectors'])} entries" in section
+    for key in {key for entry in deals["vectors"] for key in entry}:
+        assert f"`{key}`" in section, key
+    numbers = {entry["number"] for entry in deals["vectors"]}
+    assert len(numbers) == 10 and {0, 2**35 - 1, 160, 1, 2**34} <= numbers
+    assert "the deal numbers 0, 2^35-1, 160 (`AAAAAFA`), 1, 2^34 and five seeded random ones" in section
+    for number in numbers:
+        assert sorted(e["cell_count"] for e in deals["vectors"] if e["number"] == number) == [2, 4, 8]
+    c2 = next(entry for entry in deals["vectors"] if entry["code"] == "EO1-C2-AAAAAAA")
+    shuffle = _words(_section("11. Game codes"))
+    assert f"In `EO1-C2-AAAAAAA` the cells are `{' '.join(c2['cells'])}`" in shuffle
+    assert f"column 3 is `{' '.join(c2['tableau'][2])}`" in shuffle
+    assert f"column 4 is `{' '.join(c2['tableau'][3])}`" in shuffle
