@@ -9,6 +9,16 @@ Typical use::
 
 from __future__ import annotations
 
+from solver.daily import DAILY_MAX_CANDIDATES, DAILY_MAX_NODES, candidate_numbers, winnable_daily_deal
 from solver.search import Solution, Verdict, solve, solve_deal
 
-__all__ = ["Solution", "Verdict", "solve", "solve_deal"]
+__all__ = [
+    "DAILY_MAX_CANDIDATES",
+    "DAILY_MAX_NODES",
+    "Solution",
+    "Verdict",
+    "candidate_numbers",
+    "solve",
+    "solve_deal",
+    "winnable_daily_deal",
+]
