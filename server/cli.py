@@ -64,6 +64,34 @@ def _solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _winnable(args: argparse.Namespace) -> int:
+    from server.winnable import TABLE_MAX_NODES, TABLE_SEED, search_winnable
+    from solver import Verdict
+
+    started = time.monotonic()
+    tally = dict.fromkeys(Verdict, 0)
+    won: list[str] = []
+    for deal, solution in search_winnable(args.cells, workers=args.workers):
+        tally[solution.verdict] += 1
+        if solution.verdict is Verdict.WIN:
+            won.append(deal.code())
+            if len(won) == args.count:
+                break
+    seconds = time.monotonic() - started
+    print(
+        f"# {len(won)} deals proven winnable in C{args.cells}: the won candidates of seed {TABLE_SEED} "
+        f"at {TABLE_MAX_NODES:,} positions each, made by `eightoff winnable --cells {args.cells} "
+        f"--count {args.count}`"
+    )
+    print(
+        f"# tried {sum(tally.values()):,}: "
+        + ", ".join(f"{verdict.value} {count:,}" for verdict, count in tally.items())
+        + f"; {seconds:,.0f} s with {args.workers} process(es)"
+    )
+    print("\n".join(won))
+    return 0
+
+
 def _settings(args: argparse.Namespace) -> Settings | None:
     try:
         return settings_from_args(args)
@@ -214,6 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-seconds", type=float, default=None, metavar="S", help="seconds before unknown (no limit)"
     )
     solve.set_defaults(handler=_solve)
+    winnable = commands.add_parser(
+        "winnable",
+        help="print a table of proven-winnable deals (server/winnable/C<cells>.txt)",
+        description="Solve the table's candidate deals in order and print the first COUNT proven "
+        "winnable, with a header saying how many were tried and how long it took.",
+    )
+    winnable.add_argument("--cells", type=int, choices=(8, 4, 2), required=True)
+    winnable.add_argument("--count", type=int, default=1000, metavar="N", help="deals to find (1000)")
+    winnable.add_argument("--workers", type=int, default=2, metavar="N", help="processes (2)")
+    winnable.set_defaults(handler=_winnable)
     verify = commands.add_parser(
         "verify",
         help="replay every stored game through the engine and report any that does not end as stored",
