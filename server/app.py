@@ -26,6 +26,7 @@ from server.bus import LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
+from server.hints import SolvingService
 from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
@@ -60,6 +61,7 @@ class App:
     metrics: Metrics
     server: Server
     sweeper: asyncio.Task[None]
+    solving: SolvingService
 
     @classmethod
     async def start(cls, settings: Settings) -> App:
@@ -87,7 +89,8 @@ class App:
         hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
         await hub.start_bus()
         leaderboards = LeaderboardService(database)
-        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__)
+        solving = SolvingService()
+        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__, solving)
         loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
         http = _HttpRoutes(metrics, leaderboards)
         server = await serve(
@@ -104,7 +107,7 @@ class App:
             server_header=f"eightoff/{__version__}",
         )
         sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
-        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper)
+        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper, solving)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
         return app
 
@@ -124,6 +127,7 @@ class App:
         await self.committer.stop()
         await self.hub.close_bus()
         await self.database.dispose()
+        self.solving.close()
 
 
 class _HttpRoutes:

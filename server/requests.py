@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import protocol
-from engine import Deal, IllegalMoveError, daily_deal
+from engine import Deal, IllegalMoveError
 from protocol import builders
 from server.committer import Committer, StorageUnavailable, Write
 from server.config import Settings
+from server.hints import SolverBusy, SolvingService
 from server.hub import FinishedGame, GameHub, GameRoom, PlayerRef, Refusal, replay_stored, utc_now
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
@@ -52,6 +53,7 @@ class RequestHandler:
         hub: GameHub,
         leaderboards: LeaderboardService,
         version: str,
+        solving: SolvingService | None = None,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -59,6 +61,7 @@ class RequestHandler:
         self._hub = hub
         self._leaderboards = leaderboards
         self._version = version
+        self._solving = solving or SolvingService()
         self._routes: dict[type[Any], Callable[[Client, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
@@ -70,6 +73,7 @@ class RequestHandler:
             protocol.ResumeRequest: self._resume,
             protocol.WatchRequest: self._watch,
             protocol.UnwatchRequest: self._unwatch,
+            protocol.HintRequest: self._hint,
             protocol.LiveRequest: self._live,
             protocol.LeaderboardRequest: self._leaderboard,
             protocol.ProfileRequest: self._profile,
@@ -134,7 +138,9 @@ class RequestHandler:
         daily_date = None
         if deal is None and request.daily:
             daily_date = utc_now().date()
-            deal = daily_deal(daily_date, request.cells)
+            deal = await self._solving.daily_deal(daily_date, request.cells)
+        elif deal is None and request.winnable:
+            deal = self._solving.winnable_deal(request.cells)
         elif deal is None:
             deal = Deal.random(_RANDOM, request.cells)
         room = await self._hub.create(player, deal, daily_date=daily_date)
@@ -154,6 +160,21 @@ class RequestHandler:
         if outcome.finished_at is not None:
             replies.append(self._hub.game_over_message(room, outcome.finished_at))
         return replies
+
+    async def _hint(self, client: Client, request: protocol.HintRequest) -> Reply:
+        """The solver's verdict from the game as it stands; the game is marked as hinted (stored) first."""
+        room = await self._own_room(client, request.game)
+        v = room.game.v
+        try:
+            verdict, move = await self._solving.hint(room.id, v, room.game.layout())
+        except SolverBusy as exc:
+            raise Refusal("unavailable", str(exc)) from None
+        try:
+            async with self._database.transaction() as conn:
+                await repository.mark_hinted(conn, room.id)
+        except Exception as exc:  # the database is down: no hint without its mark
+            raise Refusal("unavailable", "the database is unavailable; retry") from exc
+        return [builders.hint(room.id, v, verdict.value, move, request_id=request.request_id)]
 
     async def _resign(self, client: Client, request: protocol.ResignRequest) -> Reply:
         room = await self._own_room(client, request.game)

@@ -123,6 +123,8 @@ class GameRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     duration_ms: Mapped[int | None] = mapped_column(BigInteger)
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
+    hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     player: Mapped[PlayerRow] = relationship(back_populates="games", lazy="raise")
     actions: Mapped[list[ActionRow]] = relationship(
