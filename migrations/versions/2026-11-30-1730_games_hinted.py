@@ -21,10 +21,8 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("games") as batch:
-        batch.add_column(sa.Column("hinted", sa.Boolean(), server_default=sa.false(), nullable=False))
+    op.add_column("games", sa.Column("hinted", sa.Boolean(), server_default=sa.false(), nullable=False))
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("games") as batch:
-        batch.drop_column("hinted")
+    op.drop_column("games", "hinted")  # SQLite >= 3.35 drops a column in place
