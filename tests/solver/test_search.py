@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import shutil
 
 import pytest
 from positions import layout_at, run_of
 
+from bench.bench_solver import run_fc_solve
 from engine import CELL_VARIANTS, FOUNDATION_ORDER, PILES, Card, Deal, Foundation, Game, Layout, Rank
 from server.winnable import winnable_deals
 from solver import Verdict, solve, solve_deal
@@ -94,6 +96,15 @@ def test_solve_wins_where_two_empty_columns_carry_a_king_and_its_queen() -> None
     first = solution.moves[0]
     assert (str(first.source), first.count) == ("t1", 2)
     assert not layout.columns[PILES.index(first.target)]
+
+
+@pytest.mark.skipif(
+    shutil.which("fc-solve") is None, reason="fc-solve (freecell-solver-bin) is not installed"
+)
+def test_freecell_solver_calls_the_two_empty_columns_position_lost() -> None:
+    layout = layout_at(TWO_EMPTY_COLUMNS, ["2H", "3H"], {"S": 10, "D": 8, "C": 8})
+    result = run_fc_solve(shutil.which("fc-solve") or "", layout)
+    assert result.verdict is Verdict.LOST  # while ours wins it (the test above)
 
 
 def test_solve_proves_lost_where_one_empty_column_carries_a_king_alone() -> None:
