@@ -18,11 +18,18 @@ from server.config import Settings, add_arguments, settings_from_args
 __all__ = ["main"]
 
 
-def _deal(args: argparse.Namespace) -> int:
+def _parse_code(args: argparse.Namespace) -> Deal | None:
+    """The deal of ``args.code``, or None after saying on stderr why it is not a game code."""
     try:
-        deal = Deal.from_code(args.code)
+        return Deal.from_code(args.code)
     except InvalidCodeError as exc:
-        print(f"eightoff deal: {exc}", file=sys.stderr)
+        print(f"eightoff {args.command}: {exc}", file=sys.stderr)
+        return None
+
+
+def _deal(args: argparse.Namespace) -> int:
+    deal = _parse_code(args)
+    if deal is None:
         return 2
     layout = deal.layout()
     if args.json:
@@ -39,10 +46,8 @@ def _solve(args: argparse.Namespace) -> int:
     from protocol.builders import move_action
     from solver import solve_deal
 
-    try:
-        deal = Deal.from_code(args.code)
-    except InvalidCodeError as exc:
-        print(f"eightoff solve: {exc}", file=sys.stderr)
+    deal = _parse_code(args)
+    if deal is None:
         return 2
     solution = solve_deal(deal, max_nodes=args.max_nodes, max_seconds=args.max_seconds)
     if args.json:
