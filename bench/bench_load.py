@@ -27,10 +27,11 @@ opens N connections (one per game; each says ``hello`` and starts a ``new_game``
 reply round trips: ``move t1→c5``, ``undo``, ``move``, ``undo`` …, always legal, each action committed
 before its ack. After a warm-up, it counts the replies that arrive in a fixed window and records each
 one's round-trip time (from just before ``send`` to just after ``recv``). Against the echo server it
-runs the same code, byte for byte the same frames. Both server processes and the driver raise their soft
+runs the same code, byte for byte the same frames (a connection resigns its game and starts another,
+untimed, before the game reaches ``MAX_GAME_ACTIONS``). Both server processes and the driver raise their soft
 ``RLIMIT_NOFILE`` to the hard limit (N = 1000 needs over 1000 descriptors on each side). Each game's
-history grows by one action per round trip (thousands in a run at N = 1), so any per-action cost that
-grows with a game's length shows up here.
+history grows by one action per round trip (up to the bound of 2,000 at N = 1), so any per-action
+cost that grows with a game's length shows up here.
 
 It prints one table (N, server actions/s, echo messages/s, their ratio, p50 / p99 round trip of each,
 the p99 ratio), a second table of CPU use during the window (server, echo, driver: a driver near 100 %
@@ -78,6 +79,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from bench.echo_server import raise_nofile_limit
+from protocol.limits import MAX_GAME_ACTIONS
 from server.cli import fast_event_loop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +94,7 @@ SETUP_TIMEOUT = 120.0
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 MAX_ERRORS_PER_CONNECTION = 100
+ACTIONS_PER_GAME = MAX_GAME_ACTIONS - MAX_GAME_ACTIONS % 2  # even: the game is back at its deal
 TARGET_THROUGHPUT_RATIO = 0.60
 TARGET_P99_RATIO = 2.0
 
@@ -261,15 +264,31 @@ async def _open(url: str, gate: asyncio.Semaphore, index: int) -> tuple[ClientCo
         return ws, snapshot["game"]
 
 
+async def _next_game(ws: ClientConnection, game: str) -> str:
+    """Resign ``game`` and start another (untimed): a game holds at most ``MAX_GAME_ACTIONS`` actions."""
+    await ws.send(msgpack.packb({"type": "resign", "id": 5, "game": game}))
+    await ws.recv()
+    await ws.send(msgpack.packb({"type": "new_game", "id": 6, "code": CODE}))
+    snapshot = msgpack.unpackb(await ws.recv())
+    found = snapshot.get("game")
+    return found if isinstance(found, str) else game  # the echo answers with no game
+
+
 async def _play(ws: ClientConnection, game: str, window: _Window) -> None:
-    """move, undo, move, undo … one round trip at a time until the window closes."""
+    """move, undo, move, undo … one round trip at a time until the window closes; a new game (untimed)
+    before one reaches the bound on a game's length."""
     frames = _frames(game)
     turn = 0
+    played = 0
     errors = 0
     clock = time.perf_counter
     unpackb = msgpack.unpackb
     record = window.latencies.append
     while window.phase < 2:
+        if played == ACTIONS_PER_GAME:
+            game = await _next_game(ws, game)
+            frames = _frames(game)
+            played = 0
         started = clock()
         await ws.send(frames[turn])
         reply = await ws.recv()
@@ -279,6 +298,7 @@ async def _play(ws: ClientConnection, game: str, window: _Window) -> None:
         message = unpackb(reply)
         if message.get("type") == "ack":
             turn ^= 1
+            played += 1
             continue
         window.errors += 1
         errors += 1

@@ -21,6 +21,7 @@ __all__ = [
     "ID_RULE",
     "MAX_CODE_LENGTH",
     "MAX_CURSOR_LENGTH",
+    "MAX_GAME_ACTIONS",
     "MAX_GROUP",
     "MAX_ID_LENGTH",
     "MAX_INT",
@@ -57,6 +58,10 @@ MAX_CURSOR_LENGTH = 200
 MAX_GROUP = 13
 #: ``limit`` of ``live`` and ``leaderboard``: 1..100, 20 when omitted.
 MAX_PAGE_SIZE = 100
+#: The most actions (moves and undos) a game may have. A won game takes 100 to 200 actions, a long one
+#: with many undos a few hundred: 2,000 is ten times a long real game, and replaying it costs about 10 ms.
+#: At the bound every action is refused (``illegal_move``); the game can still be resigned.
+MAX_GAME_ACTIONS = 2000
 DEFAULT_PAGE_SIZE = 20
 #: ``recent`` of a ``profile`` lists at most this many finished games.
 MAX_PROFILE_RECENT = 10

@@ -1,5 +1,6 @@
-"""Composition root: builds the database, committer, hub and handlers, serves WebSocket and HTTP on
-one port, and shuts down gracefully (stop accepting, finish in-flight actions, close with 1001).
+"""Composition root: `Services` builds the database, the write pipeline, the rooms and the handlers
+without binding a port (unit tests use it directly); `App` serves them, WebSocket and HTTP on one
+port, and shuts down gracefully (stop accepting, finish in-flight actions, close with 1001).
 """
 
 from __future__ import annotations
@@ -24,18 +25,19 @@ import protocol
 from server import __version__
 from server.bus import LocalBus, RedisBus
 from server.committer import Committer
-from server.config import Settings
+from server.config import Settings, needs
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
+from server.errors import ErrorCode, Refusal, storage_refusal
 from server.hints import SolvingService
-from server.hub import GameHub, Refusal
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
 from server.requests import RequestHandler
-from server.storage import Database, upgrade_to_head
+from server.rooms import RoomRegistry
+from server.storage import Database, StorageUnavailable, upgrade_to_head
 from server.storage.action_log import SqliteActionLog
 from server.storage.db import sqlite_file
 
-__all__ = ["App", "run"]
+__all__ = ["App", "Services", "run"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,24 +52,31 @@ def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
 
 
 @dataclass(slots=True)
-class App:
-    """A running server: the listening socket and everything behind it."""
+class Services:
+    """Everything behind the listening socket, built and started without binding a port."""
 
     settings: Settings
     database: Database
-    committer: Committer
-    hub: GameHub
-    loop: ConnectionLoop
     metrics: Metrics
-    server: Server
-    sweeper: asyncio.Task[None]
+    committer: Committer
+    registry: RoomRegistry
+    leaderboards: LeaderboardService
+    handler: RequestHandler
+    loop: ConnectionLoop
     solving: SolvingService
 
     @classmethod
-    async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening."""
-        await asyncio.to_thread(upgrade_to_head, settings.database_url)
-        database = Database.create(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    async def start(cls, settings: Settings) -> Services:
+        """Open the (migrated) database, start the write pipeline and the bus.
+
+        Raises:
+            server.config.Unavailable: Redis cannot be reached.
+        """
+        database = Database.create(
+            settings.database_url,
+            sqlite_synchronous=settings.sqlite_synchronous,
+            timeout=settings.database_timeout,
+        )
         metrics = Metrics()
         sqlite_path = sqlite_file(settings.database_url)
         action_log = (
@@ -86,28 +95,84 @@ class App:
         committer.start()
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
         bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
-        hub = GameHub(database, committer, metrics, fanout, node=settings.node, bus=bus)
-        await hub.start_bus()
+        registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
+        with needs("redis_url", what="cannot reach Redis"):
+            await registry.remote.start()
         leaderboards = LeaderboardService(database)
         solving = SolvingService()
-        handler = RequestHandler(settings, database, committer, hub, leaderboards, __version__, solving)
-        loop = ConnectionLoop(settings, handler, hub, metrics, fanout)
-        http = _HttpRoutes(metrics, leaderboards)
-        server = await serve(
-            loop,
-            settings.host,
-            settings.port,
-            subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
-            select_subprotocol=select_subprotocol,
-            process_request=http,
-            # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
-            # stops websockets from even buffering anything much larger.
-            max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
-            compression=None,
-            server_header=f"eightoff/{__version__}",
+        handler = RequestHandler(settings, database, committer, registry, leaderboards, __version__, solving)
+        loop = ConnectionLoop(settings, handler, registry, metrics, fanout)
+        return cls(settings, database, metrics, committer, registry, leaderboards, handler, loop, solving)
+
+    async def stop(self) -> None:
+        """Commit what was submitted, leave the bus, close the database."""
+        await self.committer.stop()
+        await self.registry.remote.close()
+        await self.database.dispose()
+        self.solving.close()
+
+
+@dataclass(slots=True)
+class App:
+    """A running server: the listening socket and the services behind it."""
+
+    services: Services
+    server: Server
+    sweeper: asyncio.Task[None]
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def database(self) -> Database:
+        return self.services.database
+
+    @property
+    def committer(self) -> Committer:
+        return self.services.committer
+
+    @property
+    def registry(self) -> RoomRegistry:
+        return self.services.registry
+
+    @property
+    def loop(self) -> ConnectionLoop:
+        return self.services.loop
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.services.metrics
+
+    @classmethod
+    async def start(cls, settings: Settings) -> App:
+        """Migrate the database to head, open it and start listening.
+
+        Raises:
+            server.config.Unavailable: the database, Redis or the address to listen on.
+        """
+        with needs("database_url", what="cannot open and migrate the database"):
+            await asyncio.to_thread(upgrade_to_head, settings.database_url)
+        services = await Services.start(settings)
+        http = _HttpRoutes(services.metrics, services.leaderboards, services.database)
+        with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+            server = await serve(
+                services.loop,
+                settings.host,
+                settings.port,
+                subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
+                select_subprotocol=select_subprotocol,
+                process_request=http,
+                # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
+                # stops websockets from even buffering anything much larger.
+                max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
+                compression=None,
+                server_header=f"eightoff/{__version__}",
+            )
+        sweeper = asyncio.get_running_loop().create_task(
+            services.loop.close_idle_forever(), name="idle-sweeper"
         )
-        sweeper = asyncio.get_running_loop().create_task(loop.close_idle_forever(), name="idle-sweeper")
-        app = cls(settings, database, committer, hub, loop, metrics, server, sweeper, solving)
+        app = cls(services, server, sweeper)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
         return app
 
@@ -124,10 +189,7 @@ class App:
         await self.loop.wait_idle(self.settings.shutdown_grace)
         self.server.close(close_connections=True)
         await self.server.wait_closed()
-        await self.committer.stop()
-        await self.hub.close_bus()
-        await self.database.dispose()
-        self.solving.close()
+        await self.services.stop()
 
 
 class _HttpRoutes:
@@ -139,22 +201,23 @@ class _HttpRoutes:
     with the HTTP status of their code.
     """
 
-    _STATUS: ClassVar[dict[str, HTTPStatus]] = {
-        "bad_request": HTTPStatus.BAD_REQUEST,
-        "not_found": HTTPStatus.NOT_FOUND,
-        "unavailable": HTTPStatus.SERVICE_UNAVAILABLE,
+    _STATUS: ClassVar[dict[ErrorCode, HTTPStatus]] = {
+        ErrorCode.BAD_REQUEST: HTTPStatus.BAD_REQUEST,
+        ErrorCode.NOT_FOUND: HTTPStatus.NOT_FOUND,
+        ErrorCode.UNAVAILABLE: HTTPStatus.SERVICE_UNAVAILABLE,
     }
 
-    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService) -> None:
+    def __init__(self, metrics: Metrics, leaderboards: LeaderboardService, database: Database) -> None:
         self._metrics = metrics
         self._leaderboards = leaderboards
+        self._database = database
 
     async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
         path, _, query = request.path.partition("?")
         if path == "/ws":
             return None
         if path == "/healthz":
-            return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+            return await self._health()
         if path == "/metrics":
             return _response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
@@ -163,6 +226,17 @@ class _HttpRoutes:
         if is_api:
             return await self._api(path, query)
         return self._static(path)
+
+    async def _health(self) -> Response:
+        """200 ``ok`` when the database answers (within its timeout), else 503: a load balancer stops
+        sending players to a node that could store nothing."""
+        try:
+            await self._database.ping()
+        except StorageUnavailable:
+            return _response(
+                HTTPStatus.SERVICE_UNAVAILABLE, b"database unavailable\n", "text/plain; charset=utf-8"
+            )
+        return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
 
     async def _api(self, path: str, query: str) -> Response:
         try:
@@ -173,9 +247,10 @@ class _HttpRoutes:
                 message = await self._leaderboards.profile(player_id)
         except protocol.ProtocolError as exc:
             return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
-        except Refusal as refusal:
+        except (Refusal, StorageUnavailable) as exc:
+            refusal = storage_refusal() if isinstance(exc, StorageUnavailable) else exc
             status = self._STATUS.get(refusal.code, HTTPStatus.INTERNAL_SERVER_ERROR)
-            return self._json(status, {"code": refusal.code, "message": refusal.message})
+            return self._json(status, {"code": refusal.code.value, "message": refusal.message})
         except Exception:
             logger.exception("GET %s failed", path)
             return self._json(
@@ -206,7 +281,9 @@ async def run(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    print(f"eightoff {__version__} serving ws://{settings.host}:{app.port}/ws", flush=True)
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host  # an IPv6 address
+    print(f"eightoff {__version__} serving ws://{host}:{app.port}/ws", flush=True)
+    print(f"browser client: http://{host}:{app.port}/", flush=True)
     await stop.wait()
     logger.info("shutting down")
     await app.shutdown()

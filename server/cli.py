@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import json
 import logging
+import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -13,7 +15,8 @@ from typing import Any, TextIO
 
 from engine import Deal, InvalidCodeError
 from protocol import layout_fields
-from server.config import Settings, add_arguments, settings_from_args
+from server import __version__
+from server.config import SettingError, Unavailable, add_arguments, needs, settings_from_args
 
 __all__ = ["main"]
 
@@ -97,20 +100,10 @@ def _winnable(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace) -> Settings | None:
-    try:
-        return settings_from_args(args)
-    except ValueError as exc:
-        print(f"eightoff: bad setting: {exc}", file=sys.stderr)
-        return None
-
-
 def _serve(args: argparse.Namespace) -> int:
-    from server.app import run
+    settings = settings_from_args(args)
+    from server.app import run  # after the settings: a bad one is refused without loading the server
 
-    settings = _settings(args)
-    if settings is None:
-        return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
@@ -131,12 +124,13 @@ def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def _db(args: argparse.Namespace) -> int:
     from server.storage import current_revision, head_revision, upgrade_to_head
 
-    settings = _settings(args)
-    if settings is None:
-        return 2
-    if args.action == "upgrade":
-        upgrade_to_head(settings.database_url)
-    current = current_revision(settings.database_url)
+    settings = settings_from_args(args)
+    with needs(
+        "database_url", what=f"cannot {'migrate' if args.action == 'upgrade' else 'read'} the database"
+    ):
+        if args.action == "upgrade":
+            upgrade_to_head(settings.database_url)
+        current = current_revision(settings.database_url)
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")
     return 0
 
@@ -186,12 +180,7 @@ def _verify(args: argparse.Namespace) -> int:
     from server.leaderboard import verify_games
     from server.storage import Database, current_revision
 
-    settings = _settings(args)
-    if settings is None:
-        return 2
-    if current_revision(settings.database_url) is None:
-        print("eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
-        return 2
+    settings = settings_from_args(args)
     bar = _ProgressBar(sys.stderr, "verify")
 
     async def run() -> tuple[int, list[Any]]:
@@ -201,7 +190,11 @@ def _verify(args: argparse.Namespace) -> int:
         finally:
             await database.dispose()
 
-    checked, mismatches = asyncio.run(run())
+    with needs("database_url", what="cannot read the database"):
+        if current_revision(settings.database_url) is None:
+            print("eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
+            return 2
+        checked, mismatches = asyncio.run(run())
     bar.finish()
     for mismatch in mismatches:
         print(f"MISMATCH {mismatch.game_id}: {mismatch.problem}")
@@ -209,8 +202,15 @@ def _verify(args: argparse.Namespace) -> int:
     return 1 if mismatches else 0
 
 
+def _positive_int(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eightoff", description="Eight Off solitaire game server")
+    parser.add_argument("--version", action="version", version=f"eightoff {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve",
@@ -268,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "--batch",
-        type=lambda text: max(1, int(text)),
+        type=_positive_int,
         default=500,
         metavar="N",
         help="games per read (default 500)",
@@ -278,8 +278,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; its failures end as one line on stderr and an exit status, never a traceback:
+    2 for a bad setting, 1 for an environment that refuses (`Unavailable`)."""
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        status = int(args.handler(args))
+        sys.stdout.flush()  # a reader that left shows here, not as a traceback at exit
+    except SettingError as exc:
+        print(f"eightoff {args.command}: bad setting {exc}", file=sys.stderr)
+        return 2
+    except Unavailable as exc:
+        print(f"eightoff {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # `eightoff deal CODE | head -1`: the reader has what it wanted. End quietly, with the status
+        # of a program that SIGPIPE ended; stdout goes to devnull so the exit's flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    return status
 
 
 if __name__ == "__main__":

@@ -15,20 +15,24 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.metrics import Metrics
-from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
+from server.storage import (
+    ActionRecord,
+    Database,
+    GameResult,
+    GameStart,
+    PlayerRecord,
+    StorageUnavailable,
+    repository,
+)
 from server.storage.action_log import ActionAppendConflict, SqliteActionLog
 
-__all__ = ["Committer", "StorageUnavailable", "Write", "WriteConflict"]
+__all__ = ["Committer", "Write", "WriteConflict"]
 
 logger = logging.getLogger(__name__)
-
-
-class StorageUnavailable(Exception):
-    """The database could not commit the write; nothing of it is stored and it may be retried."""
 
 
 class WriteConflict(Exception):
@@ -41,7 +45,7 @@ class Write:
 
     player: PlayerRecord | None = None
     game: GameStart | None = None
-    actions: list[tuple[str, int, str]] = field(default_factory=list)
+    actions: list[ActionRecord] = field(default_factory=list)
     result: GameResult | None = None
 
     def is_actions_only(self) -> bool:
@@ -147,7 +151,7 @@ class Committer:
                     await self._apply_without_actions(conn, write)
                 rows = [row for write, _ in batch for row in write.actions]
                 if rows:
-                    await repository.insert_actions(conn, rows)
+                    await repository.append_actions(conn, rows)
                 for write, _ in batch:
                     if write.result is not None and not await repository.finish_game(conn, write.result):
                         raise _FinishRefused
@@ -158,10 +162,10 @@ class Committer:
             for pending in batch:  # isolate the conflicting write: the others still commit
                 await self._commit_batch([pending])
             return
-        except (SQLAlchemyError, OSError) as exc:
+        except StorageUnavailable as exc:
             logger.warning("group commit of %d writes failed: %s", len(batch), exc)
             for _, future in batch:
-                _settle(future, StorageUnavailable(str(exc)))
+                _settle(future, exc)
             return
         self._metrics.actions.inc(sum(len(write.actions) for write, _ in batch))
         for _, future in batch:

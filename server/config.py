@@ -1,21 +1,133 @@
 """Settings: the server's configuration, and the only reader of ``os.environ``.
 
 Every option is a command-line flag of ``eightoff serve`` and an ``EIGHTOFF_*`` environment variable
-(the flag wins). ``None`` switches a limit off.
+(the flag wins). ``None`` switches a limit off. A `Settings` checks every value when it is made and
+raises `SettingError` naming the flag and the variable, so a bad setting stops the server before it
+touches anything. Checks that need the storage's knowledge import it when they run: ``eightoff deal``
+loads this module and has no use for SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_DATABASE_URL", "Settings", "add_arguments", "settings_from_args"]
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "SettingError",
+    "Settings",
+    "Unavailable",
+    "add_arguments",
+    "needs",
+    "setting_names",
+    "settings_from_args",
+]
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///eightoff.sqlite3"
+_REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+#: A check returns what is wrong with a value, or None when it is fine.
+Check = Callable[[Any], str | None]
+
+
+class SettingError(ValueError):
+    """A setting's value is unusable; the message names its flag and its environment variable."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"{setting_names(name)}: {problem}")
+        self.name = name
+
+
+class Unavailable(Exception):
+    """What a setting points at is not there (a database, Redis, an address to listen on): a failure
+    of the environment, not of the setting's form. The message is one line naming the setting."""
+
+
+def setting_names(*names: str) -> str:
+    """How an operator sets ``names``: ``--port (EIGHTOFF_PORT)``."""
+    return ", ".join(f"--{name.replace('_', '-')} ({_env_name(name)})" for name in names)
+
+
+@contextmanager
+def needs(*settings: str, what: str) -> Iterator[None]:
+    """Turn the environment's refusal (an OS, database, migration or Redis error) into `Unavailable`:
+    ``what`` failed, naming the ``settings`` that point at it."""
+    from alembic.util.exc import CommandError
+    from redis.exceptions import RedisError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except (OSError, SQLAlchemyError, CommandError, RedisError) as exc:
+        cause = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
+        lines = str(cause).strip().splitlines()
+        reason = lines[0] if lines else type(cause).__name__
+        raise Unavailable(f"{setting_names(*settings)}: {what}: {reason}") from exc
+
+
+def _at_least(low: float) -> Check:
+    def check(value: float | None) -> str | None:
+        if value is None or (math.isfinite(value) and value >= low):
+            return None
+        return f"{value!r} is not a number of at least {low:g}"
+
+    return check
+
+
+def _positive(value: float | None) -> str | None:
+    if value is None or (math.isfinite(value) and value > 0):
+        return None
+    return f"{value!r} is not a positive number"
+
+
+def _port(value: int) -> str | None:
+    if 0 <= value <= 65535:
+        return None
+    return f"{value} is not a TCP port: use 1-65535, or 0 for any free port"
+
+
+def _node(value: str) -> str | None:
+    """A node's name goes to clients in ``welcome``, where the spec allows 1..64 characters."""
+    if value.strip() and len(value) <= 64:
+        return None
+    return f"{value!r} is not a name of 1..64 characters"
+
+
+def _sqlite_synchronous(value: str) -> str | None:
+    from server.storage.db import SQLITE_SYNCHRONOUS
+
+    if value.upper() in SQLITE_SYNCHRONOUS:
+        return None
+    return f"{value!r} is not one of {', '.join(sorted(SQLITE_SYNCHRONOUS))}"
+
+
+def _database_url(value: str) -> str | None:
+    """The URL's scheme must name a database and driver the storage supports (the value itself is not
+    repeated: it may hold a password)."""
+    from sqlalchemy.exc import ArgumentError
+
+    from server.storage.db import SUPPORTED_DRIVERS, async_url
+
+    try:
+        driver = async_url(value).drivername
+    except ArgumentError:
+        return "not a database URL: use sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER@HOST/DB"
+    if driver in SUPPORTED_DRIVERS:
+        return None
+    return f"unknown scheme {driver!r}: use sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER@HOST/DB"
+
+
+def _redis_url(value: str | None) -> str | None:
+    if value is None or urlsplit(value).scheme in _REDIS_SCHEMES:
+        return None
+    return f"unknown scheme {urlsplit(value).scheme!r}: use redis://HOST:PORT/DB, rediss://… or unix://…"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,39 +136,83 @@ class Settings:
 
     # Network
     host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
-    port: int = field(default=8765, metadata={"help": "TCP port (0 picks a free one)"})
-    node: str = field(default="node-1", metadata={"help": "this node's name, sent in welcome"})
+    port: int = field(default=8765, metadata={"help": "TCP port (0 picks a free one)", "check": _port})
+    node: str = field(
+        default="node-1", metadata={"help": "this node's name, sent in welcome", "check": _node}
+    )
     # Storage
     database_url: str = field(
         default=DEFAULT_DATABASE_URL,
-        metadata={"help": "SQLAlchemy async URL: sqlite+aiosqlite:///FILE or postgresql+asyncpg://…"},
+        metadata={
+            "help": "SQLAlchemy async URL: sqlite+aiosqlite:///FILE or postgresql+asyncpg://…",
+            "check": _database_url,
+        },
     )
     sqlite_synchronous: str = field(
         default="FULL",
-        metadata={"help": "SQLite synchronous pragma: FULL survives power loss, NORMAL a crash"},
+        metadata={
+            "help": "SQLite synchronous pragma: FULL survives power loss, NORMAL a crash",
+            "check": _sqlite_synchronous,
+        },
     )
     redis_url: str | None = field(
         default=None,
-        metadata={"help": "redis://… fans diffs out across nodes sharing one database; unset: one node"},
+        metadata={
+            "help": "redis://… fans diffs out across nodes sharing one database; unset: one node",
+            "check": _redis_url,
+        },
     )
-    commit_batch: int = field(default=1024, metadata={"help": "most writes grouped into one commit"})
+    commit_batch: int = field(
+        default=1024, metadata={"help": "most writes grouped into one commit", "check": _at_least(1)}
+    )
+    database_timeout: float = field(
+        default=5.0,
+        metadata={
+            "help": "seconds a database round trip may take (connecting included) before unavailable",
+            "check": _positive,
+        },
+    )
+    live_window_minutes: float = field(
+        default=10.0,
+        metadata={
+            "help": "live lists unfinished games with an action in this many minutes",
+            "check": _positive,
+        },
+    )
     # Limits
     max_frame_bytes: int = field(
-        default=4096, metadata={"help": "largest incoming frame; bigger closes 1009"}
+        default=4096, metadata={"help": "largest incoming frame; bigger closes 1009", "check": _at_least(1)}
     )
-    rate_per_second: float = field(default=200.0, metadata={"help": "token bucket refill per connection"})
-    rate_burst: int = field(default=400, metadata={"help": "token bucket size per connection"})
-    max_games_per_connection: int = field(default=16, metadata={"help": "games a connection may hold open"})
-    max_watches_per_connection: int = field(default=32, metadata={"help": "games a connection may watch"})
+    rate_per_second: float = field(
+        default=200.0, metadata={"help": "token bucket refill per connection", "check": _positive}
+    )
+    rate_burst: int = field(
+        default=400, metadata={"help": "token bucket size per connection", "check": _at_least(1)}
+    )
+    max_games_per_connection: int = field(
+        default=16, metadata={"help": "games a connection may hold open", "check": _at_least(1)}
+    )
+    max_watches_per_connection: int = field(
+        default=32, metadata={"help": "games a connection may watch", "check": _at_least(0)}
+    )
     max_write_buffer_bytes: int = field(
-        default=256 * 1024, metadata={"help": "a connection whose unsent data exceeds this is dropped"}
+        default=256 * 1024,
+        metadata={"help": "a connection whose unsent data exceeds this is dropped", "check": _at_least(1)},
     )
     idle_timeout: float | None = field(
-        default=300.0, metadata={"help": "seconds before a silent client is closed"}
+        default=300.0, metadata={"help": "seconds before a silent client is closed", "check": _positive}
     )
     shutdown_grace: float = field(
-        default=10.0, metadata={"help": "seconds to finish in-flight actions on SIGTERM"}
+        default=10.0,
+        metadata={"help": "seconds to finish in-flight actions on SIGTERM", "check": _at_least(0)},
     )
+
+    def __post_init__(self) -> None:
+        for setting in fields(self):
+            check: Check | None = setting.metadata.get("check")
+            problem = check(getattr(self, setting.name)) if check else None
+            if problem is not None:
+                raise SettingError(setting.name, problem)
 
 
 def _env_name(name: str) -> str:
@@ -99,7 +255,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from parsed flags, then ``EIGHTOFF_*`` variables, then defaults."""
+    """Settings from parsed flags, then ``EIGHTOFF_*`` variables, then defaults.
+
+    Raises:
+        SettingError: a variable that is not of its setting's type, or any value `Settings` refuses.
+    """
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     for setting in fields(Settings):
@@ -111,6 +271,5 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
             try:
                 values[setting.name] = _convert(setting.type, text)
             except ValueError:
-                name = _env_name(setting.name)
-                raise ValueError(f"{name}={text!r} is not a valid {setting.type}") from None
+                raise SettingError(setting.name, f"{text!r} is not a valid {setting.type}") from None
     return dataclasses.replace(Settings(), **values)

@@ -9,6 +9,7 @@ itself (``max_size``), and a connection that stops reading its replies or pushes
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 from collections.abc import Iterable, Sequence
@@ -21,10 +22,12 @@ from websockets.typing import Subprotocol
 import protocol
 from protocol import builders
 from server.config import Settings
-from server.hub import GameHub, Refusal
+from server.errors import ErrorCode, Refusal
 from server.metrics import Metrics
 from server.ratelimit import TokenBucket
-from server.requests import Client, RequestHandler
+from server.requests import RequestHandler
+from server.rooms import RoomRegistry
+from server.session import Session
 
 __all__ = ["ConnectionLoop", "Fanout", "select_subprotocol"]
 
@@ -58,6 +61,14 @@ def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
     ws.transport.close()
 
 
+class _Verdict(enum.Enum):
+    """What `ConnectionLoop._admit` decided for a request."""
+
+    SERVE = "serve"
+    REFUSED = "refused"  # answered with an error; the connection goes on
+    CLOSE = "close"
+
+
 class Fanout:
     """Sends one message to one or many clients: encoded once per subprotocol, written at once, never
     awaited. A client whose unsent data passes ``max_write_buffer`` does not read: it is dropped, so
@@ -88,39 +99,55 @@ class ConnectionLoop:
     """Serves one WebSocket connection from its first frame to its close."""
 
     def __init__(
-        self, settings: Settings, handler: RequestHandler, hub: GameHub, metrics: Metrics, send: Fanout
+        self,
+        settings: Settings,
+        handler: RequestHandler,
+        registry: RoomRegistry,
+        metrics: Metrics,
+        send: Fanout,
     ) -> None:
         self._settings = settings
         self._handler = handler
-        self._hub = hub
+        self._registry = registry
         self._metrics = metrics
         self._send = send
         self.draining = False
         self.in_flight = 0
-        self.clients: set[Client] = set()
+        self.clients: set[Session] = set()
 
     async def __call__(self, ws: ServerConnection) -> None:
-        subprotocol = _SUBPROTOCOLS.get(ws.subprotocol or "", protocol.Subprotocol.MSGPACK)
-        client = Client(subprotocol, ws)
+        client = self._accept(ws)
         bucket = TokenBucket(self._settings.rate_per_second, self._settings.rate_burst)
-        self._metrics.connections.inc()
-        self.clients.add(client)
-        client.last_seen = time.monotonic()
         try:
             while True:
                 frame = await ws.recv()
+                if ws.transport is None or ws.transport.is_closing():
+                    return  # dropped (it did not read): frames it queued before are not served
                 client.last_seen = time.monotonic()
                 if not await self._serve_frame(ws, client, frame, bucket):
                     return
         except ConnectionClosed:
             pass
         finally:
-            self.clients.discard(client)
-            self._hub.detach(client)
-            self._metrics.connections.dec()
+            self._release(client)
+
+    def _accept(self, ws: ServerConnection) -> Session:
+        """The one place a connection is taken in (after its handshake): its session starts here."""
+        subprotocol = _SUBPROTOCOLS.get(ws.subprotocol or "", protocol.Subprotocol.MSGPACK)
+        client = Session(subprotocol, ws)
+        client.last_seen = time.monotonic()
+        self._metrics.connections.inc()
+        self.clients.add(client)
+        return client
+
+    def _release(self, client: Session) -> None:
+        """The one place a connection lets go of everything its session held."""
+        self.clients.discard(client)
+        client.release(self._registry)
+        self._metrics.connections.dec()
 
     async def _serve_frame(
-        self, ws: ServerConnection, client: Client, frame: bytes | str, bucket: TokenBucket
+        self, ws: ServerConnection, client: Session, frame: bytes | str, bucket: TokenBucket
     ) -> bool:
         """Serve one frame; False when the connection must close.
 
@@ -137,15 +164,9 @@ class ConnectionLoop:
                 _close_now(ws, int(exc.close_code), exc.message)
                 return False
             return True
-        if not bucket.take():
-            if bucket.is_abusive():
-                _close_now(ws, 1008, "flooding")
-                return False
-            self._refuse(client, "rate_limited", "too many requests; slow down", request)
-            return True
-        if self.draining:
-            self._refuse(client, "unavailable", "the server is shutting down; reconnect", request)
-            return True
+        verdict = self._admit(ws, client, request, bucket)
+        if verdict is not _Verdict.SERVE:
+            return verdict is _Verdict.REFUSED
         self.in_flight += 1
         try:
             replies = await self._handler.handle(client, request)
@@ -154,7 +175,7 @@ class ConnectionLoop:
             return True
         except Exception:
             logger.exception("request %s failed", request.TYPE)
-            self._refuse(client, "internal", "the server failed on this request", request)
+            self._refuse(client, ErrorCode.INTERNAL, "the server failed on this request", request)
             return True
         finally:
             self.in_flight -= 1
@@ -164,8 +185,24 @@ class ConnectionLoop:
             self._metrics.action_latency.observe(time.perf_counter() - started)
         return True
 
-    def _refuse(self, client: Client, code: str, message: str, request: Any) -> None:
-        self._metrics.errors.labels(code).inc()
+    def _admit(
+        self, ws: ServerConnection, client: Session, request: protocol.ClientMessage, bucket: TokenBucket
+    ) -> _Verdict:
+        """The one place a decoded request is let through to the handler, or refused (replied to) or
+        the connection closed: the rate limit and shutting down."""
+        if not bucket.take():
+            if bucket.is_abusive():
+                _close_now(ws, 1008, "flooding")
+                return _Verdict.CLOSE
+            self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
+            return _Verdict.REFUSED
+        if self.draining:
+            self._refuse(client, ErrorCode.UNAVAILABLE, "the server is shutting down; reconnect", request)
+            return _Verdict.REFUSED
+        return _Verdict.SERVE
+
+    def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
+        self._metrics.errors.labels(code.value).inc()
         self._send((client,), builders.error(code, message, request.request_id))
 
     async def close_idle_forever(self) -> None:

@@ -1,8 +1,21 @@
-"""Prometheus metrics, one registry per server instance (tests run several servers in one process)."""
+"""Prometheus metrics, one registry per server instance (tests run several servers in one process).
+
+No ``*_created`` series: each counter and histogram (and each error code's child) would carry one
+more series holding its start time, which Prometheus does not need (a restart shows as a counter
+reset). prometheus-client's switch for it is process-wide and is read when a metric is made, so
+`Metrics` turns it off before making its own.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+)
 
 __all__ = ["Metrics"]
 
@@ -13,6 +26,7 @@ class Metrics:
     """The server's counters, gauges and histograms, exported at ``GET /metrics``."""
 
     def __init__(self) -> None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # the library leaves it unannotated
         self.registry = CollectorRegistry()
         self.connections = Gauge("eightoff_connections", "Open WebSocket connections", registry=self.registry)
         self.live_games = Gauge("eightoff_live_games", "Games held in memory", registry=self.registry)

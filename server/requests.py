@@ -1,12 +1,14 @@
-"""What the server does with each client request: one method per message type.
+"""What the server does with each client request: one method per message type, one route per type.
 
-This layer knows players, games and the hub, but no sockets: it takes a decoded request and the
-``Client`` it came from and returns the messages to send back to that client, in order. Pushes to
-other connections (diffs, game_over) are the hub's business.
+This layer knows players, games and rooms, but no sockets: it takes a decoded request and the
+`Session` it came from and returns the messages to send back to that session, in order. Pushes to
+other connections (diffs, game_over) are the rooms' business. Adding a request is one entry in
+``_routes`` plus its method.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -14,32 +16,23 @@ from typing import Any
 import protocol
 from engine import Deal, IllegalMoveError
 from protocol import builders
-from server.committer import Committer, StorageUnavailable, Write
+from server.clock import utc_now
+from server.committer import Committer, Write
 from server.config import Settings
+from server.errors import ErrorCode, Refusal, storage_refusal
 from server.hints import SolverBusy, SolvingService
-from server.hub import FinishedGame, GameHub, GameRoom, PlayerRef, Refusal, replay_stored, utc_now
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
-from server.storage import Database, PlayerRecord, repository
+from server.room import FinishedGame, GameRoom, PlayerRef
+from server.rooms import RoomRegistry
+from server.session import Session
+from server.storage import Database, LiveGame, PlayerRecord, StorageUnavailable, repository
 
-__all__ = ["Client", "RequestHandler"]
+__all__ = ["RequestHandler"]
 
 Reply = list[dict[str, Any]]
 _RANDOM = secrets.SystemRandom()
-
-
-class Client:
-    """One connection's session: its player once it said hello, and what it follows."""
-
-    __slots__ = ("games", "last_seen", "player", "subprotocol", "transport", "watching")
-
-    def __init__(self, subprotocol: protocol.Subprotocol, transport: Any = None) -> None:
-        self.subprotocol = subprotocol
-        self.transport = transport
-        self.player: PlayerRef | None = None
-        self.games: set[str] = set()
-        self.watching: set[str] = set()
-        self.last_seen = 0.0
+_CURSOR_TIME = "%Y%m%d%H%M%S%f"
 
 
 class RequestHandler:
@@ -50,7 +43,7 @@ class RequestHandler:
         settings: Settings,
         database: Database,
         committer: Committer,
-        hub: GameHub,
+        registry: RoomRegistry,
         leaderboards: LeaderboardService,
         version: str,
         solving: SolvingService | None = None,
@@ -58,11 +51,11 @@ class RequestHandler:
         self._settings = settings
         self._database = database
         self._committer = committer
-        self._hub = hub
+        self._registry = registry
         self._leaderboards = leaderboards
         self._version = version
         self._solving = solving or SolvingService()
-        self._routes: dict[type[Any], Callable[[Client, Any], Awaitable[Reply]]] = {
+        self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
             protocol.MoveRequest: self._act,
@@ -79,32 +72,33 @@ class RequestHandler:
             protocol.ProfileRequest: self._profile,
         }
 
-    async def handle(self, client: Client, request: protocol.ClientMessage) -> Reply:
+    async def handle(self, session: Session, request: protocol.ClientMessage) -> Reply:
         """The replies to ``request``, in order.
 
         Raises:
-            Refusal: the request is refused; reply ``error`` with its code.
+            Refusal: the request is refused; reply ``error`` with its code. Storage failures become
+                ``unavailable`` here, for every request.
         """
-        if client.player is None and not isinstance(request, protocol.HelloRequest):
-            raise Refusal("unauthorized", f"say hello before {request.TYPE}")
+        if session.player is None and not isinstance(request, protocol.HelloRequest):
+            raise Refusal(ErrorCode.UNAUTHORIZED, f"say hello before {request.TYPE}")
         try:
-            return await self._routes[type(request)](client, request)
+            return await self._routes[type(request)](session, request)
         except IllegalMoveError as exc:
-            raise Refusal("illegal_move", str(exc)) from None
+            raise Refusal(ErrorCode.ILLEGAL_MOVE, str(exc)) from None
         except StorageUnavailable:
-            raise Refusal("unavailable", "the database is unavailable; nothing was stored, retry") from None
+            raise storage_refusal() from None
 
     # ------------------------------------------------------------------ players
 
-    async def _hello(self, client: Client, request: protocol.HelloRequest) -> Reply:
-        if client.player is not None:
-            raise Refusal("bad_request", "hello was already said on this connection")
+    async def _hello(self, session: Session, request: protocol.HelloRequest) -> Reply:
+        if session.player is not None:
+            raise Refusal(ErrorCode.BAD_REQUEST, "hello was already said on this connection")
         token: str | None = None
         if request.token is not None:
             async with self._database.connection() as conn:
                 record = await repository.get_player_by_token_hash(conn, hash_token(request.token))
                 if record is None:
-                    raise Refusal("unauthorized", "unknown token")
+                    raise Refusal(ErrorCode.UNAUTHORIZED, "unknown token")
                 games = await repository.unfinished_game_ids(conn, record.id)
         else:
             token = new_token()
@@ -117,10 +111,10 @@ class RequestHandler:
             )
             await self._committer.submit(Write(player=record))
             games = []
-        client.player = PlayerRef(record.id, record.name)
+        session.player = PlayerRef(record.id, record.name)
         return [
             builders.welcome(
-                player=client.player.wire(),
+                player=session.player.wire(),
                 token=token,
                 server_version=self._version,
                 node=self._settings.node,
@@ -131,9 +125,9 @@ class RequestHandler:
 
     # ------------------------------------------------------------------ playing
 
-    async def _new_game(self, client: Client, request: protocol.NewGameRequest) -> Reply:
-        player = self._player(client)
-        self._check_game_room(client)
+    async def _new_game(self, session: Session, request: protocol.NewGameRequest) -> Reply:
+        player = _player(session)
+        self._check_games_limit(session, None)
         deal = request.deal
         daily_date = None
         if deal is None and request.daily:
@@ -143,167 +137,160 @@ class RequestHandler:
             deal = self._solving.winnable_deal(request.cells)
         elif deal is None:
             deal = Deal.random(_RANDOM, request.cells)
-        room = await self._hub.create(player, deal, daily_date=daily_date)
-        self._view(client, room)
-        return [self._snapshot(room, request.request_id)]
+        room = await self._registry.create(player, deal, daily_date=daily_date)
+        session.viewing[room.id] = room
+        snapshot = await room.view(session, request.request_id)
+        return [snapshot if snapshot is not None else room.snapshot(request.request_id)]
 
-    async def _act(self, client: Client, request: Any) -> Reply:
-        room = await self._own_room(client, request.game)
-        if client not in room.viewers:
-            try:
-                self._view(client, room)
-            except Refusal:
-                self._hub.forget_unfollowed(room)
-                raise
-        outcome = await self._hub.act(room, client, request.action, request.v)
-        replies = [builders.ack(room.id, room.game, outcome.transfer, request.request_id)]
-        if outcome.finished_at is not None:
-            replies.append(self._hub.game_over_message(room, outcome.finished_at))
-        return replies
+    async def _act(self, session: Session, request: Any) -> Reply:
+        room = await self._own_room(session, request.game)
+        try:
+            self._check_games_limit(session, room.id)
+            session.viewing[room.id] = room
+            return await room.act(session, request.action, request.v, request.request_id)
+        finally:
+            self._registry.forget_if_idle(room)
 
-    async def _hint(self, client: Client, request: protocol.HintRequest) -> Reply:
+    async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
         """The solver's verdict from the game as it stands; the game is marked as hinted (stored) first."""
-        room = await self._own_room(client, request.game)
-        v = room.game.v
+        room = await self._own_room(session, request.game)
         try:
-            verdict, move = await self._solving.hint(room.id, v, room.game.layout())
-        except SolverBusy as exc:
-            raise Refusal("unavailable", str(exc)) from None
-        try:
+            game = room.game
+            v = game.v
+            try:
+                verdict, move = await self._solving.hint(room.id, v, game.layout())
+            except SolverBusy as exc:
+                raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
             async with self._database.transaction() as conn:
                 await repository.mark_hinted(conn, room.id)
-        except Exception as exc:  # the database is down: no hint without its mark
-            raise Refusal("unavailable", "the database is unavailable; retry") from exc
-        return [builders.hint(room.id, v, verdict.value, move, request_id=request.request_id)]
+            return [builders.hint(room.id, v, verdict.value, move, request_id=request.request_id)]
+        finally:
+            self._registry.forget_if_idle(room)
 
-    async def _resign(self, client: Client, request: protocol.ResignRequest) -> Reply:
-        room = await self._own_room(client, request.game)
-        finished_at = await self._hub.resign(room, client)
-        return [self._hub.game_over_message(room, finished_at, request.request_id)]
-
-    async def _resume(self, client: Client, request: protocol.ResumeRequest) -> Reply:
-        found = await self._hub.find(request.game)
-        if isinstance(found, FinishedGame):
-            self._check_owner(client, found.owner.id, found.stored.id)
-            return [self._stored_snapshot(found, request.request_id)]
+    async def _resign(self, session: Session, request: protocol.ResignRequest) -> Reply:
+        room = await self._own_room(session, request.game)
         try:
-            self._check_owner(client, found.owner.id, found.id)
-            self._view(client, found)
-        except Refusal:
-            self._hub.forget_unfollowed(found)
-            raise
-        return [self._snapshot(found, request.request_id)]
+            return [await room.resign(session, request.request_id)]
+        finally:
+            self._registry.forget_if_idle(room)
+
+    async def _resume(self, session: Session, request: protocol.ResumeRequest) -> Reply:
+        return await self._follow(session, request.game, request.request_id, as_owner=True)
 
     # ------------------------------------------------------------------ watching
 
-    async def _watch(self, client: Client, request: protocol.WatchRequest) -> Reply:
-        while True:  # again if the game ended, or was reloaded, while we waited for its lock
-            found = await self._hub.find(request.game)
-            if isinstance(found, FinishedGame):
-                return [self._stored_snapshot(found, request.request_id)]
-            limit = self._settings.max_watches_per_connection
-            if found.id not in client.watching and len(client.watching) >= limit:
-                self._hub.forget_unfollowed(found)
-                raise Refusal("rate_limited", f"at most {limit} watches per connection")
-            async with found.lock:  # the snapshot and the first diff after it are consecutive versions
-                if self._hub.is_current(found):
-                    found.spectators.add(client)
-                    client.watching.add(found.id)
-                    return [self._snapshot(found, request.request_id)]
+    async def _watch(self, session: Session, request: protocol.WatchRequest) -> Reply:
+        return await self._follow(session, request.game, request.request_id, as_owner=False)
 
-    async def _unwatch(self, client: Client, request: protocol.UnwatchRequest) -> Reply:
+    async def _follow(
+        self, session: Session, game_id: str, request_id: protocol.RequestId | None, *, as_owner: bool
+    ) -> Reply:
+        """``session`` follows ``game_id`` (its owner's game as a viewer, or any game as a spectator);
+        its snapshot. A finished game gives its final snapshot and is not followed."""
+        while True:  # again if the game ended, or was reloaded, while we waited for its lock
+            found = await self._registry.find(game_id)
+            if isinstance(found, FinishedGame):
+                if as_owner:
+                    _check_owner(session, found.owner.id, found.id)
+                return [found.snapshot(request_id)]
+            try:
+                if as_owner:
+                    _check_owner(session, found.owner.id, found.id)
+                    self._check_games_limit(session, found.id)
+                    snapshot = await found.view(session, request_id)
+                    follows = session.viewing
+                else:
+                    self._check_watch_limit(session, found.id)
+                    snapshot = await found.watch(session, request_id)
+                    follows = session.watching
+                if snapshot is not None:
+                    follows[found.id] = found
+                    return [snapshot]
+            finally:
+                self._registry.forget_if_idle(found)
+
+    async def _unwatch(self, session: Session, request: protocol.UnwatchRequest) -> Reply:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
-        if request.game in client.watching or request.game in client.games:
-            self._hub.unfollow(client, request.game)
+        session.unfollow(request.game, self._registry)
         return [builders.ok(request.request_id)]
 
-    async def _live(self, client: Client, request: protocol.LiveRequest) -> Reply:
-        rooms = sorted(
-            (room for room in self._hub.rooms() if not room.game.is_over()),
-            key=lambda room: (room.started_at, room.id),
-            reverse=True,
-        )
-        if request.after is not None:
-            cursor = request.after
-            rooms = [room for room in rooms if _live_cursor(room) < cursor]
-        page = rooms[: request.limit]
-        games = [
-            builders.live_game(
-                room.id,
-                player=room.owner.wire(),
-                code=room.code,
-                moves=room.game.moves,
-                score=room.game.score,
-                watchers=len(room.spectators),
-                started_at=protocol.format_timestamp(room.started_at),
+    async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
+        """Every unfinished game, on any node, with an action (or its start) in the last
+        ``live_window_minutes``, most recently active first: read from the database, a page at a time."""
+        after = None if request.after is None else _parse_live_cursor(request.after)
+        since = utc_now() - dt.timedelta(minutes=self._settings.live_window_minutes)
+        async with self._database.connection() as conn:
+            found = await repository.live_games(
+                conn, active_since=since, after=after, limit=request.limit + 1
             )
-            for room in page
-        ]
-        after = _live_cursor(page[-1]) if len(rooms) > len(page) else None
-        return [builders.live(games, next_cursor=after, request_id=request.request_id)]
+        page = found[: request.limit]
+        games = [self._live_entry(game) for game in page]
+        next_cursor = _live_cursor(page[-1]) if len(found) > len(page) else None
+        return [builders.live(games, next_cursor=next_cursor, request_id=request.request_id)]
 
-    async def _leaderboard(self, client: Client, request: protocol.LeaderboardRequest) -> Reply:
+    def _live_entry(self, game: LiveGame) -> dict[str, object]:
+        room = self._registry.room(game.id)
+        return builders.live_game(
+            game.id,
+            player=builders.player_info(game.player_id, game.player_name),
+            code=game.code,
+            moves=game.moves,
+            score=game.score,
+            watchers=0 if room is None else len(room.spectators),
+            started_at=protocol.format_timestamp(game.started_at),
+        )
+
+    async def _leaderboard(self, session: Session, request: protocol.LeaderboardRequest) -> Reply:
         return [await self._leaderboards.leaderboard(request)]
 
-    async def _profile(self, client: Client, request: protocol.ProfileRequest) -> Reply:
-        player_id = request.player if request.player is not None else self._player(client).id
+    async def _profile(self, session: Session, request: protocol.ProfileRequest) -> Reply:
+        player_id = request.player if request.player is not None else _player(session).id
         return [await self._leaderboards.profile(player_id, request.request_id)]
 
     # ------------------------------------------------------------------ helpers
 
-    @staticmethod
-    def _player(client: Client) -> PlayerRef:
-        if client.player is None:
-            raise Refusal("unauthorized", "say hello first")
-        return client.player
+    def _check_games_limit(self, session: Session, game_id: str | None) -> None:
+        limit = self._settings.max_games_per_connection
+        if game_id not in session.viewing and session.open_count(session.viewing) >= limit:
+            raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} open games per connection")
 
-    def _check_game_room(self, client: Client) -> None:
-        if len(client.games) >= self._settings.max_games_per_connection:
-            raise Refusal(
-                "rate_limited", f"at most {self._settings.max_games_per_connection} open games per connection"
-            )
+    def _check_watch_limit(self, session: Session, game_id: str) -> None:
+        limit = self._settings.max_watches_per_connection
+        if game_id not in session.watching and session.open_count(session.watching) >= limit:
+            raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} watches per connection")
 
-    def _view(self, client: Client, room: GameRoom) -> None:
-        if client not in room.viewers:
-            if room.id not in client.games:
-                self._check_game_room(client)
-            client.games.add(room.id)
-            room.viewers.add(client)
-
-    async def _own_room(self, client: Client, game_id: str) -> GameRoom:
-        found = await self._hub.find(game_id)
-        if self._player(client).id != found.owner.id:
-            self._hub.forget_unfollowed(found)
-            self._check_owner(client, found.owner.id, game_id)
+    async def _own_room(self, session: Session, game_id: str) -> GameRoom:
+        found = await self._registry.find(game_id)
+        if _player(session).id != found.owner.id:
+            if isinstance(found, GameRoom):
+                self._registry.forget_if_idle(found)
+            _check_owner(session, found.owner.id, game_id)
         if isinstance(found, FinishedGame):
-            raise Refusal("illegal_move", f"game {game_id} is {found.stored.status}")
+            raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {game_id} is over")
         return found
 
-    def _check_owner(self, client: Client, owner_id: str, game_id: str) -> None:
-        if self._player(client).id != owner_id:
-            raise Refusal("forbidden", f"game {game_id} is not yours: spectators may only watch")
 
-    def _snapshot(self, room: GameRoom, request_id: protocol.RequestId | None) -> dict[str, Any]:
-        return builders.snapshot(
-            room.id,
-            room.game,
-            player=room.owner.wire(),
-            started_at=protocol.format_timestamp(room.started_at),
-            request_id=request_id,
-        )
-
-    def _stored_snapshot(
-        self, finished: FinishedGame, request_id: protocol.RequestId | None
-    ) -> dict[str, Any]:
-        stored = finished.stored
-        return builders.snapshot(
-            stored.id,
-            replay_stored(stored),
-            player=finished.owner.wire(),
-            started_at=protocol.format_timestamp(stored.started_at),
-            request_id=request_id,
-        )
+def _player(session: Session) -> PlayerRef:
+    if session.player is None:
+        raise Refusal(ErrorCode.UNAUTHORIZED, "say hello first")
+    return session.player
 
 
-def _live_cursor(room: GameRoom) -> str:
-    return f"{room.started_at.strftime('%Y%m%d%H%M%S%f')}.{room.id}"
+def _check_owner(session: Session, owner_id: str, game_id: str) -> None:
+    if _player(session).id != owner_id:
+        raise Refusal(ErrorCode.FORBIDDEN, f"game {game_id} is not yours: spectators may only watch")
+
+
+def _live_cursor(game: LiveGame) -> str:
+    return f"{game.active_at.strftime(_CURSOR_TIME)}.{game.id}"
+
+
+def _parse_live_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    moment, _, game_id = cursor.partition(".")
+    try:
+        at = dt.datetime.strptime(moment, _CURSOR_TIME).replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise Refusal(
+            ErrorCode.BAD_REQUEST, "after: not a cursor of live; send back a page's `next`"
+        ) from None
+    return at, game_id

@@ -1,94 +1,25 @@
-// Eight Off browser client: plain JavaScript, no build step.
-//
-// Three parts, top to bottom:
-//   1. Connection: the WebSocket speaking eightoff.v1.json (protocol/README.md), hello with the
-//      stored token, reconnection.
-//   2. State: the client's model (player, own unfinished games, live games, the board copied from a
-//      snapshot and kept up to date by applying the ops of ack/diff without knowing any rule), and the
-//      handlers of every server message.
-//   3. Render and input: DOM drawing from the state, clicks and keys turned into requests.
+// Eight Off browser client: ES modules, no build step. This module composes them and owns the state:
+//   connection.js   the WebSocket and its requests
+//   board.js        the board copied from a snapshot and kept exact by the ops of ack/diff
+//   render.js       the DOM drawn from the state
+//   input.js        pointer and keyboard gestures turned into requests
+//   leaderboards.js the leaderboard panel and profiles
+//   words.js        what a player reads (cards, refusals, times)
 // The server is authoritative: the client never decides whether a move is legal.
 
-const SUBPROTOCOL = "eightoff.v1.json";
+import { applyChange, boardFromSnapshot, pileCards } from "./board.js";
+import { Connection } from "./connection.js";
+import { bindInput } from "./input.js";
+import { Leaderboards } from "./leaderboards.js";
+import { $, render, renderClock, renderMarks } from "./render.js";
+import { cardText, pileText, playerReason } from "./words.js";
+
 const TOKEN_KEY = "eightoff.token";          // localStorage: the player survives reloads
+const NAME_KEY = "eightoff.name";            // localStorage: the name the player chose
 const CURRENT_KEY = "eightoff.current";      // sessionStorage: this tab's game, resumed after a reload
 const CODES_KEY = "eightoff.codes";          // localStorage: game id -> code, to label unfinished games
 const LIVE_REFRESH_MS = 10000;
-const LEADERBOARD_LIMIT = 10;                // rows per leaderboard page ("More" asks for the next)
-
-// ---------------------------------------------------------------------------------------------------
-// 1. Connection
-// ---------------------------------------------------------------------------------------------------
-
-class Connection {
-  constructor(onMessage, onStatus) {
-    this.onMessage = onMessage;
-    this.onStatus = onStatus;
-    this.ws = null;
-    this.nextId = 1;
-    this.pending = new Map();   // request id -> {type, fields}: tells what a reply or error answers
-    this.retryDelay = 500;
-  }
-
-  url() {
-    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    return `${scheme}//${location.host}/ws`;
-  }
-
-  connect() {
-    this.onStatus("connecting");
-    const ws = new WebSocket(this.url(), [SUBPROTOCOL]);
-    this.ws = ws;
-    ws.addEventListener("open", () => {
-      this.retryDelay = 500;
-      this.onStatus("open");
-    });
-    ws.addEventListener("message", (event) => {
-      let message;
-      try {
-        message = JSON.parse(event.data);
-      } catch {
-        return;  // the server only sends JSON text frames on this subprotocol
-      }
-      const request = "id" in message ? this.pending.get(message.id) : undefined;
-      this.onMessage(message, request);
-    });
-    ws.addEventListener("close", () => {
-      if (this.ws !== ws) return;
-      this.ws = null;
-      this.pending.clear();
-      this.onStatus("closed");
-      setTimeout(() => this.connect(), this.retryDelay);
-      this.retryDelay = Math.min(this.retryDelay * 2, 10000);
-    });
-  }
-
-  get isOpen() {
-    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
-  }
-
-  /** Send a request with a fresh id; optional fields that are undefined are left out (never null). */
-  send(type, fields = {}) {
-    if (!this.isOpen) return null;
-    const id = this.nextId++;
-    const message = { type, id };
-    for (const [key, value] of Object.entries(fields)) {
-      if (value !== undefined && value !== null) message[key] = value;
-    }
-    this.pending.set(id, { type, fields });
-    this.ws.send(JSON.stringify(message));
-    return id;
-  }
-
-  /** Replies come in request order; a request is settled once its final reply arrived. */
-  settle(id) {
-    this.pending.delete(id);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------
-// 2. State
-// ---------------------------------------------------------------------------------------------------
+const PROBE_GAME = "capability-probe";       // a game id no game has: `hint` on it tells if hints exist
 
 const state = {
   connection: "connecting",  // connecting | open | closed
@@ -96,20 +27,14 @@ const state = {
   myGames: [],               // ids of the player's unfinished games
   live: [],                  // rows of the last `live` reply
   mode: null,                // "play" | "watch" | null
-  board: null,               // copy of the shown game (see boardFromSnapshot)
-  selection: null,           // {pile, n}: the source picked by a click
-  over: null,                // {won, score, moves, duration_ms} once the shown game ended
+  board: null,               // the shown game (board.js)
+  selection: null,           // {pile, n}: the cards picked up by a tap
+  hint: null,                // {from, to, n, card}: the hinted move, marked on the board
+  over: null,                // {won, score, moves, duration_ms?} once the shown game ended
+  overRank: null,            // the player's rank on the finished deal's board
   message: null,             // {kind: "error" | "info", text}
-  leaderboard: {
-    query: null,             // the fields of the board shown (board, cells, code, date, period, order)
-    rows: [],                // its rows so far (pages appended by "More")
-    next: null,              // the cursor of the next page, if any
-    around: false,           // the rows are the page around the player's own row
-    pending: null,           // {id, query, append, around}: the page awaited; older replies are dropped
-    error: null,             // the server's message refusing the last request
-  },
-  profile: null,             // the player's own last `profile` reply
-  profileError: null,
+  solver: false,             // the server answers `hint` and `new_game.winnable`
+  clockSkewMs: 0,            // how far this machine's clock runs ahead of the server's (estimated)
 };
 
 function storageGet(store, key) {
@@ -135,44 +60,28 @@ function rememberCode(game, code) {
   storageSet(localStorage, CODES_KEY, JSON.stringify(codes));
 }
 
-function boardFromSnapshot(s) {
-  return {
-    game: s.game,
-    v: s.v,
-    code: s.code,
-    player: s.player,
-    tableau: s.tableau.map((column) => [...column]),
-    cells: [...s.cells],
-    foundations: { ...s.foundations },
-    score: s.score,
-    moves: s.moves,
-    status: s.status,
-  };
+function say(kind, text) {
+  state.message = text ? { kind, text } : null;
 }
 
-/** Take `op.cards` off `op.from` and put them on `op.to` (protocol README section 7). */
-function applyOp(board, op) {
-  const count = op.cards.length;
-  const from = op.from;
-  const to = op.to;
-  if (from[0] === "t") board.tableau[Number(from.slice(1)) - 1].splice(-count, count);
-  else if (from[0] === "c") board.cells[Number(from.slice(1)) - 1] = null;
-  else if (from[0] === "f") board.foundations[from.slice(1)] = op.top ?? null;
-  if (to[0] === "t") board.tableau[Number(to.slice(1)) - 1].push(...op.cards);
-  else if (to[0] === "c") board.cells[Number(to.slice(1)) - 1] = op.cards[0];
-  else if (to[0] === "f") board.foundations[to.slice(1)] = op.cards[count - 1];
-}
+const conn = new Connection({ onMessage: handleMessage, onStatus: handleStatus });
+const boards = new Leaderboards({
+  connection: conn,
+  player: () => state.player,
+  shownCode: () => (state.board ? state.board.code : null),
+});
 
-/** Apply an ack or diff: "applied", "old" (already seen) or "gap" (a version was missed). */
-function applyChange(board, message) {
-  if (message.v <= board.v) return "old";
-  if (message.v !== board.v + 1) return "gap";
-  for (const op of message.ops) applyOp(board, op);
-  board.v = message.v;
-  board.score = message.score;
-  board.moves = message.moves;
-  board.status = message.status;
-  return "applied";
+let drawPending = false;
+
+/** Draw once in the next frame, however many messages arrive before it (a burst of diffs is one draw). */
+function draw() {
+  if (drawPending) return;
+  drawPending = true;
+  requestAnimationFrame(() => {
+    drawPending = false;
+    render(state, knownCodes());
+    boards.render();
+  });
 }
 
 function addMyGame(game) {
@@ -183,62 +92,91 @@ function dropMyGame(game) {
   state.myGames = state.myGames.filter((id) => id !== game);
 }
 
-function say(kind, text) {
-  state.message = text ? { kind, text } : null;
-}
-
-const conn = new Connection(handleMessage, handleStatus);
+// Session ----------------------------------------------------------------------------------------------
 
 function handleStatus(status) {
   state.connection = status;
-  if (status === "closed") state.leaderboard.pending = null;  // its reply will never come
-  if (status === "open") {
-    const token = storageGet(localStorage, TOKEN_KEY);
-    conn.send("hello", { protocol: 1, token: token || undefined });
-  }
-  render();
+  if (status === "open") hello();
+  draw();
 }
 
-function handleMessage(message, request) {
-  const handler = HANDLERS[message.type];
-  if (handler) handler(message, request);  // unknown types are ignored (protocol README section 12)
-  if ("id" in message) conn.settle(message.id);
-  render();
+/** Say hello as the stored player; a first visit asks for a name first (the server picks one if skipped). */
+function hello() {
+  const token = storageGet(localStorage, TOKEN_KEY);
+  if (token) {
+    conn.request("hello", { protocol: 1, token });
+  } else if (storageGet(localStorage, NAME_KEY) !== null) {
+    conn.request("hello", { protocol: 1, name: storageGet(localStorage, NAME_KEY) || undefined });
+  } else {
+    openNameDialog();
+  }
+}
+
+function openNameDialog() {
+  const dialog = $("#name-dialog");
+  $("#name-input").value = state.player ? state.player.name : storageGet(localStorage, NAME_KEY) ?? "";
+  $("#name-note").hidden = state.player === null;
+  if (state.player) $("#name-note").textContent = `A new name starts a new player: the games and ranks of ${state.player.name} stay with that name.`;
+  if (!dialog.open) dialog.showModal();
+  $("#name-input").focus();
+}
+
+/** The name chosen ("" lets the server pick): kept, then a fresh hello as a new player with it. */
+function chooseName(name) {
+  storageSet(localStorage, NAME_KEY, name);
+  $("#name-dialog").close();
+  if (state.player === null) {
+    if (conn.isOpen) hello();
+  } else if (name && name !== state.player.name) {
+    storageSet(localStorage, TOKEN_KEY, null);
+    storageSet(sessionStorage, CURRENT_KEY, null);
+    Object.assign(state, { player: null, myGames: [], board: null, mode: null, over: null, selection: null });
+    conn.reconnect();
+  }
+  draw();
 }
 
 /** Ask for a fresh snapshot of the shown game: resume one's own, watch anyone's. */
 function resync() {
-  if (!state.board) return;
-  conn.send(state.mode === "watch" ? "watch" : "resume", { game: state.board.game });
+  if (state.board) conn.request(state.mode === "watch" ? "watch" : "resume", { game: state.board.game });
+}
+
+/** Does the server answer hints (and `winnable`)? A `hint` for a game that does not exist tells. */
+async function probeSolver() {
+  const reply = await conn.request("hint", { game: PROBE_GAME });
+  state.solver = reply !== null && !(reply.type === "error" && reply.code === "bad_request");
+  syncWinnable();
+  draw();
 }
 
 const HANDLERS = {
   welcome(message) {
     state.player = message.player;
     if (message.token) storageSet(localStorage, TOKEN_KEY, message.token);
+    if (storageGet(localStorage, NAME_KEY) === null) storageSet(localStorage, NAME_KEY, message.player.name);
     state.myGames = [...message.games];
     if (state.board) {
       resync();  // after a reconnect: pick the shown game up again
     } else {
       const current = storageGet(sessionStorage, CURRENT_KEY);
-      if (current && state.myGames.includes(current)) conn.send("resume", { game: current });
+      if (current && state.myGames.includes(current)) conn.request("resume", { game: current });
     }
+    probeSolver();
     requestLive();
-    if (leaderboardsOpen()) refreshLeaderboards();
+    boards.refreshIfOpen();
   },
 
   snapshot(message, request) {
     const previous = state.board;
     const mode = request && request.type === "watch" ? "watch" : request ? "play" : state.mode;
     if (previous && (previous.game !== message.game || mode !== state.mode)) {
-      // Leave the board we stop showing, watched or our own: its diffs are no use any more, and
-      // the server limits how many games one connection follows.
-      conn.send("unwatch", { game: previous.game });
+      // Leave the board we stop showing: its diffs are no use any more, and the server limits how
+      // many games one connection follows.
+      conn.request("unwatch", { game: previous.game });
     }
     state.mode = mode;
     state.board = boardFromSnapshot(message);
-    state.selection = null;
-    state.over = null;
+    Object.assign(state, { selection: null, hint: null, over: null, overRank: null });
     if (message.status !== "playing") {
       state.over = { won: message.status === "won", score: message.score, moves: message.moves };
     }
@@ -246,10 +184,9 @@ const HANDLERS = {
       rememberCode(message.game, message.code);
       storageSet(sessionStorage, CURRENT_KEY, message.status === "playing" ? message.game : null);
       if (message.status === "playing") addMyGame(message.game); else dropMyGame(message.game);
+      if (message.v === 0) state.clockSkewMs = Date.now() - Date.parse(message.started_at);
     }
-    if (request && (request.type === "new_game" || request.type === "resume" || request.type === "watch")) {
-      say(null, null);
-    }
+    if (request && ["new_game", "resume", "watch"].includes(request.type)) say(null, null);
   },
 
   ack(message) {
@@ -261,7 +198,10 @@ const HANDLERS = {
     if (!board || board.game !== message.game) return;  // a game this tab does not show
     const result = applyChange(board, message);
     if (result === "gap") resync();
-    if (result === "applied" && message.status !== "playing") dropMyGame(message.game);
+    if (result === "applied") {
+      state.hint = null;
+      if (message.status !== "playing") dropMyGame(message.game);
+    }
   },
 
   game_over(message) {
@@ -270,631 +210,246 @@ const HANDLERS = {
     if (!board || board.game !== message.game) return;
     state.over = message;
     if (board.status === "playing") board.status = message.won ? "won" : "resigned";
-    state.selection = null;
+    Object.assign(state, { selection: null, hint: null });
     if (state.mode === "play") {
       storageSet(sessionStorage, CURRENT_KEY, null);
-      if (leaderboardsOpen()) refreshLeaderboards();  // the finished game now counts
+      requestRank(board.game, board.code);
+      boards.refreshIfOpen();  // the finished game now counts
     }
     requestLive();
-  },
-
-  leaderboard(message) {
-    const lb = state.leaderboard;
-    if (!lb.pending || lb.pending.id !== message.id) return;  // superseded by a newer request
-    const { query, append, around } = lb.pending;
-    lb.pending = null;
-    lb.error = null;
-    lb.query = query;
-    lb.rows = append ? [...lb.rows, ...message.rows] : message.rows;
-    lb.next = message.next ?? null;
-    lb.around = append ? lb.around : around;
-  },
-
-  profile(message) {
-    if (state.player && message.player.id !== state.player.id) return;
-    state.profile = message;
-    state.profileError = null;
   },
 
   live(message) {
     state.live = message.games;
   },
 
-  ok() {},
-
   error(message, request) {
-    if (request && request.type === "hello" && message.code === "unauthorized") {
+    if (!request) return;
+    if (request.type === "hello" && message.code === "unauthorized") {
       // The stored token is unknown to this server (a new database): start over as a new guest.
       storageSet(localStorage, TOKEN_KEY, null);
-      conn.send("hello", { protocol: 1 });
-      return;
-    }
-    if (request && request.type === "leaderboard") {
-      const lb = state.leaderboard;
-      if (!lb.pending || lb.pending.id !== message.id) return;
-      if (!lb.pending.append) {
-        lb.query = null;  // the rows shown no longer answer the form
-        lb.rows = [];
-        lb.next = null;
-      }
-      lb.pending = null;
-      lb.error = message.message;
-      return;
-    }
-    if (request && request.type === "profile") {
-      state.profileError = message.message;
-      return;
-    }
-    if (request && message.code === "stale") {
+      hello();
+    } else if (request.type === "hello") {
+      storageSet(localStorage, NAME_KEY, null);  // a name the server refuses: ask again, with its reason
+      openNameDialog();
+      $("#name-note").hidden = false;
+      $("#name-note").textContent = message.message;
+    } else if (message.code === "stale") {
       say("info", "The board was out of date; it has been refreshed.");
       resync();
-      return;
-    }
-    if (request && (request.type === "resume" || request.type === "watch") && message.code === "not_found") {
+    } else if ((request.type === "resume" || request.type === "watch") && message.code === "not_found") {
       dropMyGame(request.fields.game);
+      say("error", "That game is no longer there.");
+    } else if (!["leaderboard", "profile", "hint", "tap", "move", "auto", "undo"].includes(request.type)) {
+      say("error", playerReason(message.message));  // the rest each say their own refusal
     }
-    say("error", message.message);
   },
 };
+
+function handleMessage(message, request) {
+  const handler = HANDLERS[message.type];
+  if (handler) handler(message, request);  // unknown types are ignored (protocol README section 12)
+  draw();
+}
 
 // Requests the interface sends -----------------------------------------------------------------------
 
 function requestLive() {
-  conn.send("live", { limit: 20 });
+  conn.request("live", { limit: 20 });
 }
 
-function act(type, fields) {
-  const board = state.board;
-  if (!board || state.mode !== "play") return;
+/** The player's rank on the deal's board once a game is over (the row around them, by fewest moves). */
+async function requestRank(game, code) {
+  const reply = await conn.request("leaderboard", { board: "deal", code, around: state.player.id, limit: 1 });
+  if (!reply || reply.type !== "leaderboard" || !state.board || state.board.game !== game) return;
+  const row = reply.rows.find((each) => each.player.id === state.player.id);
+  state.overRank = row ? row.rank : null;
+  draw();
+}
+
+function playable() {
+  return state.board !== null && state.mode === "play" && state.board.status === "playing";
+}
+
+/** An action on the shown game, at its version; returns the promise of the reply (or null). */
+function act(type, fields = {}) {
+  if (!playable()) return null;
   say(null, null);
   state.selection = null;
-  if (conn.send(type, { game: board.game, v: board.v, ...fields }) === null) {
-    say("error", "Not connected to the server; reconnecting…");
-  }
-  render();
+  const reply = conn.request(type, { game: state.board.game, v: state.board.v, ...fields });
+  if (reply === null) say("error", "Not connected to the server; reconnecting…");
+  draw();
+  return reply;
 }
 
-function sendMove(from, to, n) {
-  act("move", { from, to: to[0] === "f" ? "f" : to, n: n > 1 ? n : undefined });
+function refused(reply) {
+  if (reply.code === "stale") return;  // handled above: the board is refreshed
+  say("error", playerReason(reply.message));
+  draw();
 }
 
-function sendTap(from) {
-  act("tap", { from });
-}
-
-function sendAuto(from, n) {
-  act("auto", { from, n: n > 1 ? n : undefined });
-}
-
-function newGame(deal, code, cells) {
+function newGame(fields) {
   say(null, null);
+  conn.request("new_game", fields);
+}
+
+function dealFields(cells, winnable) {
+  return { cells, winnable: state.solver && winnable && cells !== 8 ? true : undefined };
+}
+
+function dealFromForm(form) {
+  const deal = form.elements.deal.value;
+  const cells = Number(form.elements.cells.value);
   if (deal === "code") {
-    if (!code.trim()) {
+    const code = form.elements.code.value.trim();
+    if (!code) {
       say("error", "Type a game code such as EO1-C8-AAAAAFA.");
-      render();
+      draw();
       return;
     }
-    conn.send("new_game", { code: code.trim() });
+    newGame({ code });
+  } else if (deal === "daily") {
+    newGame({ cells, daily: true });
   } else {
-    conn.send("new_game", { cells, daily: deal === "daily" ? true : undefined });
+    newGame({ cells, winnable: state.solver && form.elements.winnable.checked ? true : undefined });
   }
 }
 
-// Leaderboards and profile --------------------------------------------------------------------------
-
-function leaderboardsOpen() {
-  return $("#leaderboards").open;
+/** "Winnable deals only" follows the cell count (on for 4 and 2 cells) until the player sets it. */
+let winnableTouched = false;
+function syncWinnable() {
+  const form = $("#new-game-form");
+  if (!winnableTouched) form.elements.winnable.checked = Number(form.elements.cells.value) !== 8;
 }
 
-/** The fields of a `leaderboard` request from the form: only those that belong to the board. */
-function leaderboardQuery() {
-  const form = $("#leaderboard-form").elements;
-  const board = form.board.value;
-  const query = { board };
-  if (board === "daily" || board === "variant") query.cells = Number(form.cells.value);
-  if (board === "deal") query.code = form.code.value.trim() || undefined;  // the server says it is required
-  if (board === "daily") query.date = form.date.value || undefined;       // default: today (UTC)
-  if (board !== "daily") query.period = form.period.value;
-  query.order = form.order.value;
-  return query;
+function cellsOf(code) {
+  return Number(code.split("-")[1].slice(1));
 }
 
-/** Ask for a page: the first one of `query`, the next one (`after`), or the one around a player. */
-function requestLeaderboard(query, { after, around } = {}) {
-  const lb = state.leaderboard;
-  const id = conn.send("leaderboard", { ...query, limit: LEADERBOARD_LIMIT, after, around });
-  if (id === null) {
-    lb.error = "Not connected to the server; reconnecting…";
-  } else {
-    lb.pending = { id, query, append: after !== undefined, around: around !== undefined };
-    lb.error = null;
-  }
-  render();
-}
-
-function requestProfile() {
-  conn.send("profile");  // no `player`: one's own
-}
-
-/** The board the form describes, from its first page, and the profile with it. */
-function refreshLeaderboards() {
-  requestProfile();
-  requestLeaderboard(leaderboardQuery());
-}
-
-function leaderboardMore() {
-  const lb = state.leaderboard;
-  if (lb.query && lb.next) requestLeaderboard(lb.query, { after: lb.next });
-}
-
-function leaderboardAroundMe() {
-  if (state.player) requestLeaderboard(leaderboardQuery(), { around: state.player.id });
-}
-
-function leaveWatch() {
-  if (state.mode === "watch" && state.board) conn.send("unwatch", { game: state.board.game });
-}
-
-// ---------------------------------------------------------------------------------------------------
-// 3. Render and input
-// ---------------------------------------------------------------------------------------------------
-
-const SUITS = {
-  S: { symbol: "♠", name: "spades", red: false },
-  H: { symbol: "♥", name: "hearts", red: true },
-  D: { symbol: "♦", name: "diamonds", red: true },
-  C: { symbol: "♣", name: "clubs", red: false },
-};
-const RANKS = { A: "A", T: "10", J: "J", Q: "Q", K: "K" };
-const RANK_NAMES = { A: "ace", T: "10", J: "jack", Q: "queen", K: "king" };
-const FOUNDATIONS = ["S", "H", "D", "C"];
-
-const $ = (selector) => document.querySelector(selector);
-
-function el(tag, attributes = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key === "text") node.textContent = value;
-    else if (key.startsWith("data-") || key.startsWith("aria-") || key === "role" || key === "type") {
-      node.setAttribute(key, value === true ? "" : value);
-    } else node[key] = value;
-  }
-  node.append(...children);
-  return node;
-}
-
-function cardElement(card, extra = {}) {
-  const rank = RANKS[card[0]] ?? card[0];
-  const suit = SUITS[card[1]];
-  return el(
-    "button",
-    {
-      type: "button",
-      className: `card ${suit.red ? "red" : "black"}`,
-      "data-card": card,
-      "aria-label": `${RANK_NAMES[card[0]] ?? rank} of ${suit.name}`,
-      ...extra,
-    },
-    el("span", { className: "corner", "aria-hidden": "true", text: `${rank}${suit.symbol}` }),
-    el("span", { className: "pip", "aria-hidden": "true", text: suit.symbol }),
-  );
-}
-
-function pileElement(pile, label, cards, placeholder = "") {
-  const node = el("div", { className: `pile pile-${pile[0]}`, "data-pile": pile, role: "group", "aria-label": label });
-  if (cards.length === 0) node.append(el("span", { className: "placeholder", "aria-hidden": "true", text: placeholder }));
-  cards.forEach((card, index) => node.append(cardElement(card, { "data-index": String(index) })));
-  return node;
-}
-
-/** Redraw the piles (only when the board changed, so that clicks land on stable elements). */
-let drawnBoard = null;
-
-function renderPiles(board) {
-  const key = JSON.stringify([board.game, board.v, board.tableau, board.cells, board.foundations]);
-  if (key === drawnBoard) return;
-  drawnBoard = key;
-  $("#foundations").replaceChildren(
-    ...FOUNDATIONS.map((suit) => {
-      const top = board.foundations[suit];
-      return pileElement(`f${suit}`, `Foundation ${SUITS[suit].name}`, top ? [top] : [], SUITS[suit].symbol);
-    }),
-  );
-  const cells = $("#cells");
-  cells.style.setProperty("--count", String(board.cells.length));
-  cells.replaceChildren(
-    ...board.cells.map((card, i) => pileElement(`c${i + 1}`, `Cell ${i + 1}`, card ? [card] : [])),
-  );
-  $("#tableau").replaceChildren(
-    ...board.tableau.map((column, i) => pileElement(`t${i + 1}`, `Column ${i + 1}`, column, "K")),
-  );
-}
-
-function renderSelection() {
-  for (const node of document.querySelectorAll(".selected, .source")) node.classList.remove("selected", "source");
-  const selection = state.selection;
-  if (!selection) return;
-  const pile = document.querySelector(`[data-pile="${selection.pile}"]`);
-  if (!pile) return;
-  pile.classList.add("source");
-  const cards = [...pile.querySelectorAll("[data-card]")];
-  for (const card of cards.slice(cards.length - selection.n)) card.classList.add("selected");
-}
-
-function renderBoard() {
+/** Start the same deal again in one step: this game is given up (it counts as resigned). */
+async function restart() {
   const board = state.board;
-  const boardNode = $("#board");
-  $("#empty-hint").hidden = board !== null;
-  boardNode.hidden = board === null;
-  $("#game-info").hidden = board === null;
-  $("#toolbar").hidden = board === null;
-  if (!board) {
-    drawnBoard = null;
-    return;
+  if (!playable()) return;
+  if (board.moves > 0) {
+    const reply = await conn.request("resign", { game: board.game });
+    if (!reply || reply.type === "error") return;
   }
-  boardNode.dataset.mode = state.mode ?? "";
-  boardNode.dataset.game = board.game;
-  boardNode.dataset.v = String(board.v);
-  boardNode.dataset.status = board.status;
-  const fields = {
-    code: board.code,
-    score: board.score,
-    moves: board.moves,
-    v: board.v,
-    status: board.status,
-    owner: state.mode === "watch" ? `${board.player.name} (watching)` : board.player.name,
-  };
-  for (const [name, value] of Object.entries(fields)) {
-    document.querySelector(`#game-info [data-field="${name}"]`).textContent = String(value);
-  }
-  const playing = state.mode === "play" && board.status === "playing";
-  $("#undo").disabled = !playing;
-  $("#tap").disabled = !playing;
-  $("#resign").disabled = !playing;
-  $("#undo").hidden = $("#tap").hidden = $("#resign").hidden = state.mode === "watch";
-  $("#unwatch").hidden = state.mode !== "watch";
-  renderPiles(board);
-  renderSelection();
-
-  const over = $("#game-over");
-  over.hidden = state.over === null;
-  if (state.over) {
-    const seconds = state.over.duration_ms !== undefined ? `, ${Math.round(state.over.duration_ms / 1000)} s` : "";
-    over.textContent = state.over.won
-      ? `Won! Score ${state.over.score} in ${state.over.moves} moves${seconds}.`
-      : `Game over (resigned). Score ${state.over.score}, ${state.over.moves} moves${seconds}.`;
-    over.dataset.won = String(Boolean(state.over.won));
-  }
+  newGame({ code: board.code });
 }
 
-const GAME_ORDERS = [["moves", "Fewest moves"], ["time", "Fastest"], ["score", "Score (farmable)"]];
-const PLAYER_ORDERS = [["wins", "Most wins"], ["score", "Best score (farmable)"]];
-const BOARD_NAMES = { daily: "Daily deal", variant: "Variant", deal: "Deal", players: "Players" };
-const PERIOD_NAMES = { day: "today", week: "this week", all: "all time" };
-
-/** Show the fields that belong to the chosen board, with its orders (keeping the order if it fits). */
-function syncLeaderboardForm() {
-  const form = $("#leaderboard-form");
-  const board = form.elements.board.value;
-  for (const label of form.querySelectorAll("[data-applies]")) {
-    label.hidden = !label.dataset.applies.split(" ").includes(board);
-  }
-  const select = form.elements.order;
-  const orders = board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
-  const keep = orders.some(([value]) => value === select.value) ? select.value : orders[0][0];
-  if (select.dataset.kind !== (board === "players" ? "players" : "games")) {
-    select.dataset.kind = board === "players" ? "players" : "games";
-    select.replaceChildren(...orders.map(([value, text]) => el("option", { value, text })));
-  }
-  select.value = keep;
-  $("#score-note").hidden = select.value !== "score";
-}
-
-let boardCodeEdited = false;  // the deal board's code follows the shown game until the player types one
-
-function formatDuration(ms) {
-  const seconds = Math.floor(ms / 1000);
-  return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")}`;
-}
-
-function formatRate(rate) {
-  return `${Math.round(rate * 1000) / 10}%`;
-}
-
-function describeQuery(query) {
-  const parts = [BOARD_NAMES[query.board]];
-  if (query.board === "deal") parts.push(query.code);
-  if (query.board === "daily") parts.push(query.date ?? "today");
-  if (query.cells) parts.push(`${query.cells} cells`);
-  if (query.period) parts.push(PERIOD_NAMES[query.period]);
-  const orders = query.board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
-  parts.push(`by ${(orders.find(([value]) => value === query.order) ?? [query.order, query.order])[1].toLowerCase()}`);
-  return parts.join(" · ");
-}
-
-let drawnLeaderboard = null;
-
-function renderLeaderboard() {
-  const lb = state.leaderboard;
-  const me = state.player ? state.player.id : null;
-  if (!boardCodeEdited && state.board && $("#board-code").value !== state.board.code) {
-    $("#board-code").value = state.board.code;
-  }
-  $("#leaderboard-around").disabled = !me;
-  const error = $("#leaderboard-error");
-  error.hidden = !lb.error;
-  error.textContent = lb.error ?? "";
-  const more = $("#leaderboard-more");
-  more.hidden = !(lb.query && lb.next);
-  more.disabled = lb.pending !== null;
-  const table = $("#leaderboard-table");
-  table.dataset.state = lb.pending ? "loading" : lb.query ? "loaded" : "empty";
-  table.dataset.board = lb.query ? lb.query.board : "";
-
-  const key = JSON.stringify([lb.query, lb.rows, lb.around, me]);
-  if (key !== drawnLeaderboard) {
-    drawnLeaderboard = key;
-    const query = lb.query;
-    const players = query !== null && query.board === "players";
-    const heads = players ? ["#", "Player", "Played", "Won", "Win %"] : ["#", "Player", "Moves", "Time", "Score", "Won"];
-    table.hidden = !query || lb.rows.length === 0;
-    const caption = table.createCaption();
-    caption.textContent = query ? describeQuery(query) : "";
-    table.tHead.replaceChildren(el("tr", {}, ...heads.map((text) => el("th", { scope: "col", text }))));
-    table.tBodies[0].replaceChildren(
-      ...lb.rows.map((row) => {
-        const mine = row.player.id === me;
-        const cell = (col, text, title) => el("td", { "data-col": col, text: String(text), title });
-        const figures = players
-          ? [cell("played", row.played), cell("won", row.won), cell("win_rate", formatRate(row.win_rate))]
-          : [
-            cell("moves", row.moves),
-            cell("time", formatDuration(row.duration_ms)),
-            cell("score", row.score),
-            cell("won", row.won ? "✓" : "✗", row.won ? "won" : "resigned"),
-          ];
-        return el(
-          "tr",
-          {
-            "data-rank": String(row.rank),
-            "data-player-id": row.player.id,
-            "data-won": players ? undefined : String(row.won),
-            "aria-current": mine ? "true" : undefined,
-            className: mine ? "mine" : "",
-            title: players ? undefined : row.code,
-          },
-          cell("rank", row.rank),
-          cell("player", mine ? `${row.player.name} (you)` : row.player.name),
-          ...figures,
-        );
-      }),
-    );
-    const empty = $("#leaderboard-empty");
-    empty.hidden = !query || lb.rows.length > 0;
-    empty.textContent = lb.around
-      ? "You have no row on this board yet."
-      : players ? "No finished games in this period yet." : "No finished games on this board yet.";
-  }
-
-  const profile = state.profile;
-  const box = $("#profile");
-  box.dataset.loaded = String(profile !== null);
-  const values = profile
-    ? {
-      played: profile.played,
-      won: profile.won,
-      win_rate: formatRate(profile.win_rate),
-      streak: `${profile.streak.current} (best ${profile.streak.best})`,
+function armTwice(button, label, confirm, action) {
+  let armed = null;
+  button.addEventListener("click", () => {
+    if (armed === null) {
+      button.textContent = confirm;
+      armed = setTimeout(() => {
+        armed = null;
+        button.textContent = label;
+      }, 3000);
+      return;
     }
-    : { played: "–", won: "–", win_rate: "–", streak: "–" };
-  for (const [name, value] of Object.entries(values)) {
-    box.querySelector(`[data-field="${name}"]`).textContent = String(value);
-  }
-  const streak = box.querySelector('[data-field="streak"]');
-  streak.dataset.current = profile ? String(profile.streak.current) : "";
-  streak.dataset.best = profile ? String(profile.streak.best) : "";
-  const profileError = $("#profile-error");
-  profileError.hidden = !state.profileError;
-  profileError.textContent = state.profileError ?? "";
+    clearTimeout(armed);
+    armed = null;
+    button.textContent = label;
+    action();
+  });
 }
 
-function renderLists() {
-  const codes = knownCodes();
-  const current = state.board && state.mode === "play" ? state.board.game : null;
-  $("#my-games").replaceChildren(
-    ...(state.myGames.length === 0
-      ? [el("li", { className: "none", text: "None." })]
-      : state.myGames.map((game) =>
-        el(
-          "li",
-          { "data-my-game": game },
-          el("span", { text: codes[game] ?? game }),
-          game === current
-            ? el("span", { className: "tag", text: "open" })
-            : el("button", { type: "button", "data-resume": game, text: "Resume" }),
-        ),
-      )),
-  );
-  const watched = state.board && state.mode === "watch" ? state.board.game : null;
-  $("#live-games").replaceChildren(
-    ...(state.live.length === 0
-      ? [el("li", { className: "none", text: "Nobody is playing right now." })]
-      : state.live.map((row) => {
-        const mine = state.player && row.player.id === state.player.id;
-        return el(
-          "li",
-          { "data-live-game": row.game },
-          el("span", { className: "who", text: `${row.player.name}${mine ? " (you)" : ""}` }),
-          el("span", { className: "what", text: `${row.code} · ${row.moves} moves · ${row.score} pts · ${row.watchers} watching` }),
-          row.game === watched
-            ? el("span", { className: "tag", text: "watching" })
-            : el("button", { type: "button", "data-watch": row.game, text: "Watch" }),
-        );
-      })),
-  );
-}
-
-function render() {
-  const labels = { connecting: "Connecting…", open: "Connected", closed: "Disconnected — reconnecting…" };
-  document.body.dataset.connection = state.connection;
-  $("#connection").textContent = labels[state.connection];
-  const player = $("#player");
-  player.textContent = state.player ? `Playing as ${state.player.name}` : "";
-  player.dataset.playerId = state.player ? state.player.id : "";
-  const message = $("#message");
-  message.textContent = state.message ? state.message.text : "";
-  message.dataset.kind = state.message ? state.message.kind : "";
-  renderBoard();
-  renderLists();
-  renderLeaderboard();
-}
-
-// Input -----------------------------------------------------------------------------------------------
-
-/** How many cards a click on `cardNode` picks: itself and every card above it in its pile. */
-function runLength(pileNode, cardNode) {
-  const cards = pileNode.querySelectorAll("[data-card]");
-  return cards.length - Number(cardNode.dataset.index ?? cards.length - 1);
-}
-
-let clickMoved = false;  // the first click of a double-click sent a move: the double-click is not an auto
-
-function onBoardClick(event) {
-  const board = state.board;
-  if (!board || state.mode !== "play" || board.status !== "playing") return;
-  if (event.detail > 1) return;  // the second click of a double-click: the dblclick handler decides
-  const pileNode = event.target.closest("[data-pile]");
-  if (!pileNode) return;
-  const pile = pileNode.dataset.pile;
-  const cardNode = event.target.closest("[data-card]");
-  const selection = state.selection;
-  clickMoved = false;
-  if (selection && selection.pile !== pile) {
-    clickMoved = true;
-    sendMove(selection.pile, pile, selection.n);
-    return;
-  }
-  if (!cardNode) {
-    state.selection = null;
+async function askHint() {
+  if (!playable()) return;
+  const reply = await conn.request("hint", { game: state.board.game });  // `hint` takes no `v`
+  if (!reply || !state.board) return;
+  if (reply.type !== "error" && reply.game !== state.board.game) return;  // another game is shown now
+  if (reply.type === "error") {
+    refused(reply);
+  } else if (reply.verdict === "win" && reply.action) {
+    const action = reply.action;
+    const from = action.from;
+    const n = action.n ?? 1;
+    const cards = pileCards(state.board, from);
+    const card = cards[cards.length - n];
+    state.hint = { from, to: action.to ?? "f", n, card };
+    const where = action.to ? pileText(action.to === "f" ? `f${card[1]}` : action.to) : "its best place";
+    say("info", `Hint: ${n > 1 ? `the run from ${cardText(card)}` : cardText(card)} to ${where}.`);
+  } else if (reply.verdict === "lost") {
+    say("info", "No win is possible from here. Undo a few moves, or start the deal again.");
   } else {
-    const n = runLength(pileNode, cardNode);
-    state.selection = selection && selection.n === n ? null : { pile, n };
+    say("info", "No hint found for this position.");
   }
-  renderSelection();
+  draw();
 }
 
-function onBoardDoubleClick(event) {
-  const board = state.board;
-  if (!board || state.mode !== "play" || board.status !== "playing" || clickMoved) return;
-  const pileNode = event.target.closest("[data-pile]");
-  const cardNode = event.target.closest("[data-card]");
-  if (!pileNode || !cardNode) return;
-  const pile = pileNode.dataset.pile;
-  if (pile[0] === "f") return;
-  sendAuto(pile, pile[0] === "t" ? runLength(pileNode, cardNode) : 1);
-}
-
-function onKey(event) {
-  if (event.target.closest("input, select, textarea")) return;
-  if (event.key === "Escape" && state.selection) {
-    state.selection = null;
-    renderSelection();
-  } else if (event.key === "u" && !event.ctrlKey && !event.metaKey) {
-    act("undo", {});
-  } else if (event.key === "f" && !event.ctrlKey && !event.metaKey) {
-    tapSelection();
-  }
-}
-
-function tapSelection() {
-  const selection = state.selection;
-  if (!selection) {
-    say("info", "Select a card first, then send it to its foundation.");
-    render();
-  } else if (selection.n !== 1 || selection.pile[0] === "f") {
-    say("error", "Only a single top card of a column or a cell can go to a foundation.");
-    state.selection = null;
-    render();
-  } else {
-    sendTap(selection.pile);
-  }
-}
-
-let resignArmed = null;
-
-function onResign() {
-  const button = $("#resign");
-  if (resignArmed === null) {
-    button.textContent = "Really resign?";
-    resignArmed = setTimeout(() => {
-      resignArmed = null;
-      button.textContent = "Resign";
-    }, 3000);
-    return;
-  }
-  clearTimeout(resignArmed);
-  resignArmed = null;
-  button.textContent = "Resign";
-  if (state.board && state.mode === "play") conn.send("resign", { game: state.board.game });
-}
+// Wiring -------------------------------------------------------------------------------------------------
 
 function bind() {
-  const boardNode = $("#board");
-  boardNode.addEventListener("click", onBoardClick);
-  boardNode.addEventListener("dblclick", onBoardDoubleClick);
-  document.addEventListener("keydown", onKey);
-  $("#undo").addEventListener("click", () => act("undo", {}));
-  $("#tap").addEventListener("click", tapSelection);
-  $("#resign").addEventListener("click", onResign);
+  bindInput($("#board"), {
+    playable,
+    getSelection: () => state.selection,
+    setSelection: (selection) => {
+      state.selection = selection;
+      renderMarks(state.selection, state.hint);
+    },
+    tap: (pile) => act("tap", { from: pile }),
+    auto: (pile, n) => act("auto", { from: pile, n: n > 1 ? n : undefined }),
+    move: (from, to, n) => act("move", { from, to: to[0] === "f" ? "f" : to, n: n > 1 ? n : undefined }),
+    undo: () => act("undo"),
+    refused,
+  });
+  $("#undo").addEventListener("click", () => act("undo")?.then((reply) => reply?.type === "error" && refused(reply)));
+  $("#hint").addEventListener("click", askHint);
+  armTwice($("#restart"), "Restart", "Restart? Tap again", restart);
+  armTwice($("#resign"), "Resign", "Really resign?", () => {
+    if (playable()) conn.request("resign", { game: state.board.game });
+  });
   $("#unwatch").addEventListener("click", () => {
-    leaveWatch();
-    state.board = null;
-    state.mode = null;
-    state.over = null;
-    render();
+    if (state.mode === "watch" && state.board) conn.request("unwatch", { game: state.board.game });
+    Object.assign(state, { board: null, mode: null, over: null });
+    draw();
+  });
+  $("#play-again").addEventListener("click", () => newGame({ code: state.board.code }));
+  $("#next-deal").addEventListener("click", () => {
+    const cells = cellsOf(state.board.code);
+    newGame(dealFields(cells, cells !== 8));
   });
   $("#refresh-live").addEventListener("click", requestLive);
-  $("#new-game-form").addEventListener("submit", (event) => {
+  $("#quick-deal").addEventListener("click", () => dealFromForm($("#new-game-form")));
+  const form = $("#new-game-form");
+  form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const form = event.currentTarget;
-    newGame(form.elements.deal.value, form.elements.code.value, Number(form.elements.cells.value));
+    dealFromForm(form);
   });
+  form.elements.cells.addEventListener("change", syncWinnable);
+  form.elements.winnable.addEventListener("change", () => { winnableTouched = true; });
   $("#code").addEventListener("input", () => {
-    $("#new-game-form").elements.deal.value = "code";
+    form.elements.deal.value = "code";
   });
-  $("#my-games").addEventListener("click", (event) => {
-    const button = event.target.closest("[data-resume]");
-    if (button) conn.send("resume", { game: button.dataset.resume });
+  const resumeOrWatch = (event) => {
+    const resume = event.target.closest("[data-resume]");
+    const watch = event.target.closest("[data-watch]");
+    if (resume) conn.request("resume", { game: resume.dataset.resume });
+    if (watch) conn.request("watch", { game: watch.dataset.watch });
+  };
+  $("#my-games").addEventListener("click", resumeOrWatch);
+  $("#live-games").addEventListener("click", resumeOrWatch);
+  $("#rename").addEventListener("click", openNameDialog);
+  $("#name-dialog").addEventListener("cancel", (event) => {
+    event.preventDefault();  // Esc on a first visit is "let the server pick"
+    chooseName(state.player ? state.player.name : "");
   });
-  $("#live-games").addEventListener("click", (event) => {
-    const button = event.target.closest("[data-watch]");
-    if (button) conn.send("watch", { game: button.dataset.watch });
-  });
-  const leaderboardForm = $("#leaderboard-form");
-  $("#leaderboards").addEventListener("toggle", () => {
-    if (leaderboardsOpen()) refreshLeaderboards();
-  });
-  leaderboardForm.addEventListener("submit", (event) => {
+  $("#name-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    refreshLeaderboards();
+    chooseName(event.submitter && event.submitter.value === "skip" ? "" : $("#name-input").value.trim());
   });
-  leaderboardForm.addEventListener("change", (event) => {
-    if (event.target.id === "board-code") return;  // a typed code is sent with Show (or Enter)
-    syncLeaderboardForm();
-    requestLeaderboard(leaderboardQuery());
-  });
-  $("#board-code").addEventListener("input", () => {
-    boardCodeEdited = $("#board-code").value.trim() !== "";
-  });
-  $("#leaderboard-more").addEventListener("click", leaderboardMore);
-  $("#leaderboard-around").addEventListener("click", leaderboardAroundMe);
-  syncLeaderboardForm();
+  boards.bind();
+  syncWinnable();
   setInterval(() => {
     if (conn.isOpen && state.player && document.visibilityState === "visible") requestLive();
   }, LIVE_REFRESH_MS);
+  setInterval(() => {
+    if (state.board) renderClock(state);
+  }, 1000);
 }
 
 bind();
-render();
+draw();
 conn.connect();

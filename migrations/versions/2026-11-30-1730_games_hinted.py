@@ -1,7 +1,7 @@
 """games.hinted: the game asked the solver for a hint, so it ranks on no leaderboard.
 
 Revision ID: 3b8e1f6a2c57
-Revises: 7d2a5c0e9b41
+Revises: 3b9e1f07c2d5
 Create Date: 2026-11-30 17:30:00.000000+00:00
 
 Every game stored so far was played without hints (there were none): the column starts false.
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "3b8e1f6a2c57"
-down_revision: str | Sequence[str] | None = "7d2a5c0e9b41"
+down_revision: str | Sequence[str] | None = "3b9e1f07c2d5"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -15,18 +15,31 @@ from __future__ import annotations
 from server.storage import repository
 from server.storage.db import (
     Database,
+    StorageUnavailable,
     current_revision,
     downgrade_to_base,
     head_revision,
     upgrade_to_head,
 )
-from server.storage.records import GameResult, GameStart, PlayerRecord, StoredGame
+from server.storage.records import (
+    ActionRecord,
+    GameProgress,
+    GameResult,
+    GameStart,
+    LiveGame,
+    PlayerRecord,
+    StoredGame,
+)
 
 __all__ = [
+    "ActionRecord",
     "Database",
+    "GameProgress",
     "GameResult",
     "GameStart",
+    "LiveGame",
     "PlayerRecord",
+    "StorageUnavailable",
     "StoredGame",
     "current_revision",
     "downgrade_to_base",

@@ -24,23 +24,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import insert
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
+from server.storage import repository
 from server.storage.db import sqlite_pragmas
-from server.storage.tables import actions
+from server.storage.records import ActionRecord
+from server.storage.tables import games
 
 __all__ = ["ActionAppendConflict", "BatchStats", "SqliteActionLog"]
 
 logger = logging.getLogger(__name__)
 
-_INSERT_SQL = str(
-    insert(actions)
-    .values(game_id=":game_id", v=":v", action=":action")
-    .compile(dialect=sqlite_dialect.dialect(paramstyle="qmark"))
-)
-
-Row = tuple[str, int, str]
+_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
+_INSERT_SQL = str(repository.INSERT_ACTIONS.compile(dialect=_DIALECT, column_keys=["game_id", "v", "action"]))
+_PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
+#: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
+_STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
 
 
 class ActionAppendConflict(Exception):
@@ -59,7 +58,7 @@ class BatchStats:
 
 @dataclass(slots=True)
 class _Append:
-    rows: Sequence[Row]
+    rows: Sequence[ActionRecord]
     future: asyncio.Future[None]
     error: Exception | None = None
 
@@ -88,11 +87,12 @@ class SqliteActionLog:
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    async def append(self, rows: Sequence[Row]) -> None:
-        """Commit ``rows`` (game_id, v, action) atomically, grouped with whatever else is queued.
+    async def append(self, rows: Sequence[ActionRecord]) -> None:
+        """Commit ``rows`` atomically (with their games' figures), grouped with whatever else is queued.
 
         Raises:
-            ActionAppendConflict: a row's (game_id, v) exists; nothing of ``rows`` was stored.
+            ActionAppendConflict: a row's (game_id, v) exists, or its game is finished; nothing of
+                ``rows`` was stored.
             sqlite3.Error | OSError: the database failed; nothing of ``rows`` was stored.
         """
         if self._closed:
@@ -198,15 +198,26 @@ class SqliteActionLog:
             self._on_batch(stats)
 
 
-def _commit(conn: sqlite3.Connection, rows: Sequence[Row]) -> None:
+def _commit(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """The statements of `repository.append_actions`, through the plain driver."""
+    last = {row.game_id: row.progress for row in rows if row.progress is not None}
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(_INSERT_SQL, rows)
+        conn.executemany(_INSERT_SQL, [(row.game_id, row.v, row.action) for row in rows])
+        if last:
+            conn.executemany(
+                _PROGRESS_SQL,
+                [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
+            )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _stored_time(moment: object) -> object:
+    return moment if _STORED_TIME is None else _STORED_TIME(moment)
 
 
 def _discard(conn: sqlite3.Connection | None) -> None:

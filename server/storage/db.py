@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +32,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, event
 from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, ProgrammingError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
@@ -43,7 +45,14 @@ _ASYNC_DRIVERS: Final = {
     "postgresql": "postgresql+asyncpg",
     "postgres": "postgresql+asyncpg",
 }
+#: The drivers the storage runs on, as `async_url` names them.
+SUPPORTED_DRIVERS: Final = frozenset(_ASYNC_DRIVERS.values())
 _BEGIN_OPTION: Final = "eightoff_sqlite_begin"
+
+
+class StorageUnavailable(Exception):
+    """The database failed, timed out or could not be reached; nothing of the unit of work is stored, and
+    it may be retried. The one exception every storage failure becomes (`Database` maps them)."""
 
 
 def async_url(url: str | URL) -> URL:
@@ -86,15 +95,21 @@ class Database:
     Build it with `Database.create` and close it with `dispose` when the server stops.
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, timeout: float | None = None) -> None:
         """Wrap an engine; prefer `Database.create`, which sets the engine up for this server."""
         self.engine: Final = engine
+        self._timeout = timeout
         self._is_sqlite = engine.dialect.name == "sqlite"
         self._writer = engine.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"}) if self._is_sqlite else engine
 
     @classmethod
     def create(
-        cls, url: str, *, sqlite_synchronous: str = "FULL", application_name: str = "eightoff"
+        cls,
+        url: str,
+        *,
+        sqlite_synchronous: str = "FULL",
+        application_name: str = "eightoff",
+        timeout: float | None = None,
     ) -> Database:
         """Build the engine for ``url`` (no connection is opened yet).
 
@@ -105,6 +120,9 @@ class Database:
             sqlite_synchronous: SQLite ``PRAGMA synchronous``: ``FULL`` (the default: a committed
                 transaction survives power loss), ``NORMAL``, ``OFF`` or ``EXTRA``. Ignored elsewhere.
             application_name: how PostgreSQL connections name themselves in ``pg_stat_activity``.
+            timeout: seconds a unit of work may take, connecting and waiting for a pooled connection
+                included, before it fails with `StorageUnavailable` (a database that accepts
+                connections but never answers must not hang requests); None waits forever (tools).
 
         Raises:
             ValueError: for an unknown ``sqlite_synchronous``.
@@ -121,14 +139,18 @@ class Database:
             engine = create_async_engine(parsed)
             _set_up_sqlite(engine, synchronous)
         elif parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() == "asyncpg":
+            connect_args: dict[str, Any] = {"server_settings": {"application_name": application_name}}
+            if timeout is not None:
+                connect_args.update(timeout=timeout, command_timeout=timeout)
             engine = create_async_engine(
                 parsed,
                 pool_pre_ping=True,
-                connect_args={"server_settings": {"application_name": application_name}},
+                pool_timeout=timeout if timeout is not None else 30.0,
+                connect_args=connect_args,
             )
         else:
             engine = create_async_engine(parsed, pool_pre_ping=True)
-        return cls(engine)
+        return cls(engine, timeout=timeout)
 
     @property
     def is_sqlite(self) -> bool:
@@ -142,25 +164,51 @@ class Database:
         back when it raises (the exception propagates). On PostgreSQL a failed statement, such as an
         insert refused by a unique key, aborts the transaction: let the exception leave the block and start
         a new unit of work.
+
+        Raises:
+            StorageUnavailable: the database failed or timed out; nothing was committed.
+            sqlalchemy.exc.IntegrityError: a constraint refused a statement (not a failure: a conflict).
         """
-        return self._writer.begin()
+        return self._unit_of_work(self._writer.begin)
 
     def connection(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for reads: ``async with database.connection() as conn: ...``.
 
         Nothing is committed: whatever the block did is rolled back when it ends.
+
+        Raises:
+            StorageUnavailable: the database failed or timed out.
         """
-        return _read_connection(self.engine)
+        return self._unit_of_work(self.engine.connect)
+
+    @asynccontextmanager
+    async def _unit_of_work(
+        self, open_unit: Callable[[], AbstractAsyncContextManager[AsyncConnection]]
+    ) -> AsyncIterator[AsyncConnection]:
+        """The one place where storage failures become `StorageUnavailable`, within ``timeout``.
+
+        A refusal by a constraint, and errors of the statement itself (bugs), are not failures of the
+        database and pass through unchanged."""
+        try:
+            async with asyncio.timeout(self._timeout), open_unit() as conn:
+                yield conn
+        except (IntegrityError, ProgrammingError, DataError):
+            raise
+        except (DBAPIError, PoolTimeout, OSError, TimeoutError) as exc:
+            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}: {exc}") from exc
+
+    async def ping(self) -> None:
+        """One round trip to the database.
+
+        Raises:
+            StorageUnavailable: it did not answer within the timeout.
+        """
+        async with self.connection() as conn:
+            await conn.exec_driver_sql("SELECT 1")
 
     async def dispose(self) -> None:
         """Close every pooled connection; the `Database` may still be used afterwards (it reconnects)."""
         await self.engine.dispose()
-
-
-@asynccontextmanager
-async def _read_connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    async with engine.connect() as conn:
-        yield conn
 
 
 def sqlite_pragmas(synchronous: str) -> tuple[str, ...]:

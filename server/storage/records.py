@@ -52,6 +52,53 @@ class GameStart:
 
 
 @dataclass(frozen=True, slots=True)
+class GameProgress:
+    """A game's running figures after an action, for its row (``live`` reads them).
+
+    Attributes:
+        score, moves, undos: the game's figures after the action.
+        at: when the action was accepted (aware, UTC): the game's ``active_at``.
+    """
+
+    score: int
+    moves: int
+    undos: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One action to append; see `repository.append_actions`.
+
+    Attributes:
+        game_id: the game.
+        v: the version the action produces (from 1); (game_id, v) is the fence between writers.
+        action: its notation (``"t1-c5"``, ``"undo"``, ``"resign"``), opaque to storage.
+        progress: when set, the game's row takes these figures in the same commit (the writer sends
+            them now and then, not with every action: see `server.room`).
+    """
+
+    game_id: str
+    v: int
+    action: str
+    progress: GameProgress | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveGame:
+    """An unfinished game as ``live`` lists it: its committed figures and its owner."""
+
+    id: str
+    player_id: str
+    player_name: str
+    code: str
+    score: int
+    moves: int
+    started_at: datetime
+    active_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class GameResult:
     """The final figures of a game, written once when it ends; see `repository.finish_game`.
 

@@ -7,22 +7,42 @@ None of these functions commits: the caller owns the unit of work (`Database.tra
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Row, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import leaderboards
-from server.storage.records import GameResult, GameStart, PlayerRecord, RankedGame, StoredGame
+from server.storage.records import (
+    ActionRecord,
+    GameResult,
+    GameStart,
+    LiveGame,
+    PlayerRecord,
+    RankedGame,
+    StoredGame,
+)
 from server.storage.tables import actions, games, players
 
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
 
-# Statements built once: the server inserts actions on its hot path.
+# Statements built once: the server inserts actions on its hot path (the SQLite writer thread compiles
+# the two public ones for its plain driver).
 _INSERT_PLAYER: Final = insert(players)
 _INSERT_GAME: Final = insert(games)
-_INSERT_ACTIONS: Final = insert(actions)
+INSERT_ACTIONS: Final = insert(actions)
+RECORD_PROGRESS: Final = (
+    update(games)
+    .where(games.c.id == bindparam("p_game"))
+    .values(
+        score=bindparam("p_score"),
+        moves=bindparam("p_moves"),
+        undos=bindparam("p_undos"),
+        active_at=bindparam("p_at"),
+    )
+)
 
 
 def _player(row: Row[Any]) -> PlayerRecord:
@@ -76,6 +96,7 @@ async def insert_game(conn: AsyncConnection, game: GameStart) -> None:
             "daily_date": game.daily_date,
             "status": "playing",
             "started_at": game.started_at,
+            "active_at": game.started_at,
         },
     )
 
@@ -96,8 +117,35 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
     if not rows:
         return
     await conn.execute(
-        _INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
+        INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
     )
+
+
+async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
+    """Append actions, possibly of many games, and bring each game's row to the figures of its last
+    action that carries them.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: a ``(game_id, v)`` is already stored (the fence), a game does not
+            exist, or a game is no longer playing (refused by the database's trigger). Let it roll the unit
+            of work back.
+    """
+    await insert_actions(conn, [(record.game_id, record.v, record.action) for record in records])
+    await record_progress(conn, records)
+
+
+async def record_progress(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
+    """Set each game's running figures and ``active_at`` from its last record in ``records`` that
+    carries them."""
+    last = {record.game_id: record.progress for record in records if record.progress is not None}
+    if last:
+        await conn.execute(
+            RECORD_PROGRESS,
+            [
+                {"p_game": game, "p_score": p.score, "p_moves": p.moves, "p_undos": p.undos, "p_at": p.at}
+                for game, p in last.items()
+            ],
+        )
 
 
 async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
@@ -220,6 +268,53 @@ async def unfinished_game_ids(conn: AsyncConnection, player_id: str) -> list[str
         .order_by(games.c.started_at, games.c.id)
     )
     return list(ids)
+
+
+async def live_games(
+    conn: AsyncConnection,
+    *,
+    active_since: dt.datetime,
+    after: tuple[dt.datetime, str] | None,
+    limit: int,
+) -> list[LiveGame]:
+    """Unfinished games active at or after ``active_since``, most recently active first, then by id
+    descending; ``after`` (an ``(active_at, id)`` from the previous page) starts after that game. One
+    walk of ``ix_games_status_active_at_id``: the cost is the page's, not the number of games."""
+    statement = (
+        select(
+            games.c.id,
+            games.c.player_id,
+            players.c.name,
+            games.c.code,
+            games.c.score,
+            games.c.moves,
+            games.c.started_at,
+            games.c.active_at,
+        )
+        .join(players, players.c.id == games.c.player_id)
+        .where(games.c.status == "playing", games.c.active_at >= active_since)
+        .order_by(games.c.active_at.desc(), games.c.id.desc())
+        .limit(limit)
+    )
+    if after is not None:
+        at, game_id = after
+        statement = statement.where(
+            or_(games.c.active_at < at, and_(games.c.active_at == at, games.c.id < game_id))
+        )
+    rows = (await conn.execute(statement)).all()
+    return [
+        LiveGame(
+            id=row.id,
+            player_id=row.player_id,
+            player_name=row.name,
+            code=row.code,
+            score=row.score,
+            moves=row.moves,
+            started_at=row.started_at,
+            active_at=row.active_at,
+        )
+        for row in rows
+    ]
 
 
 async def count_games(conn: AsyncConnection) -> int:

@@ -96,7 +96,7 @@ class PlayerRow(Base):
 
 
 class GameRow(Base):
-    """One game: the deal it plays, who plays it, and its final figures once it ends."""
+    """One game: its deal, who plays it, and its figures (current while playing, final once it ends)."""
 
     __tablename__ = "games"
     __table_args__ = (
@@ -108,6 +108,8 @@ class GameRow(Base):
         # tables below, not this table.
         Index("ix_games_player_id_finished_at", "player_id", "finished_at"),
         Index("ix_games_finished_at", "finished_at"),
+        # ``live``: the unfinished games active lately, most recent first, a page at a time.
+        Index("ix_games_status_active_at_id", "status", "active_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -123,6 +125,10 @@ class GameRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     duration_ms: Mapped[int | None] = mapped_column(BigInteger)
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # When the game last changed: its start, then each committed action (score, moves and undos are
+    # kept current by the same commit). No action row is accepted once the status is final: a trigger
+    # made by the migration refuses it.
+    active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
     hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 

@@ -20,7 +20,7 @@ from engine import Deal, Game, Layout, Move
 from server import cli, requests
 from server.app import App
 from server.storage import Database, repository
-from server.storage.tables import games
+from server.storage.tables import actions, games
 from solver import solve_deal, winnable_daily_deal
 
 WINNABLE = "EO1-C8-AAAAAAB"
@@ -216,6 +216,25 @@ async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
     await second.close()
 
 
+async def play_unfinished(client: WsClient, code: str, moves: int) -> str:
+    """A game left unfinished after ``moves`` legal moves and one undo (its row keeps its start figures)."""
+    game_id = (await client.request("new_game", code=code))["game"]
+    game = Game.from_code(code)
+    for _ in range(moves):
+        move = next(iter(game.legal_moves))
+        assert (await client.request("move", game=game_id, **wire_move(move)))["type"] == "ack"
+        game.play(move)
+    assert (await client.request("undo", game=game_id))["type"] == "ack"
+    return game_id
+
+
+def refused_opening_move(code: str) -> Move:
+    """A column-to-column move that ``code``'s deal refuses at once: a log stored for another layout."""
+    legal = Game.from_code(code).legal_moves
+    candidates = (Move.parse(f"t{a}-t{b}") for a in range(1, 9) for b in range(1, 9) if a != b)
+    return next(move for move in candidates if move not in legal)
+
+
 async def test_verify_command_replays_every_game(
     app: App, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -224,11 +243,11 @@ async def test_verify_command_replays_every_game(
     client = await player(url, "Ann")
     won = await win(client, solution)
     resigned, _ = await resign_after_one_move(client, code="EO1-C4-AAAAAAC")  # has a legal move
-    playing = (await client.request("new_game", cells=2))["game"]
-    await client.request("move", game=playing, **{"from": "c1", "to": "t1"})  # maybe illegal: fine either way
+    playing = await play_unfinished(client, "EO1-C8-AAAAAFA", moves=3)
     await client.close()
     database_url = app.settings.database_url
 
+    # The unfinished game's moves, score and undos are not final: only its status and replay count.
     assert await asyncio.to_thread(cli.main, ["verify", "--database-url", database_url, "--batch", "2"]) == 0
     captured = capsys.readouterr()
     assert "verified 3 stored games: 0 mismatch(es)" in captured.out
@@ -240,8 +259,31 @@ async def test_verify_command_replays_every_game(
     assert await asyncio.to_thread(cli.main, ["verify", "--database-url", database_url]) == 1
     out = capsys.readouterr().out
     assert f"MISMATCH {won}: moves stored {len(solution) - 1}, replayed {len(solution)}" in out
-    assert f"MISMATCH {resigned}: status stored 'won', replayed 'playing'" in out
+    # the resigned game's log ends with its resign row, so it replays as resigned
+    assert f"MISMATCH {resigned}: status stored 'won', replayed 'resigned'" in out
+    assert playing not in out
     assert "verified 3 stored games: 2 mismatch(es)" in out
+
+
+async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
+    app: App, url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a C2 game stored under the old layout: its first action is illegal from its deal."""
+    client = await player(url, "Ann")
+    healthy = await play_unfinished(client, "EO1-C8-AAAAAFA", moves=2)
+    broken = await play_unfinished(client, "EO1-C8-AAAAAFB", moves=2)
+    await client.close()
+    stale = refused_opening_move("EO1-C8-AAAAAFB")
+    async with app.database.transaction() as conn:
+        await conn.execute(
+            update(actions).where(actions.c.game_id == broken, actions.c.v == 1).values(action=stale.symbol())
+        )
+
+    assert await asyncio.to_thread(cli.main, ["verify", "--database-url", app.settings.database_url]) == 1
+    out = capsys.readouterr().out
+    assert f"MISMATCH {broken}: action v=1 {stale.symbol()!r} does not replay" in out
+    assert healthy not in out
+    assert "verified 2 stored games: 1 mismatch(es)" in out
 
 
 async def test_verify_reports_an_action_log_that_does_not_replay(database: Database) -> None:

@@ -26,7 +26,7 @@ from leaderboard_support import (
 )
 
 from engine import daily_deal
-from server.hub import Refusal
+from server.errors import Refusal
 from server.storage import Database
 
 UTC = dt.UTC

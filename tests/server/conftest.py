@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -34,3 +35,21 @@ async def app(database_url: str) -> AsyncIterator[App]:
 @pytest.fixture
 def url(app: App) -> str:
     return serverutil.ws_url(app)
+
+
+@pytest.fixture
+async def two_nodes() -> AsyncIterator[tuple[App, App]]:
+    """Two nodes on one PostgreSQL database and one Redis (skipped unless CI provides both)."""
+    server_url = dbutil.require_postgres_server_url()
+    redis_url = os.environ.get("EIGHTOFF_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("EIGHTOFF_TEST_REDIS_URL is not set (CI sets it)")
+    database_url = await dbutil.create_postgres_database_async(server_url)
+    try:
+        async with (
+            serverutil.running_app(database_url, redis_url=redis_url, node="node-a") as node_a,
+            serverutil.running_app(database_url, redis_url=redis_url, node="node-b") as node_b,
+        ):
+            yield node_a, node_b
+    finally:
+        await dbutil.drop_postgres_database_async(server_url, database_url)

@@ -3,35 +3,11 @@ game played on the other, and a player moving to another node takes the game ove
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator
-
-import dbutil
-import pytest
 import serverutil
 from boardcopy import BoardCopy
 from wsclient import WsClient
 
 from server.app import App
-
-REDIS_SKIP_REASON = "EIGHTOFF_TEST_REDIS_URL is not set (CI sets it)"
-
-
-@pytest.fixture
-async def two_nodes() -> AsyncIterator[tuple[App, App]]:
-    server_url = dbutil.require_postgres_server_url()
-    redis_url = os.environ.get("EIGHTOFF_TEST_REDIS_URL")
-    if not redis_url:
-        pytest.skip(REDIS_SKIP_REASON)
-    database_url = await dbutil.create_postgres_database_async(server_url)
-    try:
-        async with (
-            serverutil.running_app(database_url, redis_url=redis_url, node="node-a") as node_a,
-            serverutil.running_app(database_url, redis_url=redis_url, node="node-b") as node_b,
-        ):
-            yield node_a, node_b
-    finally:
-        await dbutil.drop_postgres_database_async(server_url, database_url)
 
 
 async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]) -> None:

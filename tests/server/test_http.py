@@ -39,6 +39,7 @@ async def test_metrics_count_connections_actions_and_errors(app: App, url: str) 
     assert 'eightoff_errors_total{code="illegal_move"} 1.0' in body
     assert "eightoff_action_latency_seconds_count 1.0" in body
     assert "eightoff_commit_latency_seconds_count" in body
+    assert "_created" not in body  # no start-time series beside each counter and histogram
     await client.close()
 
 
@@ -57,15 +58,15 @@ async def test_rooms_leave_memory_when_nobody_follows_them(app: App, url: str) -
         game = (await client.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
         await client.request("move", game=game, **{"from": "t1", "to": "c5"})
         games.append(game)
-    assert len(list(app.hub.rooms())) == 20
+    assert len(list(app.registry.rooms())) == 20
     tokens = [client.token for client in clients]
     for client in clients:
         await client.close()
     for _ in range(100):
-        if not list(app.hub.rooms()):
+        if not list(app.registry.rooms()):
             break
         await asyncio.sleep(0.01)
-    assert list(app.hub.rooms()) == []
+    assert list(app.registry.rooms()) == []
     back = await WsClient.open(url)
     await back.hello(token=tokens[0])
     assert (await back.request("resume", game=games[0]))["v"] == 1

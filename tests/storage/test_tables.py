@@ -33,6 +33,7 @@ def test_games_indexes() -> None:
         "ix_games_player_id_status": ["player_id", "status"],
         "ix_games_player_id_finished_at": ["player_id", "finished_at"],
         "ix_games_finished_at": ["finished_at"],
+        "ix_games_status_active_at_id": ["status", "active_at", "id"],
     }
 
 

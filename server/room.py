@@ -1,0 +1,374 @@
+"""A game room: one game in memory, the connections that follow it, and every operation on it.
+
+The room is the single writer of its game. Each operation (act, resign, watch, view, a remote commit, a
+reload) runs under the room's lock, so they happen one at a time in arrival order, and every reader of
+``room.game`` holds the lock: what they see is committed state. An action is applied in place by the
+operation holding the lock, committed through the write pipeline, and only then acknowledged and
+pushed; if the commit fails, the game is rebuilt without it before the lock is released (rare, and a
+bounded replay: `MAX_GAME_ACTIONS`). So a given (game, v) means one position everywhere, and nothing a
+client sees was refused by the database. (Applying to a copy instead would cost every action a copy of
+the whole game, its log included.)
+
+Every change of a game passes the (game, v) fence of the ``actions`` table: a move, an undo, and a
+resignation too (stored as a ``resign`` row at the next version, see `RESIGN`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine import Action, Deal, Game, Status, parse_action
+from protocol import builders, format_timestamp
+from protocol.errors import RequestId
+from protocol.limits import MAX_GAME_ACTIONS
+from server.bus import BusEvent
+from server.clock import utc_now
+from server.committer import Write, WriteConflict
+from server.errors import ErrorCode, Refusal
+from server.storage import ActionRecord, GameProgress, GameResult, StoredGame
+
+__all__ = [
+    "RESIGN",
+    "FinishedGame",
+    "Follower",
+    "GameRoom",
+    "PlayerRef",
+    "Pusher",
+    "RoomServices",
+    "WriteSink",
+    "replay_stored",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The notation of a resignation in the action log: the row that puts resigning behind the fence.
+RESIGN = "resign"
+#: Seconds between two updates of a game's row (score, moves, ``active_at``) while it is played: what
+#: ``live`` lists is at most this old, and is always committed state.
+PROGRESS_INTERVAL = 10.0
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRef:
+    id: str
+    name: str
+
+    def wire(self) -> dict[str, object]:
+        return builders.player_info(self.id, self.name)
+
+
+class Follower(Protocol):
+    """A connection as a room sees it: something messages are pushed to (see `server.session.Session`)."""
+
+    subprotocol: Any
+    transport: Any
+    last_seen: float
+
+
+class WriteSink(Protocol):
+    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline."""
+
+    async def submit(self, write: Write) -> None: ...
+
+
+class Pusher(Protocol):
+    """Sends one server message to many connections without waiting for any of them."""
+
+    def __call__(self, audience: Iterable[Any], message: Message) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RoomServices:
+    """What a room needs from the node: storing, pushing, telling other nodes, reading what is stored,
+    and being told that it ended."""
+
+    node: str
+    committer: WriteSink
+    push: Pusher
+    publish: Callable[[BusEvent], None] | None
+    load: Callable[[str], Awaitable[StoredGame | None]]
+    ended: Callable[[GameRoom], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedGame:
+    """A game no longer in play, with its final position: immutable, so it is cached and shared."""
+
+    id: str
+    owner: PlayerRef
+    started_at: dt.datetime
+    game: Game
+
+    def snapshot(self, request_id: RequestId | None) -> Message:
+        return _snapshot(self.id, self.game, self.owner, self.started_at, request_id)
+
+
+@dataclass(eq=False, slots=True)
+class GameRoom:
+    """One unfinished game in memory and the connections that follow it; see the module docstring."""
+
+    id: str
+    game: Game
+    owner: PlayerRef
+    started_at: dt.datetime
+    services: RoomServices
+    viewers: set[Follower] = field(default_factory=set)
+    spectators: set[Follower] = field(default_factory=set)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ended: FinishedGame | None = None
+    replaced: bool = False
+    progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
+
+    @property
+    def code(self) -> str:
+        return self.game.deal.code()
+
+    def is_followed(self) -> bool:
+        return bool(self.viewers or self.spectators)
+
+    def is_open(self) -> bool:
+        return self.ended is None and not self.replaced
+
+    # ------------------------------------------------------------------ followers
+
+    async def view(self, viewer: Follower, request_id: RequestId | None) -> Message | None:
+        """``viewer`` (a connection of the owner) follows the game; its snapshot, taken under the lock so
+        that the next diff it gets is of the next version. None when the room closed meanwhile (the game
+        ended or was reloaded): find the game again."""
+        async with self.lock:
+            if not self.is_open():
+                return None
+            self.viewers.add(viewer)
+            return self.snapshot(request_id)
+
+    async def watch(self, spectator: Follower, request_id: RequestId | None) -> Message | None:
+        """``spectator`` follows the game; its snapshot (as ``view``)."""
+        async with self.lock:
+            if not self.is_open():
+                return None
+            self.spectators.add(spectator)
+            return self.snapshot(request_id)
+
+    def unfollow(self, follower: Follower) -> None:
+        self.viewers.discard(follower)
+        self.spectators.discard(follower)
+
+    def snapshot(self, request_id: RequestId | None) -> Message:
+        """The committed position; call under the lock (or where no action can be in flight)."""
+        return _snapshot(self.id, self.game, self.owner, self.started_at, request_id)
+
+    # ------------------------------------------------------------------ changes
+
+    async def act(
+        self,
+        requester: Follower,
+        resolve: Callable[[Game], Action],
+        expected_v: int | None,
+        request_id: RequestId | None,
+    ) -> list[Message]:
+        """Check, apply, commit and announce one action of the owner; the requester's replies (its ack,
+        and game_over when the action won). The requester becomes a viewer of the game.
+
+        Raises:
+            Refusal: stale, illegal_move (the game is over or at `MAX_GAME_ACTIONS`).
+            engine.IllegalMoveError: the rules refuse it.
+            StorageUnavailable: nothing was stored; the room is as it was before.
+        """
+        async with self.lock:
+            self._check_open()
+            self.viewers.add(requester)
+            self._check_version(expected_v)
+            if self.game.v >= MAX_GAME_ACTIONS:
+                raise Refusal(
+                    ErrorCode.ILLEGAL_MOVE,
+                    f"game {self.id} has its {MAX_GAME_ACTIONS} actions, the most a game may have; resign it",
+                )
+            game = self.game
+            action = resolve(game)
+            transfer = game.play(action)  # in place: nobody else reads it before the lock is released
+            now = utc_now()
+            notation = action.symbol()
+            write = Write(actions=[self._record(game, game.v, notation, now)])
+            if game.is_over():
+                write.result = self._result(game, now)
+            try:
+                await self._commit(write)
+            except BaseException:
+                if self.game is game:  # not replaced by the stored game after a conflict
+                    self.game = Game.replay(game.deal, game.log[:-1])
+                raise
+            self._publish(game.v, notation, write.result)
+            replies = [builders.ack(self.id, game, transfer, request_id)]
+            self._announce(lambda: builders.diff(self.id, game, transfer), skip=requester)
+            if write.result is not None:
+                replies.append(self._end(write.result, skip=requester))
+            return replies
+
+    async def resign(self, requester: Follower, request_id: RequestId | None) -> Message:
+        """End the game as resigned, through the fence (a ``resign`` row at the next version); the
+        requester's game_over.
+
+        Raises:
+            Refusal: stale, illegal_move (the game is over).
+            StorageUnavailable: nothing was stored.
+        """
+        async with self.lock:
+            self._check_open()
+            game = self.game.copy()
+            game.resign()
+            now = utc_now()
+            result = self._result(game, now)
+            await self._commit(Write(actions=[self._record(game, game.v + 1, RESIGN, now)], result=result))
+            self.game = game
+            self._publish(game.v, None, result)
+            self._end(result, skip=requester)
+            return _game_over(result, request_id)
+
+    async def apply_remote(self, event: BusEvent) -> None:
+        """Follow an action another node committed: replay it here and push it to our followers. Events
+        come in commit order; one this room already holds (it loaded after the commit) is skipped by v."""
+        async with self.lock:
+            if not self.is_open() or event.v < self.game.v:
+                return
+            finished_at = None if event.finished_at_ms is None else _from_epoch_ms(event.finished_at_ms)
+            game = self.game  # changed in place: it is already committed (by the other node)
+            if event.action is None and event.v == game.v:
+                game.resign()
+                self._end(self._result(game, finished_at or utc_now()), skip=None)
+            elif event.action is not None and event.v == game.v + 1:
+                transfer = game.play(parse_action(event.action))
+                self._announce(lambda: builders.diff(self.id, game, transfer), skip=None)
+                if game.is_over():
+                    self._end(self._result(game, finished_at or utc_now()), skip=None)
+            elif event.v > self.game.v:
+                await self._reload()
+
+    # ------------------------------------------------------------------ inside the lock
+
+    def _check_open(self) -> None:
+        if self.ended is not None:
+            raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {self.id} is over")
+        if self.replaced:
+            raise Refusal(ErrorCode.STALE, f"game {self.id} was reloaded; resume it")
+
+    def _check_version(self, expected_v: int | None) -> None:
+        if expected_v is not None and expected_v != self.game.v:
+            raise Refusal(ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}")
+
+    async def _commit(self, write: Write) -> None:
+        """Commit ``write``; on a conflict (another node stored this version first) take the game as
+        stored and refuse the request as stale. Other failures propagate: the room is unchanged."""
+        try:
+            await self.services.committer.submit(write)
+        except WriteConflict:
+            try:
+                await self._reload()
+            except Exception:
+                logger.warning("reloading game %s after a conflict failed", self.id, exc_info=True)
+                self.replaced = True
+                self.services.ended(self)
+            raise Refusal(
+                ErrorCode.STALE, f"game {self.id} changed elsewhere; resume or watch it again"
+            ) from None
+
+    async def _reload(self) -> None:
+        """We missed commits of another node: take the game as the database has it. Followers see the
+        jump in v at the next diff and resync; a game found finished ends here too."""
+        stored = await self.services.load(self.id)
+        if stored is None:
+            return
+        game = await asyncio.to_thread(replay_stored, stored)
+        self.game = game
+        if game.is_over():
+            finished_at = stored.finished_at or utc_now()
+            self._end(self._result(game, finished_at), skip=None)
+
+    def _publish(self, v: int, notation: str | None, result: GameResult | None) -> None:
+        if self.services.publish is not None:
+            finished_ms = None if result is None else int(result.finished_at.timestamp() * 1000)
+            self.services.publish(BusEvent(self.services.node, self.id, v, notation, finished_ms))
+
+    def _announce(self, message: Callable[[], Message], *, skip: Follower | None) -> None:
+        """Push ``message()`` to every follower but ``skip`` (the requester, who has its reply: a
+        connection that both plays and watches the game gets its ack, never also a diff). Built only
+        when someone gets it: most games are followed by their player alone."""
+        others = (
+            (self.viewers | self.spectators) - {skip} if skip is not None else self.viewers | self.spectators
+        )
+        if others:
+            self.services.push(others, message())
+
+    def _end(self, result: GameResult, *, skip: Follower | None) -> Message:
+        """The game ended: tell the followers (but ``skip``), let them go, leave the node's rooms."""
+        self._announce(lambda: _game_over(result, None), skip=skip)
+        self.ended = FinishedGame(self.id, self.owner, self.started_at, self.game)
+        self.viewers.clear()
+        self.spectators.clear()
+        self.services.ended(self)
+        return _game_over(result, None)
+
+    def _record(self, game: Game, v: int, notation: str, at: dt.datetime) -> ActionRecord:
+        """The row of an action; it carries the game's figures for its row (what ``live`` lists) when
+        `PROGRESS_INTERVAL` has passed since the last ones: an update of the game's row with every
+        action would cost the hot path a second statement per game per commit."""
+        moment = time.monotonic()
+        if moment < self.progress_due:
+            return ActionRecord(self.id, v, notation)
+        self.progress_due = moment + PROGRESS_INTERVAL
+        return ActionRecord(self.id, v, notation, GameProgress(game.score, game.moves, game.undos, at))
+
+    def _result(self, game: Game, finished_at: dt.datetime) -> GameResult:
+        return GameResult(
+            id=self.id,
+            status=game.status.value,
+            score=game.score,
+            moves=game.moves,
+            undos=game.undos,
+            finished_at=finished_at,
+            duration_ms=max(0, int((finished_at - self.started_at).total_seconds() * 1000)),
+            won=game.status is Status.WON,
+        )
+
+
+def _snapshot(
+    game_id: str, game: Game, owner: PlayerRef, started_at: dt.datetime, request_id: RequestId | None
+) -> Message:
+    return builders.snapshot(
+        game_id, game, player=owner.wire(), started_at=format_timestamp(started_at), request_id=request_id
+    )
+
+
+def _game_over(result: GameResult, request_id: RequestId | None) -> Message:
+    return builders.game_over(
+        result.id,
+        won=result.won,
+        score=result.score,
+        moves=result.moves,
+        duration_ms=result.duration_ms,
+        request_id=request_id,
+    )
+
+
+def _from_epoch_ms(millis: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(millis / 1000, dt.UTC)
+
+
+def replay_stored(stored: StoredGame) -> Game:
+    """Rebuild a stored game through the engine, checking every action again; a ``resign`` row (the
+    last one) resigns it. Blocking for a long log: call it through ``asyncio.to_thread``."""
+    notations = stored.actions
+    resigned = bool(notations) and notations[-1] == RESIGN
+    if resigned:
+        notations = notations[:-1]
+    game = Game.replay(Deal.from_code(stored.code), (parse_action(text) for text in notations))
+    if resigned or (stored.status == Status.RESIGNED.value and game.status is Status.PLAYING):
+        game.resign()  # games resigned before resigning was a row of the log have none
+    return game

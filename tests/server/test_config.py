@@ -1,0 +1,90 @@
+"""Settings refuse every unusable value when they are made, naming the flag and the variable; the
+values at each bound are accepted. (The command's exit status and message: tests/server/test_cli.py.)"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import pytest
+
+from server.config import SettingError, Settings, settings_from_args
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "why"),
+    [
+        ("port", 65536, "65536 is not a TCP port: use 1-65535, or 0 for any free port"),
+        ("port", 99999, "99999 is not a TCP port"),
+        ("port", -1, "-1 is not a TCP port"),
+        ("node", "", "'' is not a name of 1..64 characters"),
+        ("node", "  ", "is not a name of 1..64 characters"),
+        ("node", "n" * 65, "is not a name of 1..64 characters"),
+        ("database_url", "mysql+aiomysql://u:secret@h/db", "unknown scheme 'mysql+aiomysql'"),
+        ("database_url", "sqlite+pysqlite:///x.db", "unknown scheme 'sqlite+pysqlite'"),
+        ("database_url", "not a url", "not a database URL"),
+        ("database_url", "", "not a database URL"),
+        ("sqlite_synchronous", "SOMETIMES", "'SOMETIMES' is not one of EXTRA, FULL, NORMAL, OFF"),
+        ("sqlite_synchronous", "", "is not one of"),
+        ("redis_url", "http://127.0.0.1:6379", "unknown scheme 'http'"),
+        ("redis_url", "127.0.0.1:6379", "unknown scheme"),
+        ("commit_batch", 0, "0 is not a number of at least 1"),
+        ("max_frame_bytes", 0, "not a number of at least 1"),
+        ("rate_per_second", 0.0, "0.0 is not a positive number"),
+        ("rate_per_second", math.nan, "nan is not a positive number"),
+        ("rate_per_second", math.inf, "inf is not a positive number"),
+        ("rate_burst", 0, "not a number of at least 1"),
+        ("max_games_per_connection", 0, "not a number of at least 1"),
+        ("max_watches_per_connection", -1, "not a number of at least 0"),
+        ("max_write_buffer_bytes", 0, "not a number of at least 1"),
+        ("idle_timeout", 0.0, "not a positive number"),
+        ("idle_timeout", -1.0, "not a positive number"),
+        ("shutdown_grace", -0.5, "-0.5 is not a number of at least 0"),
+        ("shutdown_grace", math.nan, "nan is not a number of at least 0"),
+    ],
+)
+def test_an_unusable_value_is_refused_naming_its_flag_and_variable(name: str, value: Any, why: str) -> None:
+    with pytest.raises(SettingError) as refused:
+        Settings(**{name: value})
+    flag, variable = "--" + name.replace("_", "-"), "EIGHTOFF_" + name.upper()
+    assert str(refused.value).startswith(f"{flag} ({variable}): ") and why in str(refused.value)
+    assert "secret" not in str(refused.value)  # a URL's password is never echoed
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("port", 0),
+        ("port", 1),
+        ("port", 65535),
+        ("node", "n" * 64),
+        ("database_url", "sqlite:///x.db"),
+        ("database_url", "postgresql://u@h/db"),
+        ("database_url", "postgresql+asyncpg://u:pw@h:5432/db"),
+        ("sqlite_synchronous", "normal"),
+        ("sqlite_synchronous", "EXTRA"),
+        ("redis_url", "rediss://h:6380/0"),
+        ("redis_url", "unix:///run/redis.sock"),
+        ("redis_url", None),
+        ("max_watches_per_connection", 0),
+        ("idle_timeout", None),
+        ("shutdown_grace", 0.0),
+        ("rate_per_second", 0.001),
+    ],
+)
+def test_the_values_at_each_bound_are_accepted(name: str, value: Any) -> None:
+    assert getattr(Settings(**{name: value}), name) == value
+
+
+def test_a_variable_that_is_not_of_its_type_names_the_setting() -> None:
+    with pytest.raises(
+        SettingError, match=r"^--rate-burst \(EIGHTOFF_RATE_BURST\): '4k' is not a valid int$"
+    ):
+        settings_from_args(argparse.Namespace(), environ={"EIGHTOFF_RATE_BURST": "4k"})
+    with pytest.raises(SettingError, match=r"^--port \(EIGHTOFF_PORT\): 70000 is not a TCP port"):
+        settings_from_args(argparse.Namespace(), environ={"EIGHTOFF_PORT": "70000"})
+    assert (
+        settings_from_args(argparse.Namespace(), environ={"EIGHTOFF_IDLE_TIMEOUT": "off"}).idle_timeout
+        is None
+    )

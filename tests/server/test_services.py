@@ -1,0 +1,160 @@
+"""The services without a listening socket (`server.app.Services`), on a real migrated database of each
+backend: the room registry, the group-commit pipeline and a session's release on close."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from engine import Deal, parse_action
+from server.app import Services
+from server.committer import Write, WriteConflict
+from server.config import Settings
+from server.errors import ErrorCode, Refusal
+from server.room import RESIGN, FinishedGame, GameRoom, PlayerRef
+from server.session import Session
+from server.storage import ActionRecord, GameProgress, PlayerRecord, repository, upgrade_to_head
+
+CODE = "EO1-C8-AAAAAFA"
+OWNER = PlayerRef("p-owner", "Ann")
+
+
+@pytest.fixture
+async def services(database_url: str) -> AsyncIterator[Services]:
+    await asyncio.to_thread(upgrade_to_head, database_url)
+    started = await Services.start(Settings(database_url=database_url, sqlite_synchronous="NORMAL"))
+    now = dt.datetime.now(dt.UTC)
+    await started.committer.submit(Write(player=PlayerRecord(OWNER.id, OWNER.name, "3" * 64, now)))
+    try:
+        yield started
+    finally:
+        await started.stop()
+
+
+def session() -> Session:
+    return Session(subprotocol=None)  # type: ignore[arg-type]
+
+
+async def new_room(services: Services) -> GameRoom:
+    return await services.registry.create(OWNER, Deal.from_code(CODE))
+
+
+# ------------------------------------------------------------------------------------------- registry
+
+
+async def test_a_room_leaves_memory_when_nobody_follows_it_and_comes_back_from_the_database(
+    services: Services,
+) -> None:
+    registry = services.registry
+    room = await new_room(services)
+    viewer = session()
+    await room.act(viewer, lambda game: parse_action("t1-c5"), 0, None)
+    viewer.viewing[room.id] = room
+    assert registry.room(room.id) is room
+    viewer.release(registry)
+    assert registry.room(room.id) is None and registry.rooms() == []
+    found = await registry.find(room.id)
+    assert isinstance(found, GameRoom) and found is not room
+    assert found.game.log == room.game.log and found.owner == OWNER
+
+
+async def test_concurrent_finds_of_one_game_share_one_load(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    room = await new_room(services)
+    services.registry.forget_if_idle(room)
+    loads = 0
+    real_load = repository.load_game
+
+    async def counting_load(*args: Any) -> Any:
+        nonlocal loads
+        loads += 1
+        return await real_load(*args)
+
+    monkeypatch.setattr(repository, "load_game", counting_load)
+    found = await asyncio.gather(*(services.registry.find(room.id) for _ in range(10)))
+    assert loads == 1 and len({id(each) for each in found}) == 1
+
+
+async def test_a_finished_game_is_found_as_its_final_position_from_the_cache(services: Services) -> None:
+    registry = services.registry
+    room = await new_room(services)
+    await room.resign(session(), None)
+    assert registry.room(room.id) is None
+    found = await registry.find(room.id)
+    assert isinstance(found, FinishedGame) and found.game.status.value == "resigned"
+    assert found is room.ended, "the position the room ended with, no replay"
+
+
+async def test_an_unknown_game_is_not_found(services: Services) -> None:
+    with pytest.raises(Refusal) as refused:
+        await services.registry.find("no-such-game")
+    assert refused.value.code is ErrorCode.NOT_FOUND
+
+
+# ------------------------------------------------------------------------------------------- pipeline
+
+
+async def test_writes_submitted_together_share_commits_and_a_conflict_fails_only_itself(
+    services: Services,
+) -> None:
+    rooms = [await new_room(services) for _ in range(8)]
+    now = dt.datetime.now(dt.UTC)
+    writes = [
+        Write(actions=[ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now))]) for room in rooms
+    ]
+    writes.append(Write(actions=[ActionRecord(rooms[0].id, 1, "c5-t1")]))  # v 1 of rooms[0] twice
+    outcomes = await asyncio.gather(*(services.committer.submit(w) for w in writes), return_exceptions=True)
+    assert outcomes[:-1] == [None] * 8
+    assert isinstance(outcomes[-1], WriteConflict)
+    async with services.database.connection() as conn:
+        stored = [await repository.load_game(conn, room.id) for room in rooms]
+    assert [game.actions for game in stored if game] == [("t1-c5",)] * 8
+    assert {game.moves for game in stored if game} == {1}, "the game rows took the figures"
+
+
+async def test_the_database_refuses_an_action_after_the_resign_row(services: Services) -> None:
+    room = await new_room(services)
+    await room.resign(session(), None)
+    with pytest.raises(WriteConflict):
+        await services.committer.submit(Write(actions=[ActionRecord(room.id, 2, "t1-c5")]))
+    async with services.database.connection() as conn:
+        stored = await repository.load_game(conn, room.id)
+    assert stored is not None and stored.actions == (RESIGN,) and stored.status == "resigned"
+
+
+# ------------------------------------------------------------------------------------------- session
+
+
+async def test_a_session_releases_everything_it_followed_in_one_place(services: Services) -> None:
+    registry = services.registry
+    played, watched, shared = [await new_room(services) for _ in range(3)]
+    mine, other = session(), session()
+    for room in (played, shared):
+        assert await room.view(mine, None) is not None
+        mine.viewing[room.id] = room
+    for room in (watched, shared):
+        assert await room.watch(mine, None) is not None
+        mine.watching[room.id] = room
+    assert await shared.watch(other, None) is not None
+    other.watching[shared.id] = shared
+
+    mine.release(registry)
+    assert not any(room.viewers or mine in room.spectators for room in (played, watched, shared))
+    assert registry.room(played.id) is None and registry.room(watched.id) is None
+    assert registry.room(shared.id) is shared, "another session still watches it"
+    assert mine.viewing == {} and mine.watching == {}
+
+
+async def test_an_ended_room_no_longer_counts_against_the_session(services: Services) -> None:
+    room = await new_room(services)
+    mine = session()
+    await room.view(mine, None)
+    mine.viewing[room.id] = room
+    assert mine.open_count(mine.viewing) == 1
+    await room.resign(mine, None)
+    assert mine.open_count(mine.viewing) == 0 and mine.viewing == {}

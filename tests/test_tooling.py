@@ -1,0 +1,156 @@
+"""A maintainer's everyday commands: bare ``pytest`` from the root collects what ``python -m pytest``
+does; CI runs the hypothesis profile "ci"; the import-linter contracts that CI runs catch each kind of
+layering violation."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+from hypothesis import settings
+from importlinter import ContractCheck
+
+from tools.import_contracts import StandardLibraryOnlyContract
+
+ROOT = Path(__file__).parents[1]
+BIN = Path(sys.executable).parent
+_COLLECTED = re.compile(r"^(\d+) tests? collected", re.MULTILINE)
+
+
+def run(
+    argv: list[str], *, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_ci_runs_every_check_before_the_tests() -> None:
+    """Each check can fail CI, and pytest's summary stays the last line CI prints."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    tests = next(i for i, line in enumerate(lines) if line.endswith(".venv/bin/python -m pytest"))
+    assert tests == max(i for i, line in enumerate(lines) if line.strip() and not line.startswith("#"))
+    for check in ("ruff check .", "ruff format --check .", "mypy", "lint-imports"):
+        assert lines.index(f".venv/bin/{check}") < tests, check
+    assert "set -euo pipefail" in lines
+
+
+def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does() -> None:
+    """Bare ``pytest`` does not put the root on sys.path; tests/server must not shadow the server package."""
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    bare = run([str(BIN / "pytest"), "--collect-only", "-q", "-p", "no:cacheprovider"], env=environ)
+    module = run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"], env=environ
+    )
+    assert bare.returncode == 0, bare.stdout[-3000:] + bare.stderr[-3000:]
+    assert "error" not in bare.stdout.lower().splitlines()[-1]
+    bare_count, module_count = _COLLECTED.search(bare.stdout), _COLLECTED.search(module.stdout)
+    assert bare_count and module_count
+    assert int(bare_count[1]) == int(module_count[1]) > 1000
+
+
+@pytest.mark.parametrize(("ci", "profile"), [("true", "ci"), (None, "dev"), ("false", "dev")])
+def test_the_ci_profile_is_loaded_exactly_when_ci_is_set(ci: str | None, profile: str) -> None:
+    """pytest's header names the active profile and what it changes (Hypothesis' own plugin prints it)."""
+    environ = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci is not None:
+        environ["CI"] = ci
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-v", "-p", "no:cacheprovider", __file__]
+    header = re.search(r"^hypothesis profile '(\w+)' -> (.*)$", run(argv, env=environ).stdout, re.MULTILINE)
+    assert header, "no hypothesis profile in pytest's header"
+    assert header[1] == profile
+    if profile == "ci":
+        assert (
+            "derandomize=True" in header[2]
+            and "max_examples=200" in header[2]
+            and "database=None" in header[2]
+        )
+    else:
+        assert "derandomize" not in header[2] and "max_examples" not in header[2]  # the defaults: 100, random
+
+
+def test_this_run_uses_the_profile_its_environment_selects() -> None:
+    """Under CI (which sets CI=true), this very run is derandomized with the CI budget."""
+    if os.environ.get("CI") == "true":
+        assert settings.get_current_profile_name() == "ci"
+        assert settings.default.derandomize and settings.default.max_examples == 200
+    else:
+        assert settings.get_current_profile_name() == "dev"
+
+
+def graph_of(imports: dict[str, list[str]]) -> grimp.ImportGraph:
+    graph = grimp.ImportGraph()
+    for importer, imported_modules in imports.items():
+        parts = importer.split(".")
+        for depth in range(1, len(parts) + 1):  # a module's packages are in the graph too
+            graph.add_module(".".join(parts[:depth]))
+        for imported in imported_modules:
+            graph.add_import(importer=importer, imported=imported, line_number=1, line_contents="import x")
+    return graph
+
+
+def standard_library_only(graph: grimp.ImportGraph, source: str, *allowed: str) -> ContractCheck:
+    options: dict[str, object] = {"source_modules": [source]}
+    if allowed:
+        options["allowed_modules"] = list(allowed)
+    return StandardLibraryOnlyContract("test", {}, options).check(graph, verbose=False)
+
+
+def test_standard_library_only_allows_itself_the_standard_library_and_the_named_packages() -> None:
+    graph = graph_of(
+        {
+            "engine.cards": ["engine.piles", "collections.abc", "dataclasses", "__future__"],
+            "protocol.codec": ["engine", "engine.cards", "msgpack", "json"],
+        }
+    )
+    assert standard_library_only(graph, "engine").kept
+    assert standard_library_only(graph, "protocol", "engine", "msgpack").kept
+
+
+def test_standard_library_only_names_each_other_import() -> None:
+    graph = graph_of(
+        {
+            "engine.cards": ["msgpack", "json", "protocol.codec"],
+            "engine": ["engineering"],  # a name that merely starts like the package
+            "protocol.codec": ["engine", "msgpack", "websockets.frames", "server.hub"],
+        }
+    )
+    engine = standard_library_only(graph, "engine")
+    assert not engine.kept
+    assert [(i["importer"], i["imported"]) for i in engine.metadata["illegal"]] == [
+        ("engine", "engineering"),
+        ("engine.cards", "msgpack"),
+        ("engine.cards", "protocol.codec"),
+    ]
+    protocol = standard_library_only(graph, "protocol", "engine", "msgpack")
+    assert [i["imported"] for i in protocol.metadata["illegal"]] == ["server.hub", "websockets.frames"]
+
+
+def test_lint_imports_breaks_each_contract_on_its_violation(tmp_path: Path) -> None:
+    """A copy of the tree with one violation of each rule: every contract in pyproject.toml is broken."""
+    for name in ("engine", "protocol", "server", "migrations", "bench", "tools"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    violations = {
+        "engine/cards.py": "import sqlalchemy",
+        "protocol/codec.py": "import websockets",
+        "engine/piles.py": "import server",
+        "server/storage/records.py": "import protocol",
+    }
+    for path, line in violations.items():
+        with (tmp_path / path).open("a") as source:
+            source.write(f"\n{line}  # noqa\n")
+    result = run([str(BIN / "lint-imports"), "--no-cache"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Contracts: 0 kept, 4 broken." in result.stdout
+    for message in (
+        "engine.cards is not allowed to import sqlalchemy",
+        "protocol.codec is not allowed to import websockets",
+        "engine.piles -> server",
+        "server.storage.records -> protocol",
+    ):
+        assert message in result.stdout, message

@@ -1,0 +1,195 @@
+"""Helpers of the browser tests: open the client as a named player, read the board it draws, and the
+gestures (drag with a mouse, drag with a finger) a person makes."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from playwright.async_api import BrowserContext, Locator, Page, WebSocketRoute, expect
+
+from engine import Deal, Game
+from protocol.builders import layout_fields
+
+expect.set_options(timeout=10_000)
+
+#: Where the screenshots go: docs/screenshots when EIGHTOFF_SCREENSHOTS says so (to refresh the
+#: README's), else a temporary folder.
+SCREENSHOTS = Path(os.environ.get("EIGHTOFF_SCREENSHOTS", "/tmp/eightoff-screenshots"))
+
+READ_BOARD = """() => {
+  const cards = (pile) => [...document.querySelectorAll(`#board [data-pile="${pile}"] [data-card]`)]
+    .map((node) => node.dataset.card);
+  const cells = [...document.querySelectorAll('#cells [data-pile]')]
+    .map((node) => cards(node.dataset.pile)[0] ?? null);
+  const foundations = {};
+  for (const suit of ["S", "H", "D", "C"]) foundations[suit] = cards(`f${suit}`)[0] ?? null;
+  const tableau = [1, 2, 3, 4, 5, 6, 7, 8].map((i) => cards(`t${i}`));
+  const field = (name) => document.querySelector(`#game-info [data-field="${name}"]`).textContent;
+  return {tableau, cells, foundations, score: field("score"), moves: field("moves"),
+          status: document.querySelector("#board").dataset.status, code: field("code")};
+}"""
+
+SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
+RANKS = "A23456789TJQK"
+
+
+def card_text(card: str) -> str:
+    """How the client prints a card: "TD" → "10♦"."""
+    return ("10" if card[0] == "T" else card[0]) + SUIT_SYMBOLS[card[1]]
+
+
+def goes_only_on(card: str) -> str:
+    """The refusal of a card dropped on a column it does not fit, in the player's words."""
+    above = RANKS[RANKS.index(card[0]) + 1] + card[1]
+    return f"{card_text(card)} goes only on {card_text(above)}"
+
+
+async def open_client(
+    context: BrowserContext,
+    site: str,
+    errors: list[str],
+    name: str | None = "Ann",
+    route: Callable[[WebSocketRoute], Any] | None = None,
+) -> Page:
+    """A page of the client; a first visit picks ``name`` (None: lets the server pick one). ``route``
+    sits between the page and the server's WebSocket when given."""
+    page = await context.new_page()
+    page.set_default_timeout(10_000)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    if route is not None:
+        await page.route_web_socket(re.compile(r"/ws$"), route)
+    await page.goto(f"{site}/")
+    await choose_name(page, name)
+    return page
+
+
+async def choose_name(page: Page, name: str | None) -> None:
+    await expect(page.locator("#name-dialog")).to_be_visible()
+    if name is None:
+        await page.click("#name-skip")
+    else:
+        await page.fill("#name-input", name)
+        await page.click("#name-save")
+    await expect(page.locator("body")).to_have_attribute("data-connection", "open")
+    await expect(page.locator("#player-name")).to_have_attribute("data-player-id", re.compile(r".+"))
+
+
+async def deal(page: Page, code: str) -> str:
+    """A new game of ``code`` from the side panel; returns its game id."""
+    await page.fill("#code", code)
+    await page.click("#new-game")
+    board = page.locator("#board")
+    await expect(board).to_have_attribute("data-v", "0")
+    await expect(page.locator('#game-info [data-field="code"]')).to_have_text(code)
+    game_id = await board.get_attribute("data-game")
+    assert game_id
+    return game_id
+
+
+async def expect_board(page: Page, mirror: Game, *, mode: str = "play") -> None:
+    """Wait until the page shows version ``mirror.v``, then compare every pile with the mirror."""
+    board = page.locator("#board")
+    await expect(board).to_have_attribute("data-v", str(mirror.v))
+    await expect(board).to_have_attribute("data-mode", mode)
+    shown = await page.evaluate(READ_BOARD)
+    expected = layout_fields(mirror.layout())
+    assert shown["tableau"] == expected["tableau"]
+    assert shown["cells"] == expected["cells"]
+    assert shown["foundations"] == expected["foundations"]
+    assert (shown["score"], shown["moves"], shown["status"], shown["code"]) == (
+        str(mirror.score),
+        str(mirror.moves),
+        mirror.status.value,
+        mirror.deal.code(),
+    )
+
+
+def pile(page: Page, name: str) -> Locator:
+    return page.locator(f'#board [data-pile="{name}"]')
+
+
+def top_card(page: Page, name: str) -> Locator:
+    return pile(page, name).locator("[data-card]").last
+
+
+def card_from_top(page: Page, name: str, n: int) -> Locator:
+    """The ``n``-th card from the top of a pile (1 = the top card)."""
+    return pile(page, name).locator(f"[data-card]:nth-last-child({n})")
+
+
+async def settled(page: Page) -> None:
+    """Wait until no card is sliding (the client animates moves), so that positions are final."""
+    await page.wait_for_function("document.getAnimations().length === 0")
+
+
+async def strip_point(card: Locator) -> tuple[float, float]:
+    """A point on the visible strip of a card (its top edge shows even when covered)."""
+    await settled(card.page)
+    box = await card.bounding_box()
+    assert box
+    return box["x"] + box["width"] / 2, box["y"] + 6
+
+
+async def centre(target: Locator) -> tuple[float, float]:
+    box = await target.bounding_box()
+    assert box
+    return box["x"] + box["width"] / 2, box["y"] + min(box["height"] / 2, 40)
+
+
+async def mouse_drag(page: Page, card: Locator, target: Locator) -> None:
+    """Press on the card's visible strip, move in steps, release over the target pile."""
+    x, y = await strip_point(card)
+    tx, ty = await centre(target)
+    await page.mouse.move(x, y)
+    await page.mouse.down()
+    await page.mouse.move(x + 4, y + 4, steps=2)
+    await page.mouse.move(tx, ty, steps=8)
+    await page.mouse.up()
+
+
+async def touch_drag(page: Page, card: Locator, target: Locator) -> None:
+    """The same with a finger: raw touch events through the DevTools protocol (Chromium makes the
+    pointer events of a real touch screen from them)."""
+    x, y = await strip_point(card)
+    tx, ty = await centre(target)
+    cdp = await page.context.new_cdp_session(page)
+
+    def point(px: float, py: float) -> list[dict[str, float]]:
+        return [{"x": px, "y": py, "radiusX": 4, "radiusY": 4, "force": 1, "id": 1}]
+
+    await cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": point(x, y)})
+    for step in range(1, 11):
+        f = step / 10
+        await cdp.send(
+            "Input.dispatchTouchEvent",
+            {"type": "touchMove", "touchPoints": point(x + (tx - x) * f, y + (ty - y) * f)},
+        )
+    await cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    await cdp.detach()
+
+
+def gesture_deal() -> tuple[Game, str, str]:
+    """The first C8 deal whose opening has an ace on top of a column and a legal group move between
+    columns: everything the gesture tests need. Returns the game, the ace's column and the group move."""
+    for number in range(10_000):
+        game = Game(Deal(number, 8))
+        columns = game.layout().columns
+        aces = [f"t{i}" for i, column in enumerate(columns, 1) if column and str(column[-1])[0] == "A"]
+        groups = sorted(
+            str(move) for move in game.legal_moves if move.count > 1 and str(move.target)[0] == "t"
+        )
+        if aces and groups:
+            return game, aces[0], groups[0]
+    raise AssertionError("no deal with an ace on top and a group move in the first 10,000")
+
+
+async def screenshot(page: Page, name: str, **options: Any) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    await settled(page)
+    await page.screenshot(path=str(path), **options)
+    return path

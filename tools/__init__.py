@@ -1,0 +1,1 @@
+"""Maintainers' tools that are not shipped with the server (see pyproject.toml)."""

@@ -1,0 +1,209 @@
+// Input: pointer gestures (mouse, touch, pen) and keys on the board, turned into the seeds' actions.
+//   tap a top card          → `tap` (its foundation); refused → the card is selected
+//   tap a card in a column  → selects the run above it; tap a foundation's card → selects it
+//   tap a pile, selection   → `move` of the selection there
+//   double tap a card       → `auto` (the server's best place), unless the first tap already moved it
+//   drag a card or a run    → `move` where it is dropped; refused → it snaps back, with the reason
+// Keyboard: the cards are buttons and empty piles take focus (Enter/Space tap them); Esc, f, a and u
+// act on the selection.
+// The server decides every move: nothing here knows a rule.
+
+const DRAG_THRESHOLD_PX = 6;
+const DOUBLE_TAP_MS = 350;
+const SNAP_BACK_MS = 160;
+
+function isRefusal(reply) {
+  return reply !== null && reply !== undefined && reply.type === "error";
+}
+
+/**
+ * Listen on `boardNode`; `app` supplies playable(), getSelection(), setSelection(sel|null), and the
+ * requests tap(pile), auto(pile, n), move(from, to, n), undo() (each a promise of the reply or null),
+ * plus refused(reply) to show a refusal.
+ */
+export function bindInput(boardNode, app) {
+  let press = null;    // the pointer that went down on the board and has not come up
+  let lastTap = null;  // {pile, index, time, reply}: the previous tap, for double taps
+
+  function locate(target) {
+    const pileNode = target.closest("[data-pile]");
+    if (!pileNode || !boardNode.contains(pileNode)) return null;
+    const cardNode = target.closest("[data-card]");
+    const count = pileNode.querySelectorAll("[data-card]").length;
+    const index = cardNode ? Number(cardNode.dataset.index) : null;
+    return { pileNode, pile: pileNode.dataset.pile, cardNode, index, n: cardNode ? count - index : 0 };
+  }
+
+  function select(where) {
+    app.setSelection(where ? { pile: where.pile, n: where.n } : null);
+  }
+
+  function showRefusal(reply) {
+    if (isRefusal(reply)) app.refused(reply);
+  }
+
+  function tapAt(where, time) {
+    const selection = app.getSelection();
+    const previous = lastTap;
+    const double = where.cardNode && previous && previous.pile === where.pile && previous.index === where.index
+      && time - previous.time < DOUBLE_TAP_MS;
+    if (double) {
+      lastTap = null;
+      doubleTap(where, previous.reply);
+      return;
+    }
+    lastTap = where.cardNode ? { pile: where.pile, index: where.index, time, reply: null } : null;
+    if (selection && selection.pile !== where.pile) {
+      select(null);
+      lastTap = null;
+      app.move(selection.pile, where.pile, selection.n)?.then(showRefusal);
+      return;
+    }
+    if (!where.cardNode || (selection && selection.n === where.n)) {
+      select(null);
+      return;
+    }
+    if (where.n === 1 && where.pile[0] !== "f" && !selection) {
+      const record = lastTap;
+      record.reply = app.tap(where.pile);
+      record.reply?.then((reply) => {
+        // Not to its foundation: the card is picked up instead (unless a double tap took over).
+        if (isRefusal(reply) && reply.code === "illegal_move" && lastTap === record) select(where);
+      });
+      return;
+    }
+    select(where);
+  }
+
+  async function doubleTap(where, firstReply) {
+    select(null);
+    if (where.pile[0] === "f") return;
+    const first = firstReply ? await firstReply : null;
+    if (first && first.type === "ack") return;  // the first tap sent it to its foundation already
+    app.auto(where.pile, where.n)?.then(showRefusal);
+  }
+
+  // Dragging ------------------------------------------------------------------------------------------
+
+  function startDrag(event) {
+    const cards = [...press.pileNode.querySelectorAll("[data-card]")].slice(press.index);
+    const first = cards[0].getBoundingClientRect();
+    const ghost = document.createElement("div");
+    ghost.className = "drag-ghost";
+    ghost.style.left = `${first.left}px`;
+    ghost.style.top = `${first.top}px`;
+    ghost.append(...cards.map((card) => card.cloneNode(true)));
+    document.body.append(ghost);
+    for (const card of cards) card.classList.add("lifted");
+    press.drag = { ghost, cards };
+    lastTap = null;
+    select(null);
+    try { boardNode.setPointerCapture(event.pointerId); } catch { /* the pointer is already gone */ }
+  }
+
+  function dropTargetAt(x, y) {
+    const node = document.elementFromPoint(x, y);
+    return node ? locate(node) : null;
+  }
+
+  function markDropTarget(where) {
+    for (const node of boardNode.querySelectorAll(".drop-target")) node.classList.remove("drop-target");
+    if (where && where.pile !== press.pile) where.pileNode.classList.add("drop-target");
+  }
+
+  function endDrag(drag, { snapBack }) {
+    markDropTarget(null);
+    const finish = () => {
+      drag.ghost.remove();
+      for (const card of drag.cards) card.classList.remove("lifted");
+    };
+    if (!snapBack) {
+      requestAnimationFrame(finish);  // after the board's own draw in that frame, which slides from the ghost
+      return;
+    }
+    drag.ghost.classList.add("snapping");
+    drag.ghost.style.transform = "translate(0px, 0px)";
+    setTimeout(finish, SNAP_BACK_MS + 40);
+  }
+
+  async function drop(dragged, x, y) {
+    const target = dropTargetAt(x, y);
+    if (!target || target.pile === dragged.pile) {
+      endDrag(dragged.drag, { snapBack: true });
+      return;
+    }
+    const reply = await app.move(dragged.pile, target.pile, dragged.n);
+    const refused = reply === null || reply === undefined || isRefusal(reply);
+    endDrag(dragged.drag, { snapBack: refused });
+    showRefusal(reply);
+  }
+
+  // Pointer events --------------------------------------------------------------------------------------
+
+  boardNode.addEventListener("pointerdown", (event) => {
+    // A press whose release went unseen (released outside the window) is forgotten; a drag is not.
+    if (!app.playable() || event.button !== 0 || (press && press.drag)) return;
+    const where = locate(event.target);
+    if (!where) return;
+    press = { ...where, pointerId: event.pointerId, x: event.clientX, y: event.clientY, drag: null };
+  });
+
+  boardNode.addEventListener("pointermove", (event) => {
+    if (!press || event.pointerId !== press.pointerId) return;
+    const dx = event.clientX - press.x;
+    const dy = event.clientY - press.y;
+    if (!press.drag) {
+      if (!press.cardNode || Math.hypot(dx, dy) < DRAG_THRESHOLD_PX) return;
+      startDrag(event);
+    }
+    press.drag.ghost.style.transform = `translate(${dx}px, ${dy}px)`;
+    markDropTarget(dropTargetAt(event.clientX, event.clientY));
+  });
+
+  boardNode.addEventListener("pointerup", (event) => {
+    if (!press || event.pointerId !== press.pointerId) return;
+    const ended = press;
+    press = null;
+    if (ended.drag) drop(ended, event.clientX, event.clientY);
+    else tapAt(ended, event.timeStamp);
+  });
+
+  // The system took the pointer (a scroll, a call) or the board lost its capture: the drag is off.
+  const abandon = (event) => {
+    if (!press || event.pointerId !== press.pointerId) return;
+    if (press.drag) endDrag(press.drag, { snapBack: true });
+    press = null;
+  };
+  boardNode.addEventListener("pointercancel", abandon);
+  boardNode.addEventListener("lostpointercapture", (event) => {
+    // Only the board's own capture (taken at the drag's start, when a card's implicit one is let go);
+    // after a drop `press` is already cleared.
+    if (event.target === boardNode && press && press.drag) abandon(event);
+  });
+
+  boardNode.addEventListener("contextmenu", (event) => event.preventDefault());
+
+  // Keyboard: Enter or Space on a focused card or pile is a tap (a click with detail 0); pointer clicks
+  // were handled above.
+  boardNode.addEventListener("click", (event) => {
+    if (event.detail !== 0 || !app.playable()) return;
+    const where = locate(event.target);
+    if (where) tapAt(where, -Infinity);
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.target.closest("input, select, textarea, dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (!app.playable()) return;
+    const selection = app.getSelection();
+    const emptyPile = event.target.matches("[data-pile]") ? locate(event.target) : null;
+    if ((event.key === "Enter" || event.key === " ") && emptyPile) {
+      event.preventDefault();  // an empty pile, focused: a tap on it (a card is a button: it clicks)
+      tapAt(emptyPile, -Infinity);
+    } else if (event.key === "Escape") select(null);
+    else if (event.key === "u") app.undo()?.then(showRefusal);
+    else if (selection && selection.pile[0] !== "f" && (event.key === "a" || (event.key === "f" && selection.n === 1))) {
+      select(null);
+      (event.key === "f" ? app.tap(selection.pile) : app.auto(selection.pile, selection.n))?.then(showRefusal);
+    }
+  });
+}

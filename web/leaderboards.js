@@ -1,0 +1,272 @@
+// Leaderboards and profiles: the panel's form, its pages of rows, and the profile of whichever player
+// a row opens (one's own by default). It owns its state; the app hands it the connection and player.
+
+import { $, el } from "./render.js";
+import { formatDuration } from "./words.js";
+
+const LEADERBOARD_LIMIT = 10;   // rows per page ("More" asks for the next)
+const GAME_ORDERS = [["moves", "Fewest moves"], ["time", "Fastest"], ["score", "Score (farmable)"]];
+const PLAYER_ORDERS = [["wins", "Most wins"], ["score", "Best score (farmable)"]];
+const BOARD_NAMES = { daily: "Daily deal", variant: "Variant", deal: "Deal", players: "Players" };
+const PERIOD_NAMES = { day: "today", week: "this week", all: "all time" };
+
+function formatRate(rate) {
+  return `${Math.round(rate * 1000) / 10}%`;
+}
+
+function describeQuery(query) {
+  const parts = [BOARD_NAMES[query.board]];
+  if (query.board === "deal") parts.push(query.code);
+  if (query.board === "daily") parts.push(query.date ?? "today");
+  if (query.cells) parts.push(`${query.cells} cells`);
+  if (query.period) parts.push(PERIOD_NAMES[query.period]);
+  const orders = query.board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
+  parts.push(`by ${(orders.find(([value]) => value === query.order) ?? [query.order, query.order])[1].toLowerCase()}`);
+  return parts.join(" · ");
+}
+
+export class Leaderboards {
+  constructor({ connection, player, shownCode }) {
+    this.conn = connection;
+    this.player = player;          // () => {id, name} | null
+    this.shownCode = shownCode;    // () => the code of the game on the table, or null
+    this.query = null;             // the fields of the board shown
+    this.rows = [];                // its rows so far (pages appended by "More")
+    this.next = null;              // the cursor of the next page
+    this.around = false;           // the rows are the page around the player's own row
+    this.pending = null;           // the request awaited: older replies are dropped
+    this.error = null;
+    this.profile = null;           // the last `profile` reply shown
+    this.profileFor = null;        // whose profile is asked for (null: one's own)
+    this.profileError = null;
+    this.codeEdited = false;       // the deal board's code follows the shown game until one is typed
+    this.drawn = null;
+  }
+
+  get open() {
+    return $("#leaderboards").open;
+  }
+
+  /** The fields of a `leaderboard` request from the form: only those that belong to the board. */
+  formQuery() {
+    const form = $("#leaderboard-form").elements;
+    const board = form.board.value;
+    const query = { board };
+    if (board === "daily" || board === "variant") query.cells = Number(form.cells.value);
+    if (board === "deal") query.code = form.code.value.trim() || undefined;  // the server says it is required
+    if (board === "daily") query.date = form.date.value || undefined;       // default: today (UTC)
+    if (board !== "daily") query.period = form.period.value;
+    query.order = form.order.value;
+    return query;
+  }
+
+  async requestPage(query, { after, around } = {}) {
+    const reply = this.conn.request("leaderboard", { ...query, limit: LEADERBOARD_LIMIT, after, around });
+    if (reply === null) {
+      this.error = "Not connected to the server; reconnecting…";
+      this.render();
+      return;
+    }
+    const pending = { query, append: after !== undefined, around: around !== undefined };
+    this.pending = pending;
+    this.error = null;
+    this.render();
+    const message = await reply;
+    if (this.pending !== pending) return;  // superseded by a newer request
+    this.pending = null;
+    if (message === null) return;
+    if (message.type === "error") {
+      if (!pending.append) {
+        this.query = null;  // the rows shown no longer answer the form
+        this.rows = [];
+        this.next = null;
+      }
+      this.error = message.message;
+    } else {
+      this.error = null;
+      this.query = query;
+      this.rows = pending.append ? [...this.rows, ...message.rows] : message.rows;
+      this.next = message.next ?? null;
+      this.around = pending.append ? this.around : pending.around;
+    }
+    this.render();
+  }
+
+  async requestProfile(playerId) {
+    this.profileFor = playerId ?? null;
+    const reply = this.conn.request("profile", { player: playerId });
+    if (reply === null) return;
+    const message = await reply;
+    if (message === null || (playerId ?? null) !== this.profileFor) return;
+    if (message.type === "error") {
+      this.profileError = message.message;
+    } else {
+      this.profile = message;
+      this.profileError = null;
+    }
+    this.render();
+  }
+
+  /** The board the form describes, from its first page, and one's own profile with it. */
+  refresh() {
+    this.requestProfile(null);
+    this.requestPage(this.formQuery());
+  }
+
+  /** Something changed (a game finished, a reconnect): reload what is shown, if the panel is open. */
+  refreshIfOpen() {
+    if (this.open) {
+      this.requestProfile(this.profileFor ?? undefined);
+      this.requestPage(this.query ?? this.formQuery());
+    }
+  }
+
+  /** Show the fields that belong to the chosen board, with its orders (keeping the order if it fits). */
+  syncForm() {
+    const form = $("#leaderboard-form");
+    const board = form.elements.board.value;
+    for (const label of form.querySelectorAll("[data-applies]")) {
+      label.hidden = !label.dataset.applies.split(" ").includes(board);
+    }
+    const select = form.elements.order;
+    const orders = board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
+    const keep = orders.some(([value]) => value === select.value) ? select.value : orders[0][0];
+    const kind = board === "players" ? "players" : "games";
+    if (select.dataset.kind !== kind) {
+      select.dataset.kind = kind;
+      select.replaceChildren(...orders.map(([value, text]) => el("option", { value, text })));
+    }
+    select.value = keep;
+    $("#score-note").hidden = select.value !== "score";
+  }
+
+  bind() {
+    const form = $("#leaderboard-form");
+    $("#leaderboards").addEventListener("toggle", () => {
+      if (this.open) this.refresh();
+    });
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.requestPage(this.formQuery());
+    });
+    form.addEventListener("change", (event) => {
+      if (event.target.id === "board-code") return;  // a typed code is sent with Show (or Enter)
+      this.syncForm();
+      this.requestPage(this.formQuery());
+    });
+    $("#board-code").addEventListener("input", () => {
+      this.codeEdited = $("#board-code").value.trim() !== "";
+    });
+    $("#leaderboard-more").addEventListener("click", () => {
+      if (this.query && this.next) this.requestPage(this.query, { after: this.next });
+    });
+    $("#leaderboard-around").addEventListener("click", () => {
+      const me = this.player();
+      if (me) this.requestPage(this.formQuery(), { around: me.id });
+    });
+    // A row opens its player's profile (the rows are links in all but name: Enter works too).
+    const openRow = (row) => {
+      if (!row) return;
+      this.requestProfile(row.dataset.playerId);
+      $("#profile").scrollIntoView({ block: "nearest" });
+    };
+    $("#leaderboard-table").addEventListener("click", (event) => openRow(event.target.closest("tr[data-player-id]")));
+    $("#leaderboard-table").addEventListener("keydown", (event) => {
+      if (event.key === "Enter") openRow(event.target.closest("tr[data-player-id]"));
+    });
+    $("#profile-mine").addEventListener("click", () => this.requestProfile(null));
+    this.syncForm();
+  }
+
+  render() {
+    const me = this.player() ? this.player().id : null;
+    const code = this.shownCode();
+    if (!this.codeEdited && code && $("#board-code").value !== code) $("#board-code").value = code;
+    $("#leaderboard-around").disabled = !me;
+    const error = $("#leaderboard-error");
+    error.hidden = !this.error;
+    error.textContent = this.error ?? "";
+    const more = $("#leaderboard-more");
+    more.hidden = !(this.query && this.next);
+    more.disabled = this.pending !== null;
+    const table = $("#leaderboard-table");
+    table.dataset.state = this.pending ? "loading" : this.query ? "loaded" : "empty";
+    table.dataset.board = this.query ? this.query.board : "";
+    const key = JSON.stringify([this.query, this.rows, this.around, me]);
+    if (key !== this.drawn) {
+      this.drawn = key;
+      this.renderRows(table, me);
+    }
+    this.renderProfile(me);
+  }
+
+  renderRows(table, me) {
+    const query = this.query;
+    const players = query !== null && query.board === "players";
+    const heads = players ? ["#", "Player", "Played", "Won", "Win %"] : ["#", "Player", "Moves", "Time", "Score", "Won"];
+    table.hidden = !query || this.rows.length === 0;
+    table.createCaption().textContent = query ? describeQuery(query) : "";
+    table.tHead.replaceChildren(el("tr", {}, ...heads.map((text) => el("th", { scope: "col", text }))));
+    table.tBodies[0].replaceChildren(
+      ...this.rows.map((row) => {
+        const mine = row.player.id === me;
+        const cell = (col, text, title) => el("td", { "data-col": col, text: String(text), title });
+        const figures = players
+          ? [cell("played", row.played), cell("won", row.won), cell("win_rate", formatRate(row.win_rate))]
+          : [
+            cell("moves", row.moves),
+            cell("time", formatDuration(row.duration_ms)),
+            cell("score", row.score),
+            cell("won", row.won ? "✓" : "✗", row.won ? "won" : "resigned"),
+          ];
+        return el(
+          "tr",
+          {
+            "data-rank": String(row.rank),
+            "data-player-id": row.player.id,
+            "data-won": players ? undefined : String(row.won),
+            "aria-current": mine ? "true" : undefined,
+            className: mine ? "mine" : "",
+            title: `${row.player.name}'s profile${players ? "" : ` · ${row.code}`}`,
+            tabIndex: 0,
+          },
+          cell("rank", row.rank),
+          cell("player", mine ? `${row.player.name} (you)` : row.player.name),
+          ...figures,
+        );
+      }),
+    );
+    const empty = $("#leaderboard-empty");
+    empty.hidden = !query || this.rows.length > 0;
+    empty.textContent = this.around
+      ? "You have no row on this board yet."
+      : players ? "No finished games in this period yet." : "No finished games on this board yet.";
+  }
+
+  renderProfile(me) {
+    const profile = this.profile;
+    const box = $("#profile");
+    box.dataset.loaded = String(profile !== null);
+    box.dataset.playerId = profile ? profile.player.id : "";
+    const own = profile === null || profile.player.id === me;
+    $("#profile-title").textContent = own ? "Your profile" : `${profile.player.name}'s profile`;
+    $("#profile-mine").hidden = own;
+    const values = profile
+      ? {
+        played: profile.played,
+        won: profile.won,
+        win_rate: formatRate(profile.win_rate),
+        streak: `${profile.streak.current} (best ${profile.streak.best})`,
+      }
+      : { played: "–", won: "–", win_rate: "–", streak: "–" };
+    for (const [name, value] of Object.entries(values)) {
+      box.querySelector(`[data-field="${name}"]`).textContent = String(value);
+    }
+    const streak = box.querySelector('[data-field="streak"]');
+    streak.dataset.current = profile ? String(profile.streak.current) : "";
+    streak.dataset.best = profile ? String(profile.streak.best) : "";
+    const profileError = $("#profile-error");
+    profileError.hidden = !this.profileError;
+    profileError.textContent = this.profileError ?? "";
+  }
+}

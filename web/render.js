@@ -1,0 +1,249 @@
+// Rendering: the DOM drawn from the app's state. Nothing here sends a request or changes state.
+
+import { SUITS, cardName, formatDuration, rankText } from "./words.js";
+
+const FOUNDATIONS = ["S", "H", "D", "C"];
+
+export const $ = (selector) => document.querySelector(selector);
+
+/** A DOM element: `text` sets textContent, data-/aria-/role/type are attributes, the rest properties. */
+export function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "text") node.textContent = value;
+    else if (key.startsWith("data-") || key.startsWith("aria-") || key === "role" || key === "type") {
+      node.setAttribute(key, value === true ? "" : value);
+    } else node[key] = value;
+  }
+  node.append(...children);
+  return node;
+}
+
+function cardElement(card, index) {
+  const suit = SUITS[card[1]];
+  return el(
+    "button",
+    {
+      type: "button",
+      className: `card ${suit.red ? "red" : "black"}`,
+      "data-card": card,
+      "data-index": String(index),
+      "aria-label": cardName(card),
+    },
+    el("span", { className: "corner", "aria-hidden": "true", text: `${rankText(card)}${suit.symbol}` }),
+    el("span", { className: "pip", "aria-hidden": "true", text: suit.symbol }),
+  );
+}
+
+function pileElement(pile, label, cards, placeholder = "") {
+  const node = el("div", {
+    className: `pile pile-${pile[0]}`,
+    "data-pile": pile,
+    role: "group",
+    "aria-label": label,
+    tabIndex: cards.length === 0 ? 0 : undefined,  // an empty pile takes focus, to be a destination
+  });
+  if (cards.length === 0) node.append(el("span", { className: "placeholder", "aria-hidden": "true", text: placeholder }));
+  cards.forEach((card, index) => node.append(cardElement(card, index)));
+  return node;
+}
+
+let drawnBoard = null;
+let drawnGame = null;
+const SLIDE_MS = 180;
+
+/** Where each card is drawn now; a dragged card is where its ghost is (added last, so it wins). */
+function cardRects() {
+  const rects = new Map();
+  for (const node of document.querySelectorAll("[data-card]")) rects.set(node.dataset.card, node.getBoundingClientRect());
+  return rects;
+}
+
+/** Slide every card that moved from where it was drawn to where it is now (none for reduced motion). */
+let lastSlide = -Infinity;
+
+function slideFrom(before) {
+  if (window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
+  const now = performance.now();
+  if (now - lastSlide < SLIDE_MS) return;  // a burst of changes (a fast spectated game): no slides
+  lastSlide = now;
+  for (const node of $("#board").querySelectorAll("[data-card]")) {
+    const old = before.get(node.dataset.card);
+    if (!old) continue;
+    const rect = node.getBoundingClientRect();
+    const dx = old.left - rect.left;
+    const dy = old.top - rect.top;
+    if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
+    node.animate(
+      [{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 5 }, { transform: "none", zIndex: 5 }],
+      { duration: SLIDE_MS, easing: "ease-out" },
+    );
+  }
+}
+
+/** Redraw the piles, only when the board changed (so that a gesture keeps its elements meanwhile). */
+function renderPiles(board) {
+  const key = JSON.stringify([board.game, board.v, board.tableau, board.cells, board.foundations]);
+  if (key === drawnBoard) return false;
+  drawnBoard = key;
+  const before = drawnGame === board.game ? cardRects() : null;
+  drawnGame = board.game;
+  $("#foundations").replaceChildren(
+    ...FOUNDATIONS.map((suit) => {
+      const top = board.foundations[suit];
+      return pileElement(`f${suit}`, `Foundation ${SUITS[suit].name}`, top ? [top] : [], SUITS[suit].symbol);
+    }),
+  );
+  const cells = $("#cells");
+  cells.style.setProperty("--count", String(board.cells.length));
+  cells.replaceChildren(...board.cells.map((card, i) => pileElement(`c${i + 1}`, `Cell ${i + 1}`, card ? [card] : [])));
+  $("#tableau").replaceChildren(
+    ...board.tableau.map((column, i) => pileElement(`t${i + 1}`, `Column ${i + 1}`, column, "K")),
+  );
+  if (before) slideFrom(before);
+  return true;
+}
+
+/** Mark the selected cards (the top `n` of a pile) and a hint's source and destination. */
+export function renderMarks(selection, hint) {
+  for (const node of document.querySelectorAll(".selected, .source, .hint, .hint-target")) {
+    node.classList.remove("selected", "source", "hint", "hint-target");
+  }
+  const mark = (mark, className, pileClass) => {
+    const pile = mark && document.querySelector(`[data-pile="${mark.pile}"]`);
+    if (!pile) return;
+    if (pileClass) pile.classList.add(pileClass);
+    const cards = [...pile.querySelectorAll("[data-card]")];
+    for (const card of cards.slice(cards.length - mark.n)) card.classList.add(className);
+  };
+  mark(selection, "selected", "source");
+  if (hint) {
+    mark({ pile: hint.from, n: hint.n ?? 1 }, "hint");
+    const target = document.querySelector(`[data-pile="${hint.to === "f" ? `f${hint.card[1]}` : hint.to}"]`);
+    if (target) target.classList.add("hint-target");
+  }
+}
+
+/** The time a game has run: from its deal to now, or its final duration once over. */
+export function elapsedText(state, now = Date.now()) {
+  if (state.over && state.over.duration_ms !== undefined) return formatDuration(state.over.duration_ms);
+  if (!state.board || state.board.status !== "playing") return "–";
+  return formatDuration(now - Date.parse(state.board.startedAt) - state.clockSkewMs);
+}
+
+export function renderClock(state) {
+  $('#game-info [data-field="time"]').textContent = elapsedText(state);
+}
+
+function renderBoard(state) {
+  const board = state.board;
+  const boardNode = $("#board");
+  $("#empty-hint").hidden = board !== null;
+  boardNode.hidden = board === null;
+  $("#game-info").hidden = board === null;
+  const playing = board !== null && state.mode === "play" && board.status === "playing";
+  $("#toolbar").hidden = !(playing || state.mode === "watch");
+  for (const id of ["undo", "restart", "resign"]) $(`#${id}`).hidden = !playing;
+  $("#hint").hidden = !playing || !state.solver;
+  $("#unwatch").hidden = state.mode !== "watch";
+  if (!board) {
+    drawnBoard = drawnGame = null;
+    return false;
+  }
+  boardNode.dataset.mode = state.mode ?? "";
+  boardNode.dataset.game = board.game;
+  boardNode.dataset.v = String(board.v);
+  boardNode.dataset.status = board.status;
+  const fields = { code: board.code, score: board.score, moves: board.moves };
+  for (const [name, value] of Object.entries(fields)) {
+    $(`#game-info [data-field="${name}"]`).textContent = String(value);
+  }
+  const owner = $("#game-info [data-owner]");
+  owner.hidden = state.mode !== "watch";
+  $('#game-info [data-field="owner"]').textContent = board.player.name;
+  renderClock(state);
+  return renderPiles(board);
+}
+
+function renderGameOver(state) {
+  const panel = $("#game-over");
+  const over = state.over;
+  panel.hidden = over === null || state.board === null;
+  if (panel.hidden) return;
+  panel.dataset.won = String(Boolean(over.won));
+  const watching = state.mode === "watch";
+  $("#game-over-title").textContent = over.won
+    ? (watching ? `${state.board.player.name} won!` : "You won!")
+    : "Game over";
+  const figures = {
+    time: over.duration_ms !== undefined ? formatDuration(over.duration_ms) : "–",
+    moves: over.moves,
+    score: over.score,
+    rank: state.overRank ? `#${state.overRank}` : "–",
+  };
+  for (const [name, value] of Object.entries(figures)) {
+    panel.querySelector(`[data-field="${name}"]`).textContent = String(value);
+  }
+  panel.querySelector("[data-rank-row]").hidden = watching;
+  $("#play-again").hidden = watching;
+  $("#next-deal").hidden = watching;
+}
+
+function renderLists(state, codes) {
+  const current = state.board && state.mode === "play" ? state.board.game : null;
+  $("#my-games").replaceChildren(
+    ...(state.myGames.length === 0
+      ? [el("li", { className: "none", text: "None." })]
+      : state.myGames.map((game) =>
+        el(
+          "li",
+          { "data-my-game": game },
+          el("span", { text: codes[game] ?? game }),
+          game === current
+            ? el("span", { className: "tag", text: "open" })
+            : el("button", { type: "button", "data-resume": game, text: "Resume" }),
+        ),
+      )),
+  );
+  const watched = state.board && state.mode === "watch" ? state.board.game : null;
+  $("#live-games").replaceChildren(
+    ...(state.live.length === 0
+      ? [el("li", { className: "none", text: "Nobody is playing right now." })]
+      : state.live.map((row) => {
+        const mine = state.player !== null && row.player.id === state.player.id;
+        let action;
+        if (row.game === watched) action = el("span", { className: "tag", text: "watching" });
+        else if (row.game === current) action = el("span", { className: "tag", text: "your game" });
+        else if (mine) action = el("button", { type: "button", "data-resume": row.game, text: "Resume" });
+        else action = el("button", { type: "button", "data-watch": row.game, text: "Watch" });
+        return el(
+          "li",
+          { "data-live-game": row.game },
+          el("span", { className: "who", text: `${row.player.name}${mine ? " (you)" : ""}` }),
+          el("span", { className: "what", text: `${row.code} · ${row.moves} moves · ${row.score} pts · ${row.watchers} watching` }),
+          action,
+        );
+      })),
+  );
+}
+
+/** Draw everything but the leaderboards; returns true when the piles were redrawn. */
+export function render(state, codes) {
+  const labels = { connecting: "Connecting…", open: "Connected", closed: "Disconnected — reconnecting…" };
+  document.body.dataset.connection = state.connection;
+  $("#connection").textContent = labels[state.connection];
+  const player = $("#player-name");
+  player.textContent = state.player ? state.player.name : "";
+  player.dataset.playerId = state.player ? state.player.id : "";
+  $("#rename").hidden = state.player === null;
+  const message = $("#message");
+  message.textContent = state.message ? state.message.text : "";
+  message.dataset.kind = state.message ? state.message.kind : "";
+  const redrawn = renderBoard(state);
+  renderMarks(state.selection, state.hint);
+  renderGameOver(state);
+  renderLists(state, codes);
+  $("#winnable-row").hidden = !state.solver;
+  return redrawn;
+}
