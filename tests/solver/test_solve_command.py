@@ -1,4 +1,4 @@
-"""``eightoff solve``: a real process prints a line that replays as a win, or the verdict."""
+"""``eightoff solve`` and ``eightoff winnable``: real processes; the shipped tables of winnable deals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from engine import Deal, Game, Move, parse_pile
+from server.winnable import winnable_deals
 
 
 def run_solve(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -46,3 +49,24 @@ def test_solve_bad_code_exits_2() -> None:
     for bad in ("EO1-C3-AAAAAAA", "nonsense", "EO1-C8-AAAAAA1"):
         done = run_solve(bad)
         assert done.returncode == 2 and "eightoff solve:" in done.stderr and not done.stdout
+
+
+def test_winnable_prints_the_head_of_the_shipped_table() -> None:
+    """`eightoff winnable` is how server/winnable/C4.txt was made: its first deals come out again."""
+    done = subprocess.run(
+        [sys.executable, "-m", "server", "winnable", "--cells", "4", "--count", "3", "--workers", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    header, tally, *codes = done.stdout.splitlines()
+    assert header.startswith("# 3 deals proven winnable in C4") and tally.startswith("# tried ")
+    assert [Deal.from_code(code) for code in codes] == list(winnable_deals(4)[:3])
+
+
+@pytest.mark.parametrize("cells", [8, 4, 2])
+def test_shipped_tables_hold_distinct_codes_of_their_variant(cells: int) -> None:
+    deals = winnable_deals(cells)
+    assert len(deals) >= 200 and len(set(deals)) == len(deals)
+    assert {deal.cells for deal in deals} == {cells}
