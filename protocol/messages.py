@@ -34,6 +34,7 @@ __all__ = [
     "GameRequest",
     "GamesRequest",
     "HelloRequest",
+    "HintRequest",
     "LeaderboardRequest",
     "LiveRequest",
     "MoveRequest",
@@ -150,7 +151,8 @@ class HelloRequest(_Request):
 
 @dataclass(frozen=True, slots=True)
 class NewGameRequest(_Request):
-    """``new_game``: ``deal`` when a code was given; else today's daily deal or a random one of ``cells``.
+    """``new_game``: ``deal`` when a code was given; else today's daily deal or a random one of ``cells``
+    (``winnable``: drawn from the deals proven winnable).
 
     ``cells`` is always the variant to play (the code's own when a code was given).
     """
@@ -160,6 +162,7 @@ class NewGameRequest(_Request):
     cells: int = 8
     daily: bool = False
     request_id: RequestId | None = None
+    winnable: bool = False  # last, so that the older positional construction keeps its meaning
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +273,14 @@ class UnwatchRequest(_GameOnly):
 
 
 @dataclass(frozen=True, slots=True)
+class HintRequest(_GameOnly):
+    """``hint`` (owner only): the verdict from the game's position and, when it can be won, the next
+    action of a winning line."""
+
+    TYPE: ClassVar[str] = "hint"
+
+
+@dataclass(frozen=True, slots=True)
 class LiveRequest(_Request):
     """``live``: a page of the games being played now."""
 
@@ -328,7 +339,9 @@ class ProfileRequest(_Request):
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
 ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
 #: Every request naming a ``game``.
-GameRequest: TypeAlias = ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest
+GameRequest: TypeAlias = (
+    ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest | HintRequest
+)
 #: Any decoded client message.
 ClientMessage: TypeAlias = (
     HelloRequest
@@ -354,6 +367,7 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         ResumeRequest,
         WatchRequest,
         UnwatchRequest,
+        HintRequest,
         LiveRequest,
         LeaderboardRequest,
         ProfileRequest,

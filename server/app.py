@@ -43,6 +43,7 @@ from server.connection import (
     too_many_connections,
 )
 from server.errors import ErrorCode, Refusal, storage_refusal
+from server.hints import SolvingService
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
 from server.quotas import UnfinishedGames
@@ -79,6 +80,7 @@ class Services:
     leaderboards: LeaderboardService
     handler: RequestHandler
     loop: ConnectionLoop
+    solving: SolvingService
     unfinished: UnfinishedGames
 
     @classmethod
@@ -115,6 +117,7 @@ class Services:
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()
         leaderboards = LeaderboardService(database)
+        solving = SolvingService()
         unfinished = UnfinishedGames(
             database,
             registry.rooms,
@@ -122,16 +125,19 @@ class Services:
             abandon_after=settings.abandon_after,
         )
         handler = RequestHandler(
-            settings, database, committer, registry, leaderboards, __version__, unfinished
+            settings, database, committer, registry, leaderboards, __version__, solving, unfinished=unfinished
         )
         loop = ConnectionLoop(settings, handler, registry, metrics, fanout)
-        return cls(settings, database, metrics, committer, registry, leaderboards, handler, loop, unfinished)
+        return cls(
+            settings, database, metrics, committer, registry, leaderboards, handler, loop, solving, unfinished
+        )
 
     async def stop(self) -> None:
         """Commit what was submitted, leave the bus, close the database."""
         await self.committer.stop()
         await self.registry.remote.close()
         await self.database.dispose()
+        self.solving.close()
 
 
 @dataclass(slots=True)

@@ -194,6 +194,9 @@ def sample_server_messages() -> list[dict[str, object]]:
         protocol.welcome(player=player, server_version="0.1.0", node="node-a", games=[], request_id=1),
         protocol.ok(),
         protocol.ok("x"),
+        protocol.hint("g_1", 3, "win", Move.parse("t1-t4:3"), request_id=5),
+        protocol.hint("g_1", 0, "lost", None, request_id=6),
+        protocol.hint("g_1", 7, "unknown", None),
         protocol.live([live_game], next_cursor="abc", request_id=9),
         protocol.live([]),
         protocol.welcome(

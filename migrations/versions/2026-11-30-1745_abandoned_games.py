@@ -1,15 +1,15 @@
 """Abandoned games: a status for unfinished games the server gave up on.
 
 Revision ID: 3b8e61d4a0c7
-Revises: 3b9e1f07c2d5
-Create Date: 2026-11-30 17:30:00.000000+00:00
+Revises: 3b8e1f6a2c57
+Create Date: 2026-11-30 17:45:00.000000+00:00
 
 ``games.status`` may also be ``abandoned``: an unfinished game idle for longer than the server's
 ``abandon_after``, or the least recently played of a player over the unfinished-games cap
 (``server.quotas``). Its actions stay; its figures and ``finished_at`` are never final, so no board or
-profile counts it, and the trigger of the previous revision refuses its later actions (its status is
-no longer ``playing``). ``games.active_at`` and its index, which find the idle games, come from the
-previous revision.
+profile counts it, and the trigger of revision 3b9e1f07c2d5 refuses its later actions (its status is
+no longer ``playing``). ``games.active_at`` and its index, which find the idle games, come from
+revision 3b9e1f07c2d5, whose SQLite trigger this one keeps.
 
 The downgrade turns abandoned games back into unfinished ones (the old schema has no such status).
 """
@@ -22,11 +22,11 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "3b8e61d4a0c7"
-down_revision: str | Sequence[str] | None = "3b9e1f07c2d5"
+down_revision: str | Sequence[str] | None = "3b8e1f6a2c57"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The previous revision's SQLite trigger, as it made it.
+# Revision 3b9e1f07c2d5's SQLite trigger, as it made it.
 _TRIGGER = "tr_actions_refuse_finished_games"
 _SQLITE_TRIGGER = (
     f"CREATE TRIGGER {_TRIGGER} BEFORE INSERT ON actions "
@@ -59,6 +59,7 @@ def _games(statuses: str) -> sa.Table:
         sa.Column("duration_ms", sa.BigInteger(), nullable=True),
         sa.Column("won", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("active_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("hinted", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.CheckConstraint(statuses, name="ck_games_status"),
         sa.CheckConstraint("cells IN (8, 4, 2)", name="ck_games_cells"),
         sa.ForeignKeyConstraint(["player_id"], ["players.id"], name="fk_games_player_id_players"),
@@ -71,8 +72,8 @@ def _games(statuses: str) -> sa.Table:
 
 
 def _replace_status_check(old: str, new: str) -> None:
-    """SQLite copies ``games`` to change a check, and renaming the copy fails while the previous
-    revision's trigger on ``actions`` names ``games``: the trigger is dropped for the copy and made
+    """SQLite copies ``games`` to change a check, and renaming the copy fails while revision
+    3b9e1f07c2d5's trigger on ``actions`` names ``games``: the trigger is dropped for the copy and made
     again as it was (PostgreSQL alters the check in place)."""
     sqlite = op.get_context().dialect.name == "sqlite"
     if sqlite:
