@@ -21,14 +21,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from protocol.limits import MAX_PAGE_SIZE
 from server.clock import utc_now
+from server.cursors import parse_time_cursor, time_cursor
 from server.errors import ErrorCode, Refusal
 from server.room import GameRoom
 from server.storage import Database
 from server.storage import unfinished as storage
 
 __all__ = ["UnfinishedGames"]
-
-_CURSOR_TIME = "%Y%m%d%H%M%S%f"
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +71,10 @@ class UnfinishedGames:
             Refusal: bad_request, for a cursor this server did not make.
         """
         limit = min(limit, MAX_PAGE_SIZE)
-        before = None if after is None else _parse_cursor(after)
+        before = None if after is None else parse_time_cursor(after, "games")
         found = await storage.recent_unfinished_games(conn, player_id, limit + 1, before)
         page = found[:limit]
-        next_cursor = _cursor(page[-1]) if len(found) > limit else None
+        next_cursor = time_cursor(page[-1].started_at, page[-1].id) if len(found) > limit else None
         return [game.id for game in page], next_cursor
 
     async def make_room(self, player_id: str) -> None:
@@ -146,16 +145,3 @@ class UnfinishedGames:
                 await self.sweep()
             except Exception:
                 logger.exception("the unfinished-games sweep failed; retrying at the next one")
-
-
-def _cursor(game: storage.UnfinishedGame) -> str:
-    return f"{game.started_at.astimezone(dt.UTC).strftime(_CURSOR_TIME)}.{game.id}"
-
-
-def _parse_cursor(text: str) -> tuple[dt.datetime, str]:
-    moment, _, game_id = text.partition(".")
-    try:
-        started_at = dt.datetime.strptime(moment, _CURSOR_TIME).replace(tzinfo=dt.UTC)
-    except ValueError:
-        raise Refusal(ErrorCode.BAD_REQUEST, f"after: {text[:40]!r} is not a cursor of this list") from None
-    return started_at, game_id

@@ -19,6 +19,7 @@ from protocol import builders
 from server.clock import utc_now
 from server.committer import Committer, Write
 from server.config import Settings
+from server.cursors import parse_time_cursor, time_cursor
 from server.errors import ErrorCode, Refusal, storage_refusal
 from server.hints import SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
@@ -34,7 +35,6 @@ __all__ = ["RequestHandler"]
 
 Reply = list[dict[str, Any]]
 _RANDOM = secrets.SystemRandom()
-_CURSOR_TIME = "%Y%m%d%H%M%S%f"
 
 
 class RequestHandler:
@@ -231,7 +231,7 @@ class RequestHandler:
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
         """Every unfinished game, on any node, with an action (or its start) in the last
         ``live_window_minutes``, most recently active first: read from the database, a page at a time."""
-        after = None if request.after is None else _parse_live_cursor(request.after)
+        after = None if request.after is None else parse_time_cursor(request.after, "live")
         since = utc_now() - dt.timedelta(minutes=self._settings.live_window_minutes)
         async with self._database.connection() as conn:
             found = await repository.live_games(
@@ -239,7 +239,7 @@ class RequestHandler:
             )
         page = found[: request.limit]
         games = [self._live_entry(game) for game in page]
-        next_cursor = _live_cursor(page[-1]) if len(found) > len(page) else None
+        next_cursor = time_cursor(page[-1].active_at, page[-1].id) if len(found) > len(page) else None
         return [builders.live(games, next_cursor=next_cursor, request_id=request.request_id)]
 
     def _live_entry(self, game: LiveGame) -> dict[str, object]:
@@ -310,18 +310,3 @@ def _player(session: Session) -> PlayerRef:
 def _check_owner(session: Session, owner_id: str, game_id: str) -> None:
     if _player(session).id != owner_id:
         raise Refusal(ErrorCode.FORBIDDEN, f"game {game_id} is not yours: spectators may only watch")
-
-
-def _live_cursor(game: LiveGame) -> str:
-    return f"{game.active_at.strftime(_CURSOR_TIME)}.{game.id}"
-
-
-def _parse_live_cursor(cursor: str) -> tuple[dt.datetime, str]:
-    moment, _, game_id = cursor.partition(".")
-    try:
-        at = dt.datetime.strptime(moment, _CURSOR_TIME).replace(tzinfo=dt.UTC)
-    except ValueError:
-        raise Refusal(
-            ErrorCode.BAD_REQUEST, "after: not a cursor of live; send back a page's `next`"
-        ) from None
-    return at, game_id
