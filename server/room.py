@@ -74,9 +74,10 @@ class Follower(Protocol):
 
 
 class WriteSink(Protocol):
-    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline."""
+    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline (its awaitable
+    is done once the write is committed)."""
 
-    async def submit(self, write: Write) -> None: ...
+    def submit(self, write: Write) -> Awaitable[None]: ...
 
 
 class Pusher(Protocol):
