@@ -2,12 +2,13 @@
 
 A request's ``Write`` is atomic (a new player, a new game, an action and the result it ends the game
 with commit together or not at all), and the future ``submit()`` returns is done only after its
-transaction committed: that is what makes an ``ack`` mean "durable". One writer thread takes everything
-queued, has the backend (`server.storage.commit_backends`) commit it as one transaction, and hands the
-whole batch back to the event loop in one callback: the loop pays one enqueue per write and one wake-up
-per commit, and the GIL changes hands once per commit, not per write. While a commit is in flight the
-next batch gathers, so commits per second stay flat while writes per commit grow with the load, and the
-next batch starts as soon as the previous one ends, without waiting for a busy event loop.
+transaction committed: that is what makes an ``ack`` mean "durable". The writes of one event-loop
+iteration are handed to the writer thread together; it takes everything queued, has the backend
+(`server.storage.commit_backends`) commit it as one transaction, and hands the whole batch back to the
+event loop in one callback: no task per write, and the thread is woken, and the GIL changes hands, about
+once per commit, not once per write. While a commit is in flight the next batch gathers, so commits
+per second stay flat while writes per commit grow with the load, and the next batch starts as soon as
+the previous one ends, without waiting for a busy event loop.
 
 If the database refuses a batch (the (game, v) fence, a finished game), each of its writes is committed
 alone, so that only the conflicting ones fail.
@@ -42,7 +43,9 @@ class Committer:
         self._backend = backend
         self._metrics = metrics
         self._max_batch = max_batch
-        self._queue: queue.SimpleQueue[_Pending | object] = queue.SimpleQueue()  # object: _STOP
+        self._queue: queue.SimpleQueue[list[_Pending] | object] = queue.SimpleQueue()  # object: _STOP
+        self._submitted: list[_Pending] = []  # this loop iteration's writes, queued together after it
+        self._carried: list[_Pending] = []  # the writer thread's: taken beyond ``max_batch``, for next time
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping = False
@@ -57,6 +60,7 @@ class Committer:
         """Commit everything already submitted, then stop (new submissions are refused)."""
         self._stopping = True
         if self._thread is not None:
+            self._hand_over()
             self._queue.put(_STOP)
             await asyncio.to_thread(self._thread.join)
 
@@ -71,8 +75,17 @@ class Committer:
         if self._stopping or self._loop is None:
             raise StorageUnavailable("the server is stopping")
         future = self._loop.create_future()
-        self._queue.put((write, future))
+        if not self._submitted:
+            self._loop.call_soon(self._hand_over)
+        self._submitted.append((write, future))
         return future
+
+    def _hand_over(self) -> None:
+        """Queue this loop iteration's writes for the writer thread at once: it is woken (and takes the
+        GIL) once per iteration at most, not once per write."""
+        if self._submitted:
+            self._queue.put(self._submitted)
+            self._submitted = []
 
     # ------------------------------------------------------------------ the writer thread
 
@@ -89,19 +102,22 @@ class Committer:
             self._backend.close()
 
     def _take_batch(self) -> tuple[list[_Pending], bool]:
-        """Block for the first write, then take whatever else is queued (up to ``max_batch``)."""
-        batch: list[_Pending] = []
-        item = self._queue.get()
-        while True:
-            if not isinstance(item, tuple):  # _STOP
-                return batch, True
-            batch.append(item)
-            if len(batch) >= self._max_batch:
-                return batch, False
+        """Block for the first writes (unless some were carried over), then take whatever else is
+        queued, up to ``max_batch``: the rest is carried over to the next batch. True at the end when
+        ``stop()`` came."""
+        batch, self._carried = self._carried, []
+        block = not batch
+        while len(batch) < self._max_batch:
             try:
-                item = self._queue.get_nowait()
+                item = self._queue.get(block=block)
             except queue.Empty:
-                return batch, False
+                break
+            if not isinstance(item, list):  # _STOP
+                return batch, True
+            batch.extend(item)
+            block = False
+        batch, self._carried = batch[: self._max_batch], batch[self._max_batch :]
+        return batch, False
 
     def _commit(self, writes: Sequence[Write]) -> list[Exception | None]:
         """Each write's error (None: committed). A refused batch is committed again one write at a time,

@@ -225,3 +225,16 @@ async def test_a_cancelled_waiter_does_not_stop_the_others(committer: Committer,
     cancelled.cancel()
     await asyncio.gather(*others)
     assert len(await stored_rows(seeded)) == len(GAMES)
+
+
+async def test_batches_hold_at_most_max_batch_writes(backend: RecordingBackend, seeded: Database) -> None:
+    """Writes handed over together beyond ``max_batch`` are carried over to the next commits."""
+    pipeline = Committer(backend, Metrics(), max_batch=8)
+    pipeline.start()
+    try:
+        await asyncio.gather(*(pipeline.submit(appended(game, v)) for v in (1, 2) for game in GAMES))
+    finally:
+        await pipeline.stop()
+    assert len(await stored_rows(seeded)) == 2 * len(GAMES)
+    assert sum(backend.batches) == 2 * len(GAMES)
+    assert max(backend.batches) == 8
