@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from engine import FOUNDATION_ORDER, Card, Foundation, Game, Layout, Rank, Status, Suit, Transfer
+from engine import FOUNDATION_ORDER, Card, Foundation, Game, Layout, Move, Rank, Status, Suit, Transfer
 from protocol.errors import ErrorCode, RequestId
 
 __all__ = [
@@ -24,10 +24,12 @@ __all__ = [
     "error",
     "game_over",
     "game_row",
+    "hint",
     "layout_fields",
     "leaderboard",
     "live",
     "live_game",
+    "move_action",
     "ok",
     "ops",
     "player_info",
@@ -67,6 +69,26 @@ def layout_fields(layout: Layout) -> dict[str, object]:
             for key, tops, height in zip(_FOUNDATION_KEYS, _FOUNDATION_TOP, layout.foundations, strict=True)
         },
     }
+
+
+def move_action(move: Move) -> dict[str, object]:
+    """A move as the client request that makes it, without ``id`` and ``game``:
+    ``{"type": "move", "from": "t3", "to": "fH", "n": 1}`` (``n`` always written)."""
+    return {"type": "move", "from": move.source.symbol(), "to": move.target.symbol(), "n": move.count}
+
+
+def hint(
+    game_id: str, v: int, verdict: str, action: Move | None, *, request_id: RequestId | None = None
+) -> dict[str, object]:
+    """The reply to ``hint``: the verdict from the game at ``v`` (``win``, ``lost`` or ``unknown``) and,
+    with ``win``, the next ``action`` of a winning line."""
+    message = _head("hint", request_id)
+    message["game"] = game_id
+    message["v"] = v
+    message["verdict"] = verdict
+    if action is not None:
+        message["action"] = move_action(action)
+    return message
 
 
 def player_info(player_id: str, name: str) -> dict[str, object]:
