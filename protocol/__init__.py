@@ -1,5 +1,5 @@
 """Wire protocol v1 of the Eight Off server, sans-I/O: message types, strict validation of untrusted
-input, the msgpack and JSON codecs, error and close codes, and the builders of server messages.
+input, the msgpack and JSON codecs, error and close codes, and the server messages as typed values.
 
 It imports only the standard library, msgpack and ``engine``: no asyncio, sockets, SQL, clocks or
 random numbers. protocol/README.md is the normative specification; protocol/asyncapi.yaml says the
@@ -13,32 +13,12 @@ Server side, per frame::
         if exc.close_code is not None:
             ...close the connection with exc.close_code...
         else:
-            send(protocol.encode(exc.reply(), subprotocol))
+            send(protocol.encode(exc.reply().to_wire(), subprotocol))
 """
 
 from __future__ import annotations
 
-from protocol.builders import (
-    ack,
-    card_text,
-    diff,
-    error,
-    game_over,
-    game_row,
-    layout_fields,
-    leaderboard,
-    live,
-    live_game,
-    ok,
-    ops,
-    player_info,
-    player_row,
-    profile,
-    profile_game,
-    snapshot,
-    welcome,
-)
-from protocol.checks import SERVER_MESSAGE_TYPES, validate_server_message
+from protocol.checks import validate_server_message
 from protocol.codec import (
     Subprotocol,
     decode,
@@ -77,6 +57,30 @@ from protocol.messages import (
     WatchRequest,
 )
 from protocol.parse import PROTOCOL_VERSION, parse_client_message
+from protocol.server_messages import (
+    SERVER_MESSAGE_TYPES,
+    Ack,
+    Diff,
+    ErrorReply,
+    Foundations,
+    GameOver,
+    GameRow,
+    LeaderboardPage,
+    LiveGame,
+    LivePage,
+    Ok,
+    Player,
+    PlayerRow,
+    Profile,
+    ProfileGame,
+    ServerInfo,
+    ServerMessage,
+    Snapshot,
+    Streak,
+    Welcome,
+    card_text,
+    layout_fields,
+)
 from protocol.timestamps import format_timestamp, parse_timestamp
 
 __all__ = [
@@ -84,26 +88,44 @@ __all__ = [
     "OWN_FOUNDATION",
     "PROTOCOL_VERSION",
     "SERVER_MESSAGE_TYPES",
+    "Ack",
     "ActionRequest",
     "AutoRequest",
     "Board",
     "ClientMessage",
     "CloseCode",
+    "Diff",
     "ErrorCode",
+    "ErrorReply",
+    "Foundations",
+    "GameOver",
     "GameRequest",
+    "GameRow",
     "HelloRequest",
+    "LeaderboardPage",
     "LeaderboardRequest",
+    "LiveGame",
+    "LivePage",
     "LiveRequest",
     "MoveRequest",
     "NewGameRequest",
+    "Ok",
     "Order",
     "OwnFoundation",
     "Period",
+    "Player",
+    "PlayerRow",
+    "Profile",
+    "ProfileGame",
     "ProfileRequest",
     "ProtocolError",
     "RequestId",
     "ResignRequest",
     "ResumeRequest",
+    "ServerInfo",
+    "ServerMessage",
+    "Snapshot",
+    "Streak",
     "Subprotocol",
     "TapRequest",
     "TapSource",
@@ -111,33 +133,18 @@ __all__ = [
     "UndoRequest",
     "UnwatchRequest",
     "WatchRequest",
-    "ack",
+    "Welcome",
     "card_text",
     "decode",
     "decode_server_message",
     "decode_value",
-    "diff",
     "encode",
     "encode_json",
     "encode_msgpack",
-    "error",
     "format_timestamp",
-    "game_over",
-    "game_row",
     "layout_fields",
-    "leaderboard",
-    "live",
-    "live_game",
-    "ok",
-    "ops",
     "parse_client_message",
     "parse_timestamp",
-    "player_info",
-    "player_row",
-    "profile",
-    "profile_game",
     "select_subprotocol",
-    "snapshot",
     "validate_server_message",
-    "welcome",
 ]

@@ -189,9 +189,9 @@ def encode(message: Mapping[str, object], subprotocol: Literal[Subprotocol.JSON]
 @overload
 def encode(message: Mapping[str, object], subprotocol: Subprotocol) -> bytes | str: ...
 def encode(message: Mapping[str, object], subprotocol: Subprotocol) -> bytes | str:
-    """A server message (a dict from ``protocol.builders``) as the frame payload of ``subprotocol``.
+    """A server message (a ``protocol.ServerMessage``'s ``to_wire()``) as the frame of ``subprotocol``.
 
-    Not validated, for speed: tests check the builders with ``validate_server_message``.
+    Not validated, for speed: tests check every message type with ``validate_server_message``.
     """
     if subprotocol is Subprotocol.MSGPACK:
         return cast(bytes, msgpack.packb(message))

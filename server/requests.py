@@ -15,7 +15,6 @@ from typing import Any
 
 import protocol
 from engine import Deal, IllegalMoveError, daily_deal
-from protocol import builders
 from server.clock import utc_now
 from server.committer import Committer, Write
 from server.config import Settings
@@ -29,7 +28,7 @@ from server.storage import Database, LiveGame, PlayerRecord, StorageUnavailable,
 
 __all__ = ["RequestHandler"]
 
-Reply = list[dict[str, Any]]
+Reply = list[protocol.ServerMessage]
 _RANDOM = secrets.SystemRandom()
 _CURSOR_TIME = "%Y%m%d%H%M%S%f"
 
@@ -109,13 +108,12 @@ class RequestHandler:
             games = []
         session.player = PlayerRef(record.id, record.name)
         return [
-            builders.welcome(
-                player=session.player.wire(),
-                token=token,
-                server_version=self._version,
-                node=self._settings.node,
-                games=games,
+            protocol.Welcome(
                 request_id=request.request_id,
+                player=session.player,
+                token=token,
+                server=protocol.ServerInfo(self._version, self._settings.node),
+                games=tuple(games),
             )
         ]
 
@@ -190,7 +188,7 @@ class RequestHandler:
     async def _unwatch(self, session: Session, request: protocol.UnwatchRequest) -> Reply:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
         session.unfollow(request.game, self._registry)
-        return [builders.ok(request.request_id)]
+        return [protocol.Ok(request_id=request.request_id)]
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
         """Every unfinished game, on any node, with an action (or its start) in the last
@@ -202,20 +200,20 @@ class RequestHandler:
                 conn, active_since=since, after=after, limit=request.limit + 1
             )
         page = found[: request.limit]
-        games = [self._live_entry(game) for game in page]
+        games = tuple(self._live_entry(game) for game in page)
         next_cursor = _live_cursor(page[-1]) if len(found) > len(page) else None
-        return [builders.live(games, next_cursor=next_cursor, request_id=request.request_id)]
+        return [protocol.LivePage(request_id=request.request_id, games=games, next_cursor=next_cursor)]
 
-    def _live_entry(self, game: LiveGame) -> dict[str, object]:
+    def _live_entry(self, game: LiveGame) -> protocol.LiveGame:
         room = self._registry.room(game.id)
-        return builders.live_game(
-            game.id,
-            player=builders.player_info(game.player_id, game.player_name),
+        return protocol.LiveGame(
+            game=game.id,
+            player=protocol.Player(game.player_id, game.player_name),
             code=game.code,
             moves=game.moves,
             score=game.score,
             watchers=0 if room is None else len(room.spectators),
-            started_at=protocol.format_timestamp(game.started_at),
+            started_at=game.started_at,
         )
 
     async def _leaderboard(self, session: Session, request: protocol.LeaderboardRequest) -> Reply:

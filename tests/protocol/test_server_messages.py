@@ -1,4 +1,5 @@
-"""Builders of server messages: shapes the checker accepts, and values taken from the engine."""
+"""Server messages as values: wire forms the checker accepts, values taken from the engine, and one
+table of types that the checker agrees with."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from wire_support import WINNING_LINE, sample_server_messages
 import protocol
 from engine import ALL_CARDS, UNDO, Deal, Game, Move
 
-PLAYER = protocol.player_info("p_1", "Ann")
-STARTED = "2026-11-30T04:48:59.123Z"
+PLAYER = protocol.Player("p_1", "Ann")
+STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
 
 
 def test_card_text_matches_the_engine_for_every_card() -> None:
@@ -30,7 +31,7 @@ def test_layout_fields_are_the_deal_in_wire_form(cells: int) -> None:
 @pytest.mark.parametrize("cells", [8, 4, 2])
 def test_snapshot_of_a_new_game_is_valid(cells: int) -> None:
     game = Game(Deal(987654321, cells))
-    snapshot = protocol.snapshot("g_1", game, player=PLAYER, started_at=STARTED, request_id="r1")
+    snapshot = protocol.Snapshot.of("g_1", game, player=PLAYER, started_at=STARTED, request_id="r1").to_wire()
     protocol.validate_server_message(snapshot)
     assert snapshot["id"] == "r1"
     assert (snapshot["v"], snapshot["score"], snapshot["moves"], snapshot["status"]) == (0, 0, 0, "playing")
@@ -38,7 +39,7 @@ def test_snapshot_of_a_new_game_is_valid(cells: int) -> None:
 
 
 def test_snapshot_without_request_id_has_no_id() -> None:
-    snapshot = protocol.snapshot("g_1", Game(Deal(1)), player=PLAYER, started_at=STARTED)
+    snapshot = protocol.Snapshot.of("g_1", Game(Deal(1)), player=PLAYER, started_at=STARTED).to_wire()
     assert "id" not in snapshot
 
 
@@ -47,7 +48,7 @@ def test_snapshot_lists_foundation_tops() -> None:
     for text in ["t8-t6", "t4-t2", "t8-c8", "t8-c7", "t8-c6", "t8-c5", "c2-t8", "t1-t8:2", "t4-t1"]:
         game.play(Move.parse(text))
     heights = game.layout().foundations
-    snapshot = protocol.snapshot("g_1", game, player=PLAYER, started_at=STARTED)
+    snapshot = protocol.Snapshot.of("g_1", game, player=PLAYER, started_at=STARTED).to_wire()
     protocol.validate_server_message(snapshot)
     for suit, height in zip("SHDC", heights, strict=True):
         expected = None if height == 0 else "A23456789TJQK"[height - 1] + suit
@@ -67,8 +68,8 @@ def _game_with_a_foundation_card() -> tuple[Game, Move]:
 def test_ack_and_diff_describe_the_action_after_it() -> None:
     game, move = _game_with_a_foundation_card()
     transfer = game.play(move)
-    ack = protocol.ack("g_1", game, transfer, 42)
-    diff = protocol.diff("g_1", game, transfer)
+    ack = protocol.Ack.of("g_1", game, transfer, 42).to_wire()
+    diff = protocol.Diff.of("g_1", game, transfer).to_wire()
     protocol.validate_server_message(ack)
     protocol.validate_server_message(diff)
     assert (
@@ -85,14 +86,14 @@ def test_ack_and_diff_describe_the_action_after_it() -> None:
 
 def test_ack_without_request_id_has_no_id() -> None:
     game, move = _game_with_a_foundation_card()
-    assert "id" not in protocol.ack("g_1", game, game.play(move), None)
+    assert "id" not in protocol.Ack.of("g_1", game, game.play(move), None).to_wire()
 
 
 def test_undo_of_a_foundation_move_carries_the_new_top() -> None:
     game, move = _game_with_a_foundation_card()
     game.play(move)
     transfer = game.play(UNDO)
-    diff = protocol.diff("g_1", game, transfer)
+    diff = protocol.Diff.of("g_1", game, transfer).to_wire()
     protocol.validate_server_message(diff)
     ops = diff["ops"]
     assert isinstance(ops, list)
@@ -116,7 +117,7 @@ def test_ops_top_is_the_card_under_the_one_taken() -> None:
             break
     else:
         raise AssertionError("the line never allows taking back a heart above the ace")
-    (op,) = protocol.ops(game.play(takebacks[0]))
+    (op,) = protocol.Diff.of("g_1", game, game.play(takebacks[0])).to_wire()["ops"]  # type: ignore[misc]
     rank = "A23456789TJQK"
     assert op == {
         "cards": [rank[height - 1] + "H"],
@@ -134,29 +135,32 @@ def test_every_sample_of_every_type_is_valid() -> None:
 
 
 def test_welcome_sends_the_token_only_when_given() -> None:
-    assert "token" not in protocol.welcome(player=PLAYER, server_version="1", node="n", games=[])
-    assert protocol.welcome(player=PLAYER, server_version="1", node="n", games=[], token="t")["token"] == "t"
+    server = protocol.ServerInfo("1", "n")
+    assert "token" not in protocol.Welcome(player=PLAYER, server=server, games=()).to_wire()
+    assert protocol.Welcome(player=PLAYER, server=server, games=(), token="t").to_wire()["token"] == "t"
 
 
 def test_player_row_win_rate() -> None:
-    assert protocol.player_row(rank=1, player=PLAYER, played=4, won=3, best_score=0)["win_rate"] == 0.75
-    assert protocol.player_row(rank=1, player=PLAYER, played=0, won=0, best_score=0)["win_rate"] == 0.0
+    assert protocol.PlayerRow(1, PLAYER, played=4, won=3, best_score=0).to_wire()["win_rate"] == 0.75
+    assert protocol.PlayerRow(1, PLAYER, played=0, won=0, best_score=0).to_wire()["win_rate"] == 0.0
 
 
 def test_profile_win_rate_and_streak() -> None:
-    message = protocol.profile(
-        player=PLAYER, played=8, won=2, best_score=935, best=[], streak_current=1, streak_best=3, recent=[]
-    )
+    message = protocol.Profile(
+        player=PLAYER, played=8, won=2, best_score=935, best=(), streak=protocol.Streak(1, 3), recent=()
+    ).to_wire()
     protocol.validate_server_message(message)
     assert message["win_rate"] == 0.25 and message["streak"] == {"current": 1, "best": 3}
 
 
 def test_error_cuts_long_messages_and_refuses_unknown_codes() -> None:
-    reply = protocol.error("bad_request", "x" * 1000, 1)
+    reply = protocol.ErrorReply(
+        code=protocol.ErrorCode.BAD_REQUEST, message="x" * 1000, request_id=1
+    ).to_wire()
     assert len(reply["message"]) == 200  # type: ignore[arg-type]
     protocol.validate_server_message(reply)
     with pytest.raises(ValueError):
-        protocol.error("oops", "no such code")
+        protocol.ErrorReply(code="oops", message="no such code")  # type: ignore[arg-type]
 
 
 def test_foundations_are_keyed_by_suit_letter_in_engine_order() -> None:

@@ -1,0 +1,500 @@
+"""The server → client messages of protocol v1 as frozen values, one class per ``type``.
+
+The server side twin of ``protocol.messages``: a reply or a push is built as a value holding engine
+and standard values (``Card``, ``Transfer``, ``Status``, ``ErrorCode``, aware ``datetime``), and
+``to_wire()`` renders it as the plain dict ``protocol.encode`` takes. ``to_wire`` is one field-driven
+function for every class: each field's wire form follows from its declared type (a plan made once per
+class), so adding a message is one class here plus one entry in `SERVER_MESSAGE_TYPES`; the tests hold
+protocol/README.md, protocol/asyncapi.yaml and ``protocol.validate_server_message`` to that table.
+
+Wire names are the field names except ``request_id`` (``id``, always first) and ``next_cursor``
+(``next``). A field whose default is None is left out while it is None (``id``, ``token``, ``next``);
+every other field is always sent, null included (an empty cell). Values validate nothing (they are
+built by the server from its own state); ``validate_server_message`` checks their output in tests.
+
+Diffs are exact: a client that knows no rules keeps an identical copy of the board by applying each
+op (take ``cards`` off the top of ``from``, put them on ``to``). Because a snapshot shows only the top
+card of each foundation, an op taking a card off a foundation also says the foundation's new ``top``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar, Final, TypeAlias, cast
+
+from engine import FOUNDATION_ORDER, Card, Foundation, Game, Layout, Rank, Status, Suit, Transfer
+from protocol.errors import ErrorCode, RequestId
+from protocol.timestamps import format_timestamp
+
+__all__ = [
+    "SERVER_MESSAGE_TYPES",
+    "Ack",
+    "Diff",
+    "ErrorReply",
+    "Foundations",
+    "GameOver",
+    "GameRow",
+    "LeaderboardPage",
+    "LiveGame",
+    "LivePage",
+    "Ok",
+    "Player",
+    "PlayerRow",
+    "Profile",
+    "ProfileGame",
+    "ServerInfo",
+    "ServerMessage",
+    "Snapshot",
+    "Streak",
+    "Welcome",
+    "card_text",
+    "layout_fields",
+]
+
+#: ``_CARD_TEXT[suit letter][rank]``: the text of every card, made once.
+_CARD_TEXT: Final[dict[str, tuple[str, ...]]] = {
+    suit.value: ("", *(f"{rank.symbol}{suit.value}" for rank in Rank)) for suit in Suit
+}
+#: Field name → wire name where they differ.
+_WIRE_NAMES: Final = {"request_id": "id", "next_cursor": "next"}
+#: The longest ``error`` message: an echo of input stays small.
+MAX_ERROR_MESSAGE: Final = 200
+
+
+def card_text(card: Card) -> str:
+    """The wire text of a card (``"TD"``), from a table rather than formatting."""
+    return _CARD_TEXT[card.suit._value_][card.rank]
+
+
+def _card_texts(cards: tuple[Card, ...]) -> list[str]:
+    texts = _CARD_TEXT
+    return [texts[card.suit._value_][card.rank] for card in cards]
+
+
+def _op(transfer: Transfer) -> dict[str, object]:
+    """An op: ``{cards, from, to}``, plus ``top`` (the card now showing) when ``from`` is a foundation."""
+    cards = transfer.cards
+    source = transfer.source
+    op: dict[str, object] = {
+        "cards": _card_texts(cards),
+        "from": source.symbol(),
+        "to": transfer.target.symbol(),
+    }
+    if type(source) is Foundation:
+        # The card left the foundation's top, so the one under it (same suit, a rank lower) shows.
+        taken = cards[0]
+        op["top"] = _CARD_TEXT[taken.suit._value_][taken.rank - 1] or None
+    return op
+
+
+# --------------------------------------------------------------------------- to_wire, field-driven
+# ``to_wire`` is on every action's path (the ack, and the diff when someone follows), so each class gets
+# its own renderer, generated once from its fields as ``dataclasses`` generates ``__init__``: a dict
+# display with each field's conversion inlined, as fast as a hand-written builder.
+
+_Render: TypeAlias = Callable[["_Value"], dict[str, object]]
+_RENDERERS: dict[type, _Render] = {}
+#: The helpers a generated renderer calls, by the name it calls them (and a table per enum, added).
+_HELPERS: dict[str, object] = {
+    "_card_text": card_text,
+    "_card_texts": _card_texts,
+    "_op": _op,
+    "_timestamp": format_timestamp,
+}
+#: The helper giving the wire form of a leaf type; str, int, bool and float go as they are.
+_LEAVES: Final[dict[object, str]] = {Card: "_card_text", Transfer: "_op", dt.datetime: "_timestamp"}
+
+
+def _expression(hint: object, source: str, depth: int = 0) -> str:
+    """Python source of the wire value of ``source``, an expression of type ``hint``."""
+    if hint in (str, int, bool, float):
+        return source
+    if hint in _LEAVES:
+        return f"{_LEAVES[hint]}({source})"
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        table = f"_{hint.__name__}_values"  # a dict lookup: much cheaper than Enum.value
+        _HELPERS[table] = {member: member.value for member in hint}
+        return f"{table}[{source}]"
+    if isinstance(hint, type) and issubclass(hint, _Value):
+        return f"{source}.to_wire()"
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        if args[0] is Card:
+            return f"_card_texts({source})"
+        if args[0] in _LEAVES:
+            return f"list(map({_LEAVES[args[0]]}, {source}))"
+        item = f"_item{depth}"
+        inner = _expression(args[0], item, depth + 1)
+        return f"list({source})" if inner == item else f"[{inner} for {item} in {source}]"
+    if origin in (typing.Union, types.UnionType):
+        options = [arg for arg in args if arg is not type(None)]
+        if all(isinstance(arg, type) and issubclass(arg, _Value) for arg in options):
+            inner = f"{source}.to_wire()"
+        else:
+            forms = {_expression(option, source, depth) for option in options}
+            if len(forms) != 1:
+                raise TypeError(f"no one wire form for the type {hint!r}")
+            (inner,) = forms
+        nullable = len(options) < len(args)
+        return f"(None if {source} is None else {inner})" if nullable and inner != source else inner
+    raise TypeError(f"no wire form for the type {hint!r}")
+
+
+def _wire_fields(cls: type[_Value]) -> list[tuple[str, str, bool]]:
+    """(attribute, wire name, left out when None) of each field of ``cls``, ``request_id`` first."""
+    items = sorted(dataclasses.fields(cls), key=lambda item: item.name != "request_id")  # type: ignore[arg-type]
+    return [(item.name, _WIRE_NAMES.get(item.name, item.name), item.default is None) for item in items]
+
+
+def _renderer(cls: type[_Value]) -> _Render:
+    """The generated ``to_wire`` of ``cls`` (kept in ``_RENDERERS``)."""
+    hints = typing.get_type_hints(cls)
+    fields = _wire_fields(cls)
+    entries = [] if cls.TYPE is None else [f"'type': {cls.TYPE!r}"]
+    entries += [f"{key!r}: {_expression(hints[name], f'self.{name}')}" for name, key, _ in fields]
+    lines = ["def to_wire(self):", f"    wire = {{{', '.join(entries)}}}"]
+    for _, key, omitted in fields:
+        if omitted:
+            lines += [f"    if wire[{key!r}] is None:", f"        del wire[{key!r}]"]
+    lines.append("    return wire")
+    namespace: dict[str, object] = {}
+    exec("\n".join(lines), dict(_HELPERS), namespace)  # source made above from field names and types
+    render = cast(_Render, namespace["to_wire"])
+    _RENDERERS[cls] = render
+    return render
+
+
+class _Value:
+    """A value with a wire form: ``to_wire()`` gives the plain dict (``type`` first for a message)."""
+
+    __slots__ = ()
+    TYPE: ClassVar[str | None] = None
+
+    def to_wire(self) -> dict[str, object]:
+        cls = type(self)
+        return (_RENDERERS.get(cls) or _renderer(cls))(self)
+
+    @classmethod
+    def wire_fields(cls) -> tuple[frozenset[str], frozenset[str]]:
+        """(always sent, left out when None): the wire names of the fields, ``type`` aside."""
+        fields = _wire_fields(cls)
+        return (
+            frozenset(key for _, key, omitted in fields if not omitted),
+            frozenset(key for _, key, omitted in fields if omitted),
+        )
+
+
+# --------------------------------------------------------------------------- parts of messages
+
+
+@dataclass(frozen=True, slots=True)
+class Player(_Value):
+    """Who plays: ``{id, name}`` in welcome, snapshot, live and leaderboard rows, profile."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo(_Value):
+    """The ``server`` of a welcome: the software version and the node serving the connection."""
+
+    version: str
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Foundations(_Value):
+    """The top card of each foundation, or None while it is empty."""
+
+    S: Card | None
+    H: Card | None
+    D: Card | None
+    C: Card | None
+
+    @classmethod
+    def of(cls, layout: Layout) -> Foundations:
+        tops = [layout.foundation_top(suit) for suit in FOUNDATION_ORDER]
+        return cls(**{suit.value: top for suit, top in zip(FOUNDATION_ORDER, tops, strict=True)})
+
+
+@dataclass(frozen=True, slots=True)
+class LiveGame(_Value):
+    """One entry of a ``live`` page."""
+
+    game: str
+    player: Player
+    code: str
+    moves: int
+    score: int
+    watchers: int
+    started_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class GameRow(_Value):
+    """A row of the ``deal``, ``variant`` and ``daily`` boards: a player's best finished game there."""
+
+    rank: int
+    player: Player
+    game: str
+    code: str
+    cells: int
+    won: bool
+    moves: int
+    duration_ms: int
+    score: int
+    finished_at: dt.datetime
+
+
+def _win_rate(won: int, played: int) -> float:
+    return won / played if played else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRow(_Value):
+    """A row of the ``players`` board: finished games ``played`` and ``won``, ``win_rate`` = won / played
+    (0 when none), and the best score of a game."""
+
+    rank: int
+    player: Player
+    played: int
+    won: int
+    win_rate: float = field(init=False)
+    best_score: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "win_rate", _win_rate(self.won, self.played))
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileGame(_Value):
+    """A finished game as a ``profile`` lists it (its ``best`` and ``recent`` games)."""
+
+    game: str
+    code: str
+    cells: int
+    won: bool
+    score: int
+    moves: int
+    duration_ms: int
+    finished_at: dt.datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Streak(_Value):
+    """Consecutive UTC days with a won daily challenge: the run ending today or yesterday, the longest."""
+
+    current: int
+    best: int
+
+
+# --------------------------------------------------------------------------- the messages
+# Built by keyword (``kw_only``), so that the optional ``request_id`` comes first, as on the wire.
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Welcome(_Value):
+    """The reply to ``hello``; ``token`` only when a new guest player was made (the one time it is sent)."""
+
+    TYPE: ClassVar[str] = "welcome"
+    request_id: RequestId | None = None
+    player: Player
+    token: str | None = None
+    server: ServerInfo
+    games: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Snapshot(_Value):
+    """The whole state of a game: the reply to new_game, resume and watch."""
+
+    TYPE: ClassVar[str] = "snapshot"
+    request_id: RequestId | None = None
+    game: str
+    v: int
+    code: str
+    player: Player
+    tableau: tuple[tuple[Card, ...], ...]
+    cells: tuple[Card | None, ...]
+    foundations: Foundations
+    score: int
+    moves: int
+    status: Status
+    started_at: dt.datetime
+
+    @classmethod
+    def of(
+        cls,
+        game_id: str,
+        game: Game,
+        *,
+        player: Player,
+        started_at: dt.datetime,
+        request_id: RequestId | None = None,
+    ) -> Snapshot:
+        """The snapshot of ``game`` as it stands (its table is immutable: nothing is copied)."""
+        layout = game.layout()
+        return cls(
+            request_id=request_id,
+            game=game_id,
+            v=game.v,
+            code=game.deal.code(),
+            player=player,
+            tableau=layout.columns,
+            cells=layout.cells,
+            foundations=Foundations.of(layout),
+            score=game.score,
+            moves=game.moves,
+            status=game.status,
+            started_at=started_at,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Diff(_Value):
+    """What spectators and the player's other connections get after an action; never an ``id``."""
+
+    TYPE: ClassVar[str] = "diff"
+    game: str
+    v: int
+    ops: tuple[Transfer, ...]
+    score: int
+    moves: int
+    status: Status
+
+    @classmethod
+    def of(cls, game_id: str, game: Game, transfer: Transfer) -> Diff:
+        """The diff of the action that made ``transfer`` (``game`` after it)."""
+        return cls(
+            game=game_id, v=game.v, ops=(transfer,), score=game.score, moves=game.moves, status=game.status
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ack(_Value):
+    """The diff of an action as the reply to the request that made it."""
+
+    TYPE: ClassVar[str] = "ack"
+    request_id: RequestId | None = None
+    game: str
+    v: int
+    ops: tuple[Transfer, ...]
+    score: int
+    moves: int
+    status: Status
+
+    @classmethod
+    def of(cls, game_id: str, game: Game, transfer: Transfer, request_id: RequestId | None) -> Ack:
+        """The ack of the action that made ``transfer`` (``game`` after it)."""
+        return cls(
+            request_id=request_id,
+            game=game_id,
+            v=game.v,
+            ops=(transfer,),
+            score=game.score,
+            moves=game.moves,
+            status=game.status,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameOver(_Value):
+    """Sent after the winning action's ack/diff, and as the reply to ``resign``."""
+
+    TYPE: ClassVar[str] = "game_over"
+    request_id: RequestId | None = None
+    game: str
+    won: bool
+    score: int
+    moves: int
+    duration_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ok(_Value):
+    """The reply to requests with nothing to say (``unwatch``)."""
+
+    TYPE: ClassVar[str] = "ok"
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LivePage(_Value):
+    """A page of games being played; ``next_cursor`` when there are more (sent back as ``after``)."""
+
+    TYPE: ClassVar[str] = "live"
+    request_id: RequestId | None = None
+    games: tuple[LiveGame, ...]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderboardPage(_Value):
+    """A page of a leaderboard: game rows or player rows, never both."""
+
+    TYPE: ClassVar[str] = "leaderboard"
+    request_id: RequestId | None = None
+    rows: tuple[GameRow | PlayerRow, ...]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile(_Value):
+    """The reply to ``profile``: a player's totals, best won game per variant, daily streak, recent games."""
+
+    TYPE: ClassVar[str] = "profile"
+    request_id: RequestId | None = None
+    player: Player
+    played: int
+    won: int
+    win_rate: float = field(init=False)
+    best_score: int
+    best: tuple[ProfileGame, ...]
+    streak: Streak
+    recent: tuple[ProfileGame, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "win_rate", _win_rate(self.won, self.played))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorReply(_Value):
+    """An ``error``: the request was refused and nothing changed; ``message`` is cut to 200 characters."""
+
+    TYPE: ClassVar[str] = "error"
+    request_id: RequestId | None = None
+    code: ErrorCode
+    message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", ErrorCode(self.code))  # refuses a code that does not exist
+        if len(self.message) > MAX_ERROR_MESSAGE:
+            object.__setattr__(self, "message", self.message[: MAX_ERROR_MESSAGE - 1] + "…")
+
+
+#: Any server → client message.
+ServerMessage: TypeAlias = (
+    Welcome | Snapshot | Ack | Diff | GameOver | Ok | LivePage | LeaderboardPage | Profile | ErrorReply
+)
+
+#: Wire ``type`` → message class, in the order of protocol/README.md.
+SERVER_MESSAGE_TYPES: Final[dict[str, type[ServerMessage]]] = {
+    cls.TYPE: cls
+    for cls in (Welcome, Snapshot, Ack, Diff, GameOver, Ok, LivePage, LeaderboardPage, Profile, ErrorReply)
+}
+
+
+def layout_fields(layout: Layout) -> dict[str, object]:
+    """``tableau``, ``cells`` and ``foundations`` of a table, as a snapshot carries them."""
+    return {
+        "tableau": [_card_texts(column) for column in layout.columns],
+        "cells": [None if card is None else card_text(card) for card in layout.cells],
+        "foundations": Foundations.of(layout).to_wire(),
+    }
