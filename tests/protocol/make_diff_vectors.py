@@ -4,7 +4,7 @@ runs them under node: tests/web/board.test.mjs).
 
 Run ``.venv/bin/python tests/protocol/make_diff_vectors.py`` from the project root to rewrite the
 file; the test ``test_diff_vectors.py`` checks that the file is what this writes and that a rule-free copy
-(``wire_support.ClientBoard``) follows it, so the file changes only when the builders or the engine
+(``wire_support.ClientBoard``) follows it, so the file changes only when the server messages or the engine
 change on purpose.
 
 Each game: ``snapshot`` (a `snapshot` message) and ``steps``, each ``{update, result, after}``: an

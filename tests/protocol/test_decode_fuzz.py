@@ -38,7 +38,9 @@ def check_decode(frame: Any, subprotocol: Subprotocol) -> None:
         return
     assert isinstance(request, _REQUEST_TYPES)
     assert protocol.decode(frame_of(request.to_wire(), subprotocol), subprotocol) == request
-    protocol.encode(protocol.Ok(request_id=request.request_id).to_wire(), subprotocol)  # an echoed id always encodes
+    protocol.encode(
+        protocol.Ok(request_id=request.request_id).to_wire(), subprotocol
+    )  # an echoed id always encodes
 
 
 @_SETTINGS
