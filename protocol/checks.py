@@ -402,15 +402,13 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
 _PUSHED_ONLY = frozenset({"diff"})
 
 
-def checked_fields(kind: str) -> tuple[frozenset[str], frozenset[str]] | None:
-    """(required, optional) fields this checker expects of a ``kind`` message, ``type`` aside (``id``
-    is optional in every reply); None for a type it does not know."""
-    schema = _SCHEMAS.get(kind)
-    if schema is None:
-        return None
-    fields, optional, _ = schema
-    replies_id = frozenset() if kind in _PUSHED_ONLY else frozenset({"id"})
-    return frozenset(fields) - optional, optional | replies_id
+def checked_fields() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Every message type this checker knows → the (required, optional) fields it expects, ``type``
+    aside (``id`` is optional in every reply): for the tests that hold it to ``SERVER_MESSAGE_TYPES``."""
+    return {
+        kind: (frozenset(fields) - optional, optional | (frozenset() if kind in _PUSHED_ONLY else {"id"}))
+        for kind, (fields, optional, _) in _SCHEMAS.items()
+    }
 
 
 def validate_server_message(message: object) -> None:

@@ -3,11 +3,16 @@ table of types that the checker agrees with."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import pytest
-from wire_support import WINNING_LINE, sample_server_messages
+from wire_support import WINNING_LINE, sample_server_messages, sample_server_values
 
 import protocol
 from engine import ALL_CARDS, UNDO, Deal, Game, Move
+from protocol import server_messages
+from protocol.checks import checked_fields
 
 PLAYER = protocol.Player("p_1", "Ann")
 STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
@@ -166,3 +171,59 @@ def test_error_cuts_long_messages_and_refuses_unknown_codes() -> None:
 def test_foundations_are_keyed_by_suit_letter_in_engine_order() -> None:
     foundations = protocol.layout_fields(Deal(0).layout())["foundations"]
     assert list(foundations) == ["S", "H", "D", "C"]  # type: ignore[call-overload]
+
+
+# --------------------------------------------------------------------------- the one table
+
+
+def test_the_table_maps_each_type_to_its_frozen_slotted_class() -> None:
+    for kind, cls in protocol.SERVER_MESSAGE_TYPES.items():
+        assert kind == cls.TYPE
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert params.frozen and "__slots__" in cls.__dict__, kind
+
+
+def test_the_checker_expects_exactly_the_fields_of_the_table() -> None:
+    checked = checked_fields()
+    assert set(checked) == set(protocol.SERVER_MESSAGE_TYPES)
+    for kind, cls in protocol.SERVER_MESSAGE_TYPES.items():
+        assert checked[kind] == cls.wire_fields(), kind
+
+
+def test_every_sample_sends_its_required_fields_and_only_its_fields() -> None:
+    for value in sample_server_values():
+        wire = value.to_wire()
+        required, optional = value.wire_fields()
+        assert wire["type"] == value.TYPE and next(iter(wire)) == "type"
+        assert required <= wire.keys() - {"type"} <= required | optional, wire
+
+
+def test_a_value_is_immutable_and_renders_the_same_each_time() -> None:
+    game, move = _game_with_a_foundation_card()
+    ack = protocol.Ack.of("g_1", game, game.play(move), 1)
+    first = ack.to_wire()
+    game.play(UNDO)  # the game moves on: the ack holds what it said
+    assert ack.to_wire() == first and ack.v == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ack.v = 2  # type: ignore[misc]
+
+
+def test_a_field_type_with_no_wire_form_is_refused() -> None:
+    """A new message with a field the wire cannot carry fails at its first rendering, in the tests."""
+
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    class Odd(server_messages._Value):
+        TYPE: ClassVar[str] = "odd"
+        values: set[int]
+
+    with pytest.raises(TypeError, match="no wire form"):
+        Odd(values={1}).to_wire()
+
+
+def test_optional_fields_are_left_out_only_when_none() -> None:
+    page = protocol.LivePage(games=(), next_cursor="")  # empty, not None: sent
+    assert page.to_wire() == {"type": "live", "games": [], "next": ""}
+    assert protocol.Ok(request_id=0).to_wire() == {"type": "ok", "id": 0}
+    snapshot = protocol.Snapshot.of("g_1", Game(Deal(5, 8)), player=PLAYER, started_at=STARTED).to_wire()
+    assert snapshot["cells"][4:] == [None] * 4  # type: ignore[index]  # empty cells: null, never left out
+    assert snapshot["foundations"] == {"S": None, "H": None, "D": None, "C": None}
