@@ -99,9 +99,8 @@ def _op(transfer: Transfer) -> dict[str, object]:
 # display with each field's conversion inlined, as fast as a hand-written builder.
 
 _Render: TypeAlias = Callable[["_Value"], dict[str, object]]
-_RENDERERS: dict[type, _Render] = {}
-#: The helpers a generated renderer calls, by the name it calls them (and a table per enum, added).
-_HELPERS: dict[str, object] = {
+#: The helpers a generated renderer calls, by the name it calls them.
+_HELPERS: Final[dict[str, object]] = {
     "_card_text": card_text,
     "_card_texts": _card_texts,
     "_op": _op,
@@ -111,15 +110,16 @@ _HELPERS: dict[str, object] = {
 _LEAVES: Final[dict[object, str]] = {Card: "_card_text", Transfer: "_op", dt.datetime: "_timestamp"}
 
 
-def _expression(hint: object, source: str, depth: int = 0) -> str:
-    """Python source of the wire value of ``source``, an expression of type ``hint``."""
+def _expression(hint: object, source: str, helpers: dict[str, object], depth: int = 0) -> str:
+    """Python source of the wire value of ``source``, an expression of type ``hint``; what it calls
+    besides `_HELPERS` is added to ``helpers``."""
     if hint in (str, int, bool, float):
         return source
     if hint in _LEAVES:
         return f"{_LEAVES[hint]}({source})"
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         table = f"_{hint.__name__}_values"  # a dict lookup: much cheaper than Enum.value
-        _HELPERS[table] = {member: member.value for member in hint}
+        helpers[table] = {member: member.value for member in hint}
         return f"{table}[{source}]"
     if isinstance(hint, type) and issubclass(hint, _Value):
         return f"{source}.to_wire()"
@@ -130,14 +130,14 @@ def _expression(hint: object, source: str, depth: int = 0) -> str:
         if args[0] in _LEAVES:
             return f"list(map({_LEAVES[args[0]]}, {source}))"
         item = f"_item{depth}"
-        inner = _expression(args[0], item, depth + 1)
+        inner = _expression(args[0], item, helpers, depth + 1)
         return f"list({source})" if inner == item else f"[{inner} for {item} in {source}]"
     if origin in (typing.Union, types.UnionType):
         options = [arg for arg in args if arg is not type(None)]
         if all(isinstance(arg, type) and issubclass(arg, _Value) for arg in options):
             inner = f"{source}.to_wire()"
         else:
-            forms = {_expression(option, source, depth) for option in options}
+            forms = {_expression(option, source, helpers, depth) for option in options}
             if len(forms) != 1:
                 raise TypeError(f"no one wire form for the type {hint!r}")
             (inner,) = forms
@@ -153,21 +153,20 @@ def _wire_fields(cls: type[_Value]) -> list[tuple[str, str, bool]]:
 
 
 def _renderer(cls: type[_Value]) -> _Render:
-    """The generated ``to_wire`` of ``cls`` (kept in ``_RENDERERS``)."""
+    """The generated ``to_wire`` of ``cls``."""
     hints = typing.get_type_hints(cls)
     fields = _wire_fields(cls)
+    helpers = dict(_HELPERS)
     entries = [] if cls.TYPE is None else [f"'type': {cls.TYPE!r}"]
-    entries += [f"{key!r}: {_expression(hints[name], f'self.{name}')}" for name, key, _ in fields]
+    entries += [f"{key!r}: {_expression(hints[name], f'self.{name}', helpers)}" for name, key, _ in fields]
     lines = ["def to_wire(self):", f"    wire = {{{', '.join(entries)}}}"]
     for _, key, omitted in fields:
         if omitted:
             lines += [f"    if wire[{key!r}] is None:", f"        del wire[{key!r}]"]
     lines.append("    return wire")
     namespace: dict[str, object] = {}
-    exec("\n".join(lines), dict(_HELPERS), namespace)  # source made above from field names and types
-    render = cast(_Render, namespace["to_wire"])
-    _RENDERERS[cls] = render
-    return render
+    exec("\n".join(lines), helpers, namespace)  # source made above from field names and types
+    return cast(_Render, namespace["to_wire"])
 
 
 class _Value:
@@ -177,8 +176,11 @@ class _Value:
     TYPE: ClassVar[str | None] = None
 
     def to_wire(self) -> dict[str, object]:
-        cls = type(self)
-        return (_RENDERERS.get(cls) or _renderer(cls))(self)
+        """The plain dict of this value; the first call on a class generates the class's own
+        ``to_wire`` and puts it on the class, in place of this one."""
+        render = _renderer(type(self))
+        setattr(type(self), "to_wire", render)  # noqa: B010 - mypy refuses assigning to a method
+        return render(self)
 
     @classmethod
     def wire_fields(cls) -> tuple[frozenset[str], frozenset[str]]:
