@@ -124,7 +124,10 @@ def _expression(hint: object, source: str, helpers: dict[str, object], depth: in
     if isinstance(hint, type) and issubclass(hint, _Value):
         return f"{source}.to_wire()"
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+    if origin is tuple and (len(args) != 2 or args[1] is not Ellipsis):  # a fixed length: inlined
+        items = (_expression(arg, f"{source}[{index}]", helpers, depth) for index, arg in enumerate(args))
+        return f"[{', '.join(items)}]"
+    if origin is tuple:
         if args[0] is Card:
             return f"_card_texts({source})"
         if args[0] in _LEAVES:
@@ -298,27 +301,26 @@ class Streak(_Value):
 
 
 # --------------------------------------------------------------------------- the messages
-# Built by keyword (``kw_only``), so that the optional ``request_id`` comes first, as on the wire.
+# Optional fields come last (``request_id`` too, as in requests); on the wire ``id`` comes first.
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Welcome(_Value):
     """The reply to ``hello``; ``token`` only when a new guest player was made (the one time it is sent)."""
 
     TYPE: ClassVar[str] = "welcome"
-    request_id: RequestId | None = None
     player: Player
-    token: str | None = None
     server: ServerInfo
     games: tuple[str, ...]
+    token: str | None = None
+    request_id: RequestId | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Snapshot(_Value):
     """The whole state of a game: the reply to new_game, resume and watch."""
 
     TYPE: ClassVar[str] = "snapshot"
-    request_id: RequestId | None = None
     game: str
     v: int
     code: str
@@ -330,6 +332,7 @@ class Snapshot(_Value):
     moves: int
     status: Status
     started_at: dt.datetime
+    request_id: RequestId | None = None
 
     @classmethod
     def of(
@@ -359,14 +362,14 @@ class Snapshot(_Value):
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Diff(_Value):
     """What spectators and the player's other connections get after an action; never an ``id``."""
 
     TYPE: ClassVar[str] = "diff"
     game: str
     v: int
-    ops: tuple[Transfer, ...]
+    ops: tuple[Transfer]  # one action, one op
     score: int
     moves: int
     status: Status
@@ -374,52 +377,42 @@ class Diff(_Value):
     @classmethod
     def of(cls, game_id: str, game: Game, transfer: Transfer) -> Diff:
         """The diff of the action that made ``transfer`` (``game`` after it)."""
-        return cls(
-            game=game_id, v=game.v, ops=(transfer,), score=game.score, moves=game.moves, status=game.status
-        )
+        return cls(game_id, game.v, (transfer,), game.score, game.moves, game.status)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Ack(_Value):
     """The diff of an action as the reply to the request that made it."""
 
     TYPE: ClassVar[str] = "ack"
-    request_id: RequestId | None = None
     game: str
     v: int
-    ops: tuple[Transfer, ...]
+    ops: tuple[Transfer]  # one action, one op
     score: int
     moves: int
     status: Status
+    request_id: RequestId | None = None
 
     @classmethod
     def of(cls, game_id: str, game: Game, transfer: Transfer, request_id: RequestId | None) -> Ack:
         """The ack of the action that made ``transfer`` (``game`` after it)."""
-        return cls(
-            request_id=request_id,
-            game=game_id,
-            v=game.v,
-            ops=(transfer,),
-            score=game.score,
-            moves=game.moves,
-            status=game.status,
-        )
+        return cls(game_id, game.v, (transfer,), game.score, game.moves, game.status, request_id)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class GameOver(_Value):
     """Sent after the winning action's ack/diff, and as the reply to ``resign``."""
 
     TYPE: ClassVar[str] = "game_over"
-    request_id: RequestId | None = None
     game: str
     won: bool
     score: int
     moves: int
     duration_ms: int
+    request_id: RequestId | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Ok(_Value):
     """The reply to requests with nothing to say (``unwatch``)."""
 
@@ -427,32 +420,31 @@ class Ok(_Value):
     request_id: RequestId | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class LivePage(_Value):
     """A page of games being played; ``next_cursor`` when there are more (sent back as ``after``)."""
 
     TYPE: ClassVar[str] = "live"
-    request_id: RequestId | None = None
     games: tuple[LiveGame, ...]
     next_cursor: str | None = None
+    request_id: RequestId | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class LeaderboardPage(_Value):
     """A page of a leaderboard: game rows or player rows, never both."""
 
     TYPE: ClassVar[str] = "leaderboard"
-    request_id: RequestId | None = None
     rows: tuple[GameRow | PlayerRow, ...]
     next_cursor: str | None = None
+    request_id: RequestId | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Profile(_Value):
     """The reply to ``profile``: a player's totals, best won game per variant, daily streak, recent games."""
 
     TYPE: ClassVar[str] = "profile"
-    request_id: RequestId | None = None
     player: Player
     played: int
     won: int
@@ -461,19 +453,20 @@ class Profile(_Value):
     best: tuple[ProfileGame, ...]
     streak: Streak
     recent: tuple[ProfileGame, ...]
+    request_id: RequestId | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "win_rate", _win_rate(self.won, self.played))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class ErrorReply(_Value):
     """An ``error``: the request was refused and nothing changed; ``message`` is cut to 200 characters."""
 
     TYPE: ClassVar[str] = "error"
-    request_id: RequestId | None = None
     code: ErrorCode
     message: str
+    request_id: RequestId | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "code", ErrorCode(self.code))  # refuses a code that does not exist
