@@ -12,6 +12,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /build
 COPY pyproject.toml README.md ./
 COPY engine ./engine
+COPY solver ./solver
 COPY protocol ./protocol
 COPY server ./server
 COPY migrations ./migrations

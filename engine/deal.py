@@ -149,7 +149,8 @@ class Deal:
 
 
 def daily_deal(date: dt.date, cells: int = 8) -> Deal:
-    """The daily challenge of a UTC ``date``: the same deal for everyone that day.
+    """The first candidate of the daily challenge of a UTC ``date`` (the daily deal itself is the first
+    candidate proven winnable: ``solver.winnable_daily_deal``).
 
     Rule: d = days from 1970-01-01 to ``date``; the deal number is the top 35 bits of the first
     SplitMix64 output seeded with d (``next(splitmix64(d)) >> 29``).

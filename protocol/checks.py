@@ -233,6 +233,11 @@ def _ops(value: object, path: str) -> None:
         _check_op(op, f"{path}[{index}]")
 
 
+def _check_hint(message: dict[str, object]) -> None:
+    if ("action" in message) != (message["verdict"] == "win"):
+        _fail("hint.action", "an action comes with the verdict win, and only with it")
+
+
 def _check_rows(message: dict[str, object]) -> None:
     rows = cast("list[dict[str, object]]", message["rows"])
     kinds = {"played" in row for row in rows}
@@ -376,6 +381,16 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
         None,
     ),
     "ok": ({}, frozenset(), None),
+    "hint": (
+        {
+            "game": _game_id,
+            "v": _count,
+            "verdict": _one_of("win", "lost", "unknown"),
+            "action": _record({"type": _one_of("move"), "from": _pile, "to": _pile, "n": _integer(1, 13)}),
+        },
+        frozenset({"action"}),
+        _check_hint,
+    ),
     "live": ({"games": _array(_LIVE_GAME, 0, 100), "next": _cursor}, frozenset({"next"}), None),
     "leaderboard": ({"rows": _array(_any_row, 0, 100), "next": _cursor}, frozenset({"next"}), _check_rows),
     "profile": (

@@ -33,6 +33,7 @@ __all__ = [
     "ClientMessage",
     "GameRequest",
     "HelloRequest",
+    "HintRequest",
     "LeaderboardRequest",
     "LiveRequest",
     "MoveRequest",
@@ -149,7 +150,8 @@ class HelloRequest(_Request):
 
 @dataclass(frozen=True, slots=True)
 class NewGameRequest(_Request):
-    """``new_game``: ``deal`` when a code was given; else today's daily deal or a random one of ``cells``.
+    """``new_game``: ``deal`` when a code was given; else today's daily deal or a random one of ``cells``
+    (``winnable``: drawn from the deals proven winnable).
 
     ``cells`` is always the variant to play (the code's own when a code was given).
     """
@@ -159,6 +161,7 @@ class NewGameRequest(_Request):
     cells: int = 8
     daily: bool = False
     request_id: RequestId | None = None
+    winnable: bool = False  # last, so that the older positional construction keeps its meaning
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,6 +272,14 @@ class UnwatchRequest(_GameOnly):
 
 
 @dataclass(frozen=True, slots=True)
+class HintRequest(_GameOnly):
+    """``hint`` (owner only): the verdict from the game's position and, when it can be won, the next
+    action of a winning line."""
+
+    TYPE: ClassVar[str] = "hint"
+
+
+@dataclass(frozen=True, slots=True)
 class LiveRequest(_Request):
     """``live``: a page of the games being played now."""
 
@@ -316,7 +327,9 @@ class ProfileRequest(_Request):
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
 ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
 #: Every request naming a ``game``.
-GameRequest: TypeAlias = ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest
+GameRequest: TypeAlias = (
+    ActionRequest | ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest | HintRequest
+)
 #: Any decoded client message.
 ClientMessage: TypeAlias = (
     HelloRequest | NewGameRequest | GameRequest | LiveRequest | LeaderboardRequest | ProfileRequest
@@ -336,6 +349,7 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         ResumeRequest,
         WatchRequest,
         UnwatchRequest,
+        HintRequest,
         LiveRequest,
         LeaderboardRequest,
         ProfileRequest,

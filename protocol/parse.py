@@ -42,6 +42,7 @@ from protocol.messages import (
     Board,
     ClientMessage,
     HelloRequest,
+    HintRequest,
     LeaderboardRequest,
     LiveRequest,
     MoveRequest,
@@ -257,7 +258,7 @@ def _hello(message: dict[object, object], rid: RequestId | None) -> HelloRequest
     )
 
 
-_NEW_GAME = frozenset({"type", "id", "code", "cells", "daily"})
+_NEW_GAME = frozenset({"type", "id", "code", "cells", "daily", "winnable"})
 
 
 def _new_game(message: dict[object, object], rid: RequestId | None) -> NewGameRequest:
@@ -265,13 +266,17 @@ def _new_game(message: dict[object, object], rid: RequestId | None) -> NewGameRe
     code = message.get("code", _MISSING)
     cells = message.get("cells", _MISSING)
     daily = message.get("daily", _MISSING)
+    winnable = message.get("winnable", _MISSING)
     is_daily = False if daily is _MISSING else _bool(daily, "daily", rid)
+    is_winnable = False if winnable is _MISSING else _bool(winnable, "winnable", rid)
     variant = 8 if cells is _MISSING else _cells(cells, rid)
     if code is _MISSING:
-        return NewGameRequest(None, variant, is_daily, rid)
+        return NewGameRequest(None, variant, is_daily, rid, is_winnable)
     deal = _deal(code, "code", rid)
     if is_daily:
         _bad("new_game: 'code' and 'daily' exclude each other", rid)
+    if is_winnable:
+        _bad("new_game: 'code' and 'winnable' exclude each other", rid)
     if cells is not _MISSING and variant != deal.cells:
         _bad(f"new_game: cells {variant} contradicts the code {deal.code()}", rid)
     return NewGameRequest(deal, deal.cells, False, rid)
@@ -331,7 +336,7 @@ def _undo(message: dict[object, object], rid: RequestId | None) -> UndoRequest:
 
 
 def _game_only(
-    cls: type[ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest],
+    cls: type[ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest | HintRequest],
 ) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
     def parse(message: dict[object, object], rid: RequestId | None) -> ClientMessage:
         _check_fields(message, _GAME_ONLY, _GAME, rid)
@@ -439,6 +444,7 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "resume": _game_only(ResumeRequest),
     "watch": _game_only(WatchRequest),
     "unwatch": _game_only(UnwatchRequest),
+    "hint": _game_only(HintRequest),
     "live": _live,
     "leaderboard": _leaderboard,
     "profile": _profile,

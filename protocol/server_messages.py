@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar, Final, TypeAlias, cast
 
-from engine import FOUNDATION_ORDER, Card, Foundation, Game, Layout, Rank, Status, Suit, Transfer
+from engine import FOUNDATION_ORDER, Card, Foundation, Game, Layout, Move, Rank, Status, Suit, Transfer
 from protocol.errors import ErrorCode, RequestId
 from protocol.timestamps import format_timestamp
 
@@ -40,6 +40,7 @@ __all__ = [
     "Foundations",
     "GameOver",
     "GameRow",
+    "Hint",
     "LeaderboardPage",
     "LiveGame",
     "LivePage",
@@ -52,9 +53,11 @@ __all__ = [
     "ServerMessage",
     "Snapshot",
     "Streak",
+    "Verdict",
     "Welcome",
     "card_text",
     "layout_fields",
+    "move_action",
 ]
 
 #: ``_CARD_TEXT[suit letter][rank]``: the text of every card, made once.
@@ -93,6 +96,12 @@ def _op(transfer: Transfer) -> dict[str, object]:
     return op
 
 
+def move_action(move: Move) -> dict[str, object]:
+    """A move as the client request that makes it, without ``id`` and ``game``:
+    ``{"type": "move", "from": "t3", "to": "fH", "n": 1}`` (``n`` always written)."""
+    return {"type": "move", "from": move.source.symbol(), "to": move.target.symbol(), "n": move.count}
+
+
 # --------------------------------------------------------------------------- to_wire, field-driven
 # ``to_wire`` is on every action's path (the ack, and the diff when someone follows), so each class gets
 # its own renderer, generated once from its fields as ``dataclasses`` generates ``__init__``: a dict
@@ -105,9 +114,15 @@ _HELPERS: Final[dict[str, object]] = {
     "_card_texts": _card_texts,
     "_op": _op,
     "_timestamp": format_timestamp,
+    "_move_action": move_action,
 }
 #: The helper giving the wire form of a leaf type; str, int, bool and float go as they are.
-_LEAVES: Final[dict[object, str]] = {Card: "_card_text", Transfer: "_op", dt.datetime: "_timestamp"}
+_LEAVES: Final[dict[object, str]] = {
+    Card: "_card_text",
+    Transfer: "_op",
+    Move: "_move_action",
+    dt.datetime: "_timestamp",
+}
 
 
 def _expression(hint: object, source: str, helpers: dict[str, object], depth: int = 0) -> str:
@@ -420,6 +435,27 @@ class Ok(_Value):
     request_id: RequestId | None = None
 
 
+class Verdict(enum.StrEnum):
+    """What the solver found from a position."""
+
+    WIN = "win"
+    LOST = "lost"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Hint(_Value):
+    """The reply to ``hint``: the verdict from the game at ``v`` and, with ``win`` only, the next
+    ``action`` of a winning line."""
+
+    TYPE: ClassVar[str] = "hint"
+    game: str
+    v: int
+    verdict: Verdict
+    action: Move | None = None
+    request_id: RequestId | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class LivePage(_Value):
     """A page of games being played; ``next_cursor`` when there are more (sent back as ``after``)."""
@@ -476,13 +512,25 @@ class ErrorReply(_Value):
 
 #: Any server → client message.
 ServerMessage: TypeAlias = (
-    Welcome | Snapshot | Ack | Diff | GameOver | Ok | LivePage | LeaderboardPage | Profile | ErrorReply
+    Welcome | Snapshot | Ack | Diff | GameOver | Ok | Hint | LivePage | LeaderboardPage | Profile | ErrorReply
 )
 
 #: Wire ``type`` → message class, in the order of protocol/README.md.
 SERVER_MESSAGE_TYPES: Final[dict[str, type[ServerMessage]]] = {
     cls.TYPE: cls
-    for cls in (Welcome, Snapshot, Ack, Diff, GameOver, Ok, LivePage, LeaderboardPage, Profile, ErrorReply)
+    for cls in (
+        Welcome,
+        Snapshot,
+        Ack,
+        Diff,
+        GameOver,
+        Ok,
+        Hint,
+        LivePage,
+        LeaderboardPage,
+        Profile,
+        ErrorReply,
+    )
 }
 
 

@@ -28,6 +28,7 @@ from server.committer import Committer
 from server.config import Settings, needs
 from server.connection import ConnectionLoop, Fanout, select_subprotocol
 from server.errors import ErrorCode, Refusal, storage_refusal
+from server.hints import SolvingService
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
 from server.requests import RequestHandler
@@ -62,6 +63,7 @@ class Services:
     leaderboards: LeaderboardService
     handler: RequestHandler
     loop: ConnectionLoop
+    solving: SolvingService
 
     @classmethod
     async def start(cls, settings: Settings) -> Services:
@@ -97,15 +99,17 @@ class Services:
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()
         leaderboards = LeaderboardService(database)
-        handler = RequestHandler(settings, database, committer, registry, leaderboards, __version__)
+        solving = SolvingService()
+        handler = RequestHandler(settings, database, committer, registry, leaderboards, __version__, solving)
         loop = ConnectionLoop(settings, handler, registry, metrics, fanout)
-        return cls(settings, database, metrics, committer, registry, leaderboards, handler, loop)
+        return cls(settings, database, metrics, committer, registry, leaderboards, handler, loop, solving)
 
     async def stop(self) -> None:
         """Commit what was submitted, leave the bus, close the database."""
         await self.committer.stop()
         await self.registry.remote.close()
         await self.database.dispose()
+        self.solving.close()
 
 
 @dataclass(slots=True)

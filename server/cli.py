@@ -1,4 +1,4 @@
-"""The ``eightoff`` command line: serve, db, deal, verify."""
+"""The ``eightoff`` command line: serve, db, deal, solve, verify."""
 
 from __future__ import annotations
 
@@ -21,11 +21,18 @@ from server.config import SettingError, Unavailable, add_arguments, needs, setti
 __all__ = ["main"]
 
 
-def _deal(args: argparse.Namespace) -> int:
+def _parse_code(args: argparse.Namespace) -> Deal | None:
+    """The deal of ``args.code``, or None after saying on stderr why it is not a game code."""
     try:
-        deal = Deal.from_code(args.code)
+        return Deal.from_code(args.code)
     except InvalidCodeError as exc:
-        print(f"eightoff deal: {exc}", file=sys.stderr)
+        print(f"eightoff {args.command}: {exc}", file=sys.stderr)
+        return None
+
+
+def _deal(args: argparse.Namespace) -> int:
+    deal = _parse_code(args)
+    if deal is None:
         return 2
     layout = deal.layout()
     if args.json:
@@ -35,6 +42,61 @@ def _deal(args: argparse.Namespace) -> int:
     else:
         print(deal.code())
         print(layout.text())
+    return 0
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from protocol import move_action
+    from solver import solve_deal
+
+    deal = _parse_code(args)
+    if deal is None:
+        return 2
+    solution = solve_deal(deal, max_nodes=args.max_nodes, max_seconds=args.max_seconds)
+    if args.json:
+        document = {
+            "code": deal.code(),
+            "verdict": solution.verdict.value,
+            "actions": [move_action(move) for move in solution.moves],
+            "nodes": solution.nodes,
+            "seconds": round(solution.seconds, 6),
+        }
+        print(json.dumps(document))
+    else:
+        for move in solution.moves:
+            print(json.dumps(move_action(move)))
+        print(
+            f"{deal.code()}: {solution.verdict.value} ({len(solution.moves)} actions), "
+            f"{solution.nodes:,} positions searched in {solution.seconds:.3f} s"
+        )
+    return 0
+
+
+def _winnable(args: argparse.Namespace) -> int:
+    from server.winnable import TABLE_MAX_NODES, TABLE_SEED, search_winnable
+    from solver import Verdict
+
+    started = time.monotonic()
+    tally = dict.fromkeys(Verdict, 0)
+    won: list[str] = []
+    for deal, solution in search_winnable(args.cells, workers=args.workers):
+        tally[solution.verdict] += 1
+        if solution.verdict is Verdict.WIN:
+            won.append(deal.code())
+            if len(won) == args.count:
+                break
+    seconds = time.monotonic() - started
+    print(
+        f"# {len(won)} deals proven winnable in C{args.cells}: the won candidates of seed {TABLE_SEED} "
+        f"at {TABLE_MAX_NODES:,} positions each, made by `eightoff winnable --cells {args.cells} "
+        f"--count {args.count}`"
+    )
+    print(
+        f"# tried {sum(tally.values()):,}: "
+        + ", ".join(f"{verdict.value} {count:,}" for verdict, count in tally.items())
+        + f"; {seconds:,.0f} s with {args.workers} process(es)"
+    )
+    print("\n".join(won))
     return 0
 
 
@@ -169,6 +231,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the layout as JSON (protocol snapshot shapes)"
     )
     deal.set_defaults(handler=_deal)
+    solve = commands.add_parser(
+        "solve",
+        help="solve a deal: a winning line as protocol actions, or lost, or unknown",
+        description="Search a deal under our rules. Prints each action of a winning line (the move "
+        "request without id and game), then the verdict (win, lost: no win exists, unknown: the budget "
+        "ran out), the positions searched and the time.",
+    )
+    solve.add_argument("code", help="a game code such as EO1-C8-AAAAAFA")
+    solve.add_argument("--json", action="store_true", help="print one JSON document")
+    solve.add_argument(
+        "--max-nodes", type=int, default=2_000_000, metavar="N", help="positions before unknown (2,000,000)"
+    )
+    solve.add_argument(
+        "--max-seconds", type=float, default=None, metavar="S", help="seconds before unknown (no limit)"
+    )
+    solve.set_defaults(handler=_solve)
+    winnable = commands.add_parser(
+        "winnable",
+        help="print a table of proven-winnable deals (server/winnable/C<cells>.txt)",
+        description="Solve the table's candidate deals in order and print the first COUNT proven "
+        "winnable, with a header saying how many were tried and how long it took.",
+    )
+    winnable.add_argument("--cells", type=int, choices=(8, 4, 2), required=True)
+    winnable.add_argument("--count", type=int, default=1000, metavar="N", help="deals to find (1000)")
+    winnable.add_argument("--workers", type=int, default=2, metavar="N", help="processes (2)")
+    winnable.set_defaults(handler=_winnable)
     verify = commands.add_parser(
         "verify",
         help="replay every stored game through the engine and report any that does not end as stored",

@@ -14,11 +14,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import protocol
-from engine import Deal, IllegalMoveError, daily_deal
+from engine import Deal, IllegalMoveError
 from server.clock import utc_now
 from server.committer import Committer, Write
 from server.config import Settings
 from server.errors import ErrorCode, Refusal, storage_refusal
+from server.hints import SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
 from server.room import FinishedGame, GameRoom, PlayerRef
@@ -44,6 +45,7 @@ class RequestHandler:
         registry: RoomRegistry,
         leaderboards: LeaderboardService,
         version: str,
+        solving: SolvingService | None = None,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -51,6 +53,7 @@ class RequestHandler:
         self._registry = registry
         self._leaderboards = leaderboards
         self._version = version
+        self._solving = solving or SolvingService()
         self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
@@ -62,6 +65,7 @@ class RequestHandler:
             protocol.ResumeRequest: self._resume,
             protocol.WatchRequest: self._watch,
             protocol.UnwatchRequest: self._unwatch,
+            protocol.HintRequest: self._hint,
             protocol.LiveRequest: self._live,
             protocol.LeaderboardRequest: self._leaderboard,
             protocol.ProfileRequest: self._profile,
@@ -126,7 +130,9 @@ class RequestHandler:
         daily_date = None
         if deal is None and request.daily:
             daily_date = utc_now().date()
-            deal = daily_deal(daily_date, request.cells)
+            deal = await self._solving.daily_deal(daily_date, request.cells)
+        elif deal is None and request.winnable:
+            deal = self._solving.winnable_deal(request.cells)
         elif deal is None:
             deal = Deal.random(_RANDOM, request.cells)
         room = await self._registry.create(player, deal, daily_date=daily_date)
@@ -140,6 +146,26 @@ class RequestHandler:
             self._check_games_limit(session, room.id)
             session.viewing[room.id] = room
             return await room.act(session, request.action, request.v, request.request_id)
+        finally:
+            self._registry.forget_if_idle(room)
+
+    async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
+        """The solver's verdict from the game as it stands; the game is marked as hinted (stored) first."""
+        room = await self._own_room(session, request.game)
+        try:
+            game = room.game
+            v = game.v
+            try:
+                verdict, move = await self._solving.hint(room.id, v, game.layout())
+            except SolverBusy as exc:
+                raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
+            async with self._database.transaction() as conn:
+                await repository.mark_hinted(conn, room.id)
+            return [
+                protocol.Hint(
+                    room.id, v, protocol.Verdict(verdict.value), move, request_id=request.request_id
+                )
+            ]
         finally:
             self._registry.forget_if_idle(room)
 

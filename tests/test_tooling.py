@@ -132,7 +132,7 @@ def test_standard_library_only_names_each_other_import() -> None:
 
 def test_lint_imports_breaks_each_contract_on_its_violation(tmp_path: Path) -> None:
     """A copy of the tree with one violation of each rule: every contract in pyproject.toml is broken."""
-    for name in ("engine", "protocol", "server", "migrations", "bench", "tools"):
+    for name in ("engine", "protocol", "solver", "server", "migrations", "bench", "tools"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     violations = {
@@ -140,17 +140,19 @@ def test_lint_imports_breaks_each_contract_on_its_violation(tmp_path: Path) -> N
         "protocol/codec.py": "import websockets",
         "engine/piles.py": "import server",
         "server/storage/records.py": "import protocol",
+        "solver/search.py": "import msgpack",
     }
     for path, line in violations.items():
         with (tmp_path / path).open("a") as source:
             source.write(f"\n{line}  # noqa\n")
     result = run([str(BIN / "lint-imports"), "--no-cache"], cwd=tmp_path)
     assert result.returncode == 1
-    assert "Contracts: 0 kept, 4 broken." in result.stdout
+    assert "Contracts: 0 kept, 5 broken." in result.stdout
     for message in (
         "engine.cards is not allowed to import sqlalchemy",
         "protocol.codec is not allowed to import websockets",
         "engine.piles -> server",
         "server.storage.records -> protocol",
+        "solver.search is not allowed to import msgpack",
     ):
         assert message in result.stdout, message

@@ -599,6 +599,7 @@ async def get_profile(
             games.c.finished_at.is_not(None),
             games.c.won.is_(True),
             games.c.daily_date.is_not(None),
+            games.c.hinted.is_(False),
         )
         .distinct()
         .order_by(games.c.daily_date)

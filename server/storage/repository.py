@@ -176,11 +176,13 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
                 duration_ms=result.duration_ms,
                 won=result.won,
             )
-            .returning(games.c.player_id, games.c.code, games.c.cells, games.c.daily_date)
+            .returning(games.c.player_id, games.c.code, games.c.cells, games.c.daily_date, games.c.hinted)
         )
     ).first()
     if finished is None:
         return False
+    if finished.hinted:
+        return True  # a game played with hints ranks on no leaderboard
     await leaderboards.record_finished_game(
         conn,
         RankedGame(
@@ -197,6 +199,13 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
         ),
     )
     return True
+
+
+async def mark_hinted(conn: AsyncConnection, game_id: str) -> None:
+    """Note that the player of ``game_id`` asked for a hint: the game will rank on no leaderboard."""
+    await conn.execute(
+        update(games).where(games.c.id == game_id, games.c.hinted.is_(False)).values(hinted=True)
+    )
 
 
 async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:

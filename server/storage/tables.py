@@ -129,6 +129,8 @@ class GameRow(Base):
     # kept current by the same commit). No action row is accepted once the status is final: a trigger
     # made by the migration refuses it.
     active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
+    hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     player: Mapped[PlayerRow] = relationship(back_populates="games", lazy="raise")
     actions: Mapped[list[ActionRow]] = relationship(

@@ -13,15 +13,15 @@ import urllib.request
 from typing import Any
 
 import pytest
-from solver import solve
 from sqlalchemy import update
 from wsclient import WsClient
 
-from engine import Deal, Game, Layout, Move, daily_deal
+from engine import Deal, Game, Layout, Move
 from server import cli, requests
 from server.app import App
 from server.storage import Database, repository
 from server.storage.tables import actions, games
+from solver import solve_deal, winnable_daily_deal
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
@@ -76,14 +76,14 @@ async def resign_after_one_move(client: WsClient, **new_game: Any) -> tuple[str,
 
 
 async def test_played_games_make_the_boards(app: App, url: str) -> None:
-    solution = solve(Deal.from_code(WINNABLE))
-    assert solution is not None
+    solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
+    assert solution
     ann, bob, cy = await player(url, "Ann"), await player(url, "Bob"), await player(url, "Cy")
     ann_game = await win(ann, solution)
     bob_game = await win(bob, solution, detours=1)
     cy_game, _ = await resign_after_one_move(cy, code=WINNABLE)
     ann_daily, daily_code = await resign_after_one_move(ann, daily=True)
-    assert daily_code == daily_deal(dt.datetime.now(dt.UTC).date()).code()
+    assert daily_code == winnable_daily_deal(dt.datetime.now(dt.UTC).date()).code()
     ids = {client.player["id"]: name for client, name in ((ann, "Ann"), (bob, "Bob"), (cy, "Cy"))}  # type: ignore[index]
     ann_id, bob_id, cy_id = ids
 
@@ -198,16 +198,19 @@ async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
                 snapshot = await client.request("new_game", daily=True, cells=cells)
                 codes.setdefault(moment.date(), set()).add(snapshot["code"])
                 assert (await client.request("resign", game=snapshot["game"]))["type"] == "game_over"
-    assert codes[today.date()] == {daily_deal(today.date(), 8).code(), daily_deal(today.date(), 4).code()}
+    assert codes[today.date()] == {
+        winnable_daily_deal(today.date(), 8).code(),
+        winnable_daily_deal(today.date(), 4).code(),
+    }
     assert codes[tomorrow.date()] == {
-        daily_deal(tomorrow.date(), 8).code(),
-        daily_deal(tomorrow.date(), 4).code(),
+        winnable_daily_deal(tomorrow.date(), 8).code(),
+        winnable_daily_deal(tomorrow.date(), 4).code(),
     }
     assert not codes[today.date()] & codes[tomorrow.date()]
     # Each day's board holds that day's games, by both players.
     for moment in (today, tomorrow):
         board = await first.request("leaderboard", board="daily", date=moment.date().isoformat())
-        assert {row["code"] for row in board["rows"]} == {daily_deal(moment.date()).code()}
+        assert {row["code"] for row in board["rows"]} == {winnable_daily_deal(moment.date()).code()}
         assert len(board["rows"]) == 2
     await first.close()
     await second.close()
@@ -235,8 +238,8 @@ def refused_opening_move(code: str) -> Move:
 async def test_verify_command_replays_every_game(
     app: App, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    solution = solve(Deal.from_code(WINNABLE))
-    assert solution is not None
+    solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
+    assert solution
     client = await player(url, "Ann")
     won = await win(client, solution)
     resigned, _ = await resign_after_one_move(client, code="EO1-C4-AAAAAAC")  # has a legal move

@@ -129,8 +129,8 @@ def test_to_wire_parses_back_to_the_same_request(request_: protocol.ClientMessag
 
 def test_client_message_types_in_readme_order() -> None:
     assert list(protocol.CLIENT_MESSAGE_TYPES) == [
-        "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "live",
-        "leaderboard", "profile",
+        "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "hint",
+        "live", "leaderboard", "profile",
     ]  # fmt: skip
 
 

@@ -204,6 +204,11 @@ def sample_server_values() -> list[protocol.ServerMessage]:
         protocol.LeaderboardPage(
             rows=(protocol.PlayerRow(7, player, played=0, won=0, best_score=0),), request_id=2
         ),
+        protocol.Hint(
+            game="g_1", v=3, verdict=protocol.Verdict.WIN, action=Move.parse("t1-t4:3"), request_id=5
+        ),
+        protocol.Hint(game="g_1", v=0, verdict=protocol.Verdict.LOST, request_id=6),
+        protocol.Hint(game="g_1", v=7, verdict=protocol.Verdict.UNKNOWN),
         protocol.LeaderboardPage(rows=()),
         protocol.Profile(
             player=player,

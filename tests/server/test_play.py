@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from boardcopy import BoardCopy
-from solver import solve
 from wsclient import SUBPROTOCOLS, WsClient
 
 from engine import Deal, Foundation, Game, Move
+from solver import solve_deal
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
@@ -31,8 +31,8 @@ async def player(url: str, subprotocol: str = SUBPROTOCOLS[0], **hello: Any) -> 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
 async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> None:
     """A solver's moves win a deal; spectators replay every diff and get game_over after the last one."""
-    solution = solve(Deal.from_code(WINNABLE))
-    assert solution is not None
+    solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
+    assert solution
     owner = await player(url, subprotocol, name="winner")
     snapshot = await owner.request("new_game", code=WINNABLE)
     game_id = snapshot["game"]

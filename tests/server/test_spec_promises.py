@@ -37,6 +37,7 @@ REPLIES = {
     "resume": "snapshot",
     "watch": "snapshot",
     "unwatch": "ok",
+    "hint": "hint",
     "live": "live",
     "leaderboard": "leaderboard",
     "profile": "profile",
