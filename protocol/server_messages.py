@@ -2,10 +2,11 @@
 
 The server side twin of ``protocol.messages``: a reply or a push is built as a value holding engine
 and standard values (``Card``, ``Transfer``, ``Status``, ``ErrorCode``, aware ``datetime``), and
-``to_wire()`` renders it as the plain dict ``protocol.encode`` takes. ``to_wire`` is one field-driven
-function for every class: each field's wire form follows from its declared type (a plan made once per
-class), so adding a message is one class here plus one entry in `SERVER_MESSAGE_TYPES`; the tests hold
-protocol/README.md, protocol/asyncapi.yaml and ``protocol.validate_server_message`` to that table.
+``to_wire()`` renders it as the plain dict ``protocol.encode`` takes. ``to_wire`` is field-driven: each
+field's wire form follows from its declared type, and `_wire_value` generates each class's own
+renderer from them once, at import. So adding a message is one class here plus one entry in
+`SERVER_MESSAGE_TYPES`; the tests hold protocol/README.md, protocol/asyncapi.yaml and
+``protocol.validate_server_message`` to that table.
 
 Wire names are the field names except ``request_id`` (``id``, always first) and ``next_cursor``
 (``next``). A field whose default is None is left out while it is None (``id``, ``token``, ``next``);
@@ -191,11 +192,8 @@ class _Value:
     TYPE: ClassVar[str | None] = None
 
     def to_wire(self) -> dict[str, object]:
-        """The plain dict of this value; the first call on a class generates the class's own
-        ``to_wire`` and puts it on the class, in place of this one."""
-        render = _renderer(type(self))
-        setattr(type(self), "to_wire", render)  # noqa: B010 - mypy refuses assigning to a method
-        return render(self)
+        """The plain dict of this value (replaced on each class by `_wire_value`)."""
+        raise TypeError(f"{type(self).__name__} is not made by @_wire_value")
 
     @classmethod
     def wire_fields(cls) -> tuple[frozenset[str], frozenset[str]]:
@@ -210,10 +208,13 @@ class _Value:
 _V = typing.TypeVar("_V", bound=_Value)
 
 
-def _direct_init(cls: type[_V]) -> type[_V]:
-    """Give a frozen dataclass an ``__init__`` that sets its slots through their descriptors, where the
-    generated one goes through ``object.__setattr__`` field by field: half the cost of making an ack,
-    on every action. The class stays frozen (assignment still raises); ``__post_init__`` still runs."""
+def _wire_value(cls: type[_V]) -> type[_V]:
+    """Finish a frozen, slotted value class: its generated ``to_wire`` (a field with no wire form
+    raises TypeError here, at import), and an ``__init__`` that sets the slots through their
+    descriptors where the dataclass's goes through ``object.__setattr__`` field by field (half the
+    cost of making an ack, on every action). The class stays frozen (assignment still raises);
+    ``__post_init__`` still runs."""
+    setattr(cls, "to_wire", _renderer(cls))  # noqa: B010 - mypy refuses assigning to a method
     items = [item for item in dataclasses.fields(cls) if item.init]  # type: ignore[arg-type]
     helpers: dict[str, object] = {f"_set_{item.name}": getattr(cls, item.name).__set__ for item in items}
     helpers |= {
@@ -238,7 +239,7 @@ def _direct_init(cls: type[_V]) -> type[_V]:
 # --------------------------------------------------------------------------- parts of messages
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Player(_Value):
     """Who plays: ``{id, name}`` in welcome, snapshot, live and leaderboard rows, profile."""
@@ -247,7 +248,7 @@ class Player(_Value):
     name: str
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class ServerInfo(_Value):
     """The ``server`` of a welcome: the software version and the node serving the connection."""
@@ -256,7 +257,7 @@ class ServerInfo(_Value):
     node: str
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Foundations(_Value):
     """The top card of each foundation, or None while it is empty."""
@@ -272,7 +273,7 @@ class Foundations(_Value):
         return cls(**{suit.value: top for suit, top in zip(FOUNDATION_ORDER, tops, strict=True)})
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class LiveGame(_Value):
     """One entry of a ``live`` page."""
@@ -286,7 +287,7 @@ class LiveGame(_Value):
     started_at: dt.datetime
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class GameRow(_Value):
     """A row of the ``deal``, ``variant`` and ``daily`` boards: a player's best finished game there."""
@@ -307,7 +308,7 @@ def _win_rate(won: int, played: int) -> float:
     return won / played if played else 0.0
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class PlayerRow(_Value):
     """A row of the ``players`` board: finished games ``played`` and ``won``, ``win_rate`` = won / played
@@ -324,7 +325,7 @@ class PlayerRow(_Value):
         object.__setattr__(self, "win_rate", _win_rate(self.won, self.played))
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class ProfileGame(_Value):
     """A finished game as a ``profile`` lists it (its ``best`` and ``recent`` games)."""
@@ -339,7 +340,7 @@ class ProfileGame(_Value):
     finished_at: dt.datetime
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Streak(_Value):
     """Consecutive UTC days with a won daily challenge: the run ending today or yesterday, the longest."""
@@ -352,7 +353,7 @@ class Streak(_Value):
 # Optional fields come last (``request_id`` too, as in requests); on the wire ``id`` comes first.
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Welcome(_Value):
     """The reply to ``hello``; ``token`` only when a new guest player was made (the one time it is sent)."""
@@ -365,7 +366,7 @@ class Welcome(_Value):
     request_id: RequestId | None = None
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Snapshot(_Value):
     """The whole state of a game: the reply to new_game, resume and watch."""
@@ -412,7 +413,7 @@ class Snapshot(_Value):
         )
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Diff(_Value):
     """What spectators and the player's other connections get after an action; never an ``id``."""
@@ -431,7 +432,7 @@ class Diff(_Value):
         return cls(game_id, game.v, (transfer,), game.score, game.moves, game.status)
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Ack(_Value):
     """The diff of an action as the reply to the request that made it."""
@@ -451,7 +452,7 @@ class Ack(_Value):
         return cls(game_id, game.v, (transfer,), game.score, game.moves, game.status, request_id)
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class GameOver(_Value):
     """Sent after the winning action's ack/diff, and as the reply to ``resign``."""
@@ -465,7 +466,7 @@ class GameOver(_Value):
     request_id: RequestId | None = None
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Ok(_Value):
     """The reply to requests with nothing to say (``unwatch``)."""
@@ -482,7 +483,7 @@ class Verdict(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Hint(_Value):
     """The reply to ``hint``: the verdict from the game at ``v`` and, with ``win`` only, the next
@@ -496,7 +497,7 @@ class Hint(_Value):
     request_id: RequestId | None = None
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class LivePage(_Value):
     """A page of games being played; ``next_cursor`` when there are more (sent back as ``after``)."""
@@ -507,7 +508,7 @@ class LivePage(_Value):
     request_id: RequestId | None = None
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class LeaderboardPage(_Value):
     """A page of a leaderboard: game rows or player rows, never both."""
@@ -518,7 +519,7 @@ class LeaderboardPage(_Value):
     request_id: RequestId | None = None
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class Profile(_Value):
     """The reply to ``profile``: a player's totals, best won game per variant, daily streak, recent games."""
@@ -538,7 +539,7 @@ class Profile(_Value):
         object.__setattr__(self, "win_rate", _win_rate(self.won, self.played))
 
 
-@_direct_init
+@_wire_value
 @dataclass(frozen=True, slots=True)
 class ErrorReply(_Value):
     """An ``error``: the request was refused and nothing changed; ``message`` is cut to 200 characters."""
