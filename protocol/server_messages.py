@@ -81,6 +81,11 @@ def _card_texts(cards: tuple[Card, ...]) -> list[str]:
     return [texts[card.suit._value_][card.rank] for card in cards]
 
 
+def _cell_texts(cells: tuple[Card | None, ...]) -> list[str | None]:
+    texts = _CARD_TEXT
+    return [None if card is None else texts[card.suit._value_][card.rank] for card in cells]
+
+
 def _op(transfer: Transfer) -> dict[str, object]:
     """An op: ``{cards, from, to}``, plus ``top`` (the card now showing) when ``from`` is a foundation."""
     cards = transfer.cards
@@ -114,6 +119,7 @@ _Render: TypeAlias = Callable[["_Value"], dict[str, object]]
 _HELPERS: Final[dict[str, object]] = {
     "_card_text": card_text,
     "_card_texts": _card_texts,
+    "_cell_texts": _cell_texts,
     "_op": _op,
     "_timestamp": format_timestamp,
     "_move_action": move_action,
@@ -144,6 +150,8 @@ def _expression(hint: object, source: str, depth: int = 0) -> str:
     if origin is tuple:
         if args[0] is Card:
             return f"_card_texts({source})"
+        if args[0] == Card | None:
+            return f"_cell_texts({source})"
         if args[0] in _LEAVES:
             return f"list(map({_LEAVES[args[0]]}, {source}))"
         item = f"_item{depth}"
@@ -269,8 +277,14 @@ class Foundations(_Value):
 
     @classmethod
     def of(cls, layout: Layout) -> Foundations:
-        tops = [layout.foundation_top(suit) for suit in FOUNDATION_ORDER]
-        return cls(**{suit.value: top for suit, top in zip(FOUNDATION_ORDER, tops, strict=True)})
+        """The tops of ``layout``'s foundations (the fields are in ``FOUNDATION_ORDER``)."""
+        spades, hearts, diamonds, clubs = layout.foundations
+        tops = _FOUNDATION_TOPS
+        return cls(tops[0][spades], tops[1][hearts], tops[2][diamonds], tops[3][clubs])
+
+
+#: ``_FOUNDATION_TOPS[i][height]``: the top card of foundation ``FOUNDATION_ORDER[i]`` at that height.
+_FOUNDATION_TOPS: Final = tuple((None, *(Card(rank, suit) for rank in Rank)) for suit in FOUNDATION_ORDER)
 
 
 @_wire_value

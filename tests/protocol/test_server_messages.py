@@ -10,7 +10,7 @@ import pytest
 from wire_support import WINNING_LINE, sample_server_messages, sample_server_values
 
 import protocol
-from engine import ALL_CARDS, UNDO, Deal, Game, Move
+from engine import ALL_CARDS, FOUNDATION_ORDER, UNDO, Deal, Game, Move
 from protocol import server_messages
 from protocol.checks import checked_fields
 
@@ -171,6 +171,9 @@ def test_error_cuts_long_messages_and_refuses_unknown_codes() -> None:
 def test_foundations_are_keyed_by_suit_letter_in_engine_order() -> None:
     foundations = protocol.layout_fields(Deal(0).layout())["foundations"]
     assert list(foundations) == ["S", "H", "D", "C"]  # type: ignore[call-overload]
+    assert [item.name for item in dataclasses.fields(protocol.Foundations)] == [
+        suit.value for suit in FOUNDATION_ORDER
+    ]
 
 
 # --------------------------------------------------------------------------- the one table
