@@ -406,6 +406,13 @@ class Measurement:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
+def _cpu_per_reply(measurement: Measurement) -> float:
+    """Microseconds of the target's CPU (all its threads) per reply in the window; nan if unknown."""
+    if measurement.target_cpu is None or not measurement.rate:
+        return float("nan")
+    return measurement.target_cpu / measurement.rate * 1e6
+
+
 def _percentile(ordered: Sequence[float], fraction: float) -> float:
     """Nearest-rank percentile of sorted values."""
     if not ordered:
@@ -588,6 +595,12 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
             f"{commits / window:>9,.0f} | {(writes / commits if commits else float('nan')):>13.1f} | "
             f"{(commit_time / commits * 1000 if commits else float('nan')):>9.2f} | "
             f"{server.errors + echo.errors:>6} | {server.setup_s:>8.1f} / {echo.setup_s:<7.1f}"
+        )
+    for server, echo in pairs:
+        per_action, per_message = _cpu_per_reply(server), _cpu_per_reply(echo)
+        print(
+            f"N={server.n}: server CPU per action {per_action:.1f} µs, echo per message {per_message:.1f} µs"
+            f" (ratio {_fmt_ratio(per_action / per_message if per_message else float('nan'))})"
         )
     noisy = [m for pair in pairs for m in pair if m.other_cpu is not None and m.other_cpu > 0.25]
     if noisy:

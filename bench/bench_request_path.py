@@ -42,8 +42,11 @@ CONCURRENT_SECONDS = 3.0
 ACTIONS_PER_GAME = MAX_GAME_ACTIONS - MAX_GAME_ACTIONS % 2
 
 
-async def _instant_submit(write: Write) -> None:
-    return None
+def _instant_submit(write: Write) -> asyncio.Future[None]:
+    """A commit answered at once (the pipeline's interface: a future done when committed)."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    future.set_result(None)
+    return future
 
 
 def _baseline(frames: list[bytes], reply: protocol.ServerMessage, count: int) -> float:

@@ -1,192 +1,168 @@
-"""Group commit: every write of every game is queued and committed in batches.
+"""Group commit: the node's one write pipeline, with a backend per database.
 
 A request's ``Write`` is atomic (a new player, a new game, an action and the result it ends the game
-with commit together or not at all), and ``submit()`` returns only after its transaction committed:
-that is what makes an ``ack`` mean "durable". While one commit is in flight the next batch gathers,
-so commits per second stay flat while writes per commit grow with the load. On SQLite, writes that
-only append actions (the hot path) go to ``SqliteActionLog``, whose own thread group-commits them.
+with commit together or not at all), and the future ``submit()`` returns is done only after its
+transaction committed: that is what makes an ``ack`` mean "durable". The writes of one event-loop
+iteration are handed to the writer thread together; it takes everything queued, has the backend
+(`server.storage.commit_backends`) commit it as one transaction, and hands the whole batch back to the
+event loop in one callback: no task per write, and the thread is woken, and the GIL changes hands, about
+once per commit, not once per write. While a commit is in flight the next batch gathers, so commits
+per second stay flat while writes per commit grow with the load, and the next batch starts as soon as
+the previous one ends, without waiting for a busy event loop.
+
+If the database refuses a batch (the (game, v) fence, a finished game), each of its writes is committed
+alone, so that only the conflicting ones fail.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import sqlite3
+import queue
+import threading
 import time
-from dataclasses import dataclass, field
-
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from collections.abc import Sequence
 
 from server.metrics import Metrics
-from server.storage import (
-    ActionRecord,
-    Database,
-    GameResult,
-    GameStart,
-    PlayerRecord,
-    StorageUnavailable,
-    repository,
-)
-from server.storage.action_log import ActionAppendConflict, SqliteActionLog
+from server.storage import StorageUnavailable
+from server.storage.commit_backends import CommitBackend, Write, WriteConflict
 
 __all__ = ["Committer", "Write", "WriteConflict"]
 
 logger = logging.getLogger(__name__)
 
-
-class WriteConflict(Exception):
-    """The write breaks a constraint (a version of the game already stored, a game already finished)."""
-
-
-@dataclass(slots=True)
-class Write:
-    """What one request stores, atomically."""
-
-    player: PlayerRecord | None = None
-    game: GameStart | None = None
-    actions: list[ActionRecord] = field(default_factory=list)
-    result: GameResult | None = None
-
-    def is_actions_only(self) -> bool:
-        return self.player is None and self.game is None and self.result is None
-
-
 _Pending = tuple[Write, "asyncio.Future[None]"]
-_STOP = object()  # queued by stop(): commit what came before, then end
+_STOP = object()  # queued by stop(): commit what came before, then end the thread
 
 
 class Committer:
-    """Owns the write queue and the task that drains it in group commits."""
+    """Owns the write queue and the writer thread that drains it in group commits."""
 
-    def __init__(
-        self,
-        database: Database,
-        metrics: Metrics,
-        *,
-        max_batch: int = 1024,
-        action_log: SqliteActionLog | None = None,
-    ) -> None:
-        """``action_log``, for SQLite, takes the writes that only append actions (the hot path)."""
-        self._database = database
-        self._action_log = action_log
+    def __init__(self, backend: CommitBackend, metrics: Metrics, *, max_batch: int = 1024) -> None:
+        self._backend = backend
         self._metrics = metrics
         self._max_batch = max_batch
-        self._queue: asyncio.Queue[_Pending | object] = asyncio.Queue()  # object: _STOP
-        self._task: asyncio.Task[None] | None = None
+        self._queue: queue.SimpleQueue[list[_Pending] | object] = queue.SimpleQueue()  # object: _STOP
+        self._submitted: list[_Pending] = []  # this loop iteration's writes, queued together after it
+        self._carried: list[_Pending] = []  # the writer thread's: taken beyond ``max_batch``, for next time
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._stopping = False
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="committer")
+        """Start the writer thread; writes are handed back to the running event loop."""
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
+        self._thread.start()
 
     async def stop(self) -> None:
         """Commit everything already submitted, then stop (new submissions are refused)."""
         self._stopping = True
-        if self._task is not None and not self._task.done():
-            self._queue.put_nowait(_STOP)
-            await asyncio.gather(self._task, return_exceptions=True)
-        while not self._queue.empty():  # only if the task had died: nothing may wait forever
-            pending = self._queue.get_nowait()
-            if isinstance(pending, tuple):
-                _settle(pending[1], StorageUnavailable("the server is stopping"))
-        if self._action_log is not None:
-            await self._action_log.close()
+        if self._thread is not None:
+            self._hand_over()
+            self._queue.put(_STOP)
+            await asyncio.to_thread(self._thread.join)
 
-    async def submit(self, write: Write) -> None:
-        """Store ``write``; return once it is committed.
+    def submit(self, write: Write) -> asyncio.Future[None]:
+        """Queue ``write``; the future is done once it is committed (a future, not a coroutine: this is
+        the hot path of every action).
 
-        Raises:
+        Raises (from the future, or at once when stopping):
             StorageUnavailable: the database is unreachable or failed; nothing was stored.
             WriteConflict: the write contradicts what is stored; nothing was stored.
         """
-        if self._stopping:
+        if self._stopping or self._loop is None:
             raise StorageUnavailable("the server is stopping")
-        if self._action_log is not None and write.is_actions_only():
-            await self._append_actions(self._action_log, write)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((write, future))
-        await future
+        future = self._loop.create_future()
+        if not self._submitted:
+            self._loop.call_soon(self._hand_over)
+        self._submitted.append((write, future))
+        return future
 
-    async def _append_actions(self, action_log: SqliteActionLog, write: Write) -> None:
-        """The hot path: plain action appends go straight to the SQLite writer thread, which groups
-        them in commits of its own."""
-        try:
-            await action_log.append(write.actions)
-        except ActionAppendConflict:
-            raise WriteConflict("that version of the game is already stored") from None
-        except (sqlite3.Error, OSError) as exc:
-            raise StorageUnavailable(str(exc)) from None
+    def _hand_over(self) -> None:
+        """Queue this loop iteration's writes for the writer thread at once: it is woken (and takes the
+        GIL) once per iteration at most, not once per write."""
+        if self._submitted:
+            self._queue.put(self._submitted)
+            self._submitted = []
 
-    async def _run(self) -> None:
-        """Drain the queue in batches until ``stop()``; a batch that fails in an unexpected way is
-        answered ``unavailable`` and the loop goes on (one bug must not freeze every game)."""
+    # ------------------------------------------------------------------ the writer thread
+
+    def _run(self) -> None:
         stopping = False
-        while not stopping:
-            batch: list[_Pending] = []
-            item = await self._queue.get()
-            while True:
-                if not isinstance(item, tuple):  # _STOP
-                    stopping = True
-                    break
-                batch.append(item)
-                if len(batch) >= self._max_batch or self._queue.empty():
-                    break
-                item = self._queue.get_nowait()
-            if not batch:
-                continue
-            started = time.perf_counter()
-            try:
-                await self._commit_batch(batch)
-            except Exception:
-                logger.exception("group commit of %d writes failed unexpectedly", len(batch))
-                for _, future in batch:
-                    _settle(future, StorageUnavailable("the server failed to store this; retry"))
-            self._metrics.observe_commit(len(batch), time.perf_counter() - started)
-
-    async def _commit_batch(self, batch: list[_Pending]) -> None:
         try:
-            async with self._database.transaction() as conn:
-                for write, _ in batch:
-                    await self._apply_without_actions(conn, write)
-                rows = [row for write, _ in batch for row in write.actions]
-                if rows:
-                    await repository.append_actions(conn, rows)
-                for write, _ in batch:
-                    if write.result is not None and not await repository.finish_game(conn, write.result):
-                        raise _FinishRefused
-        except (IntegrityError, _FinishRefused):
-            if len(batch) == 1:
-                _settle(batch[0][1], WriteConflict("the write contradicts what is stored"))
-                return
-            for pending in batch:  # isolate the conflicting write: the others still commit
-                await self._commit_batch([pending])
-            return
+            while not stopping:
+                batch, stopping = self._take_batch()
+                if batch:
+                    started = time.perf_counter()
+                    errors = self._commit([write for write, _ in batch])
+                    self._hand_back(batch, errors, time.perf_counter() - started)
+        finally:
+            self._backend.close()
+
+    def _take_batch(self) -> tuple[list[_Pending], bool]:
+        """Block for the first writes (unless some were carried over), then take whatever else is
+        queued, up to ``max_batch``: the rest is carried over to the next batch. True at the end when
+        ``stop()`` came."""
+        batch, self._carried = self._carried, []
+        block = not batch
+        while len(batch) < self._max_batch:
+            try:
+                item = self._queue.get(block=block)
+            except queue.Empty:
+                break
+            if not isinstance(item, list):  # _STOP
+                return batch, True
+            batch.extend(item)
+            block = False
+        batch, self._carried = batch[: self._max_batch], batch[self._max_batch :]
+        return batch, False
+
+    def _commit(self, writes: Sequence[Write]) -> list[Exception | None]:
+        """Each write's error (None: committed). A refused batch is committed again one write at a time,
+        so that only the conflicting writes fail; an unexpected failure is answered ``unavailable`` and
+        the thread goes on (one bug must not freeze every game)."""
+        try:
+            self._backend.commit(writes)
+        except WriteConflict as conflict:
+            if len(writes) == 1:
+                return [conflict]
+            return [self._commit_alone(write) for write in writes]
         except StorageUnavailable as exc:
-            logger.warning("group commit of %d writes failed: %s", len(batch), exc)
-            for _, future in batch:
-                _settle(future, exc)
-            return
-        self._metrics.actions.inc(sum(len(write.actions) for write, _ in batch))
-        for _, future in batch:
-            _settle(future, None)
+            logger.warning("group commit of %d writes failed: %s", len(writes), exc)
+            return [exc] * len(writes)
+        except Exception:
+            logger.exception("group commit of %d writes failed unexpectedly", len(writes))
+            return [StorageUnavailable("the server failed to store this; retry")] * len(writes)
+        return [None] * len(writes)
 
-    @staticmethod
-    async def _apply_without_actions(conn: AsyncConnection, write: Write) -> None:
-        if write.player is not None:
-            await repository.insert_player(conn, write.player)
-        if write.game is not None:
-            await repository.insert_game(conn, write.game)
+    def _commit_alone(self, write: Write) -> Exception | None:
+        try:
+            self._backend.commit([write])
+        except (WriteConflict, StorageUnavailable) as exc:
+            return exc
+        except Exception:
+            logger.exception("committing one write failed unexpectedly")
+            return StorageUnavailable("the server failed to store this; retry")
+        return None
 
+    def _hand_back(self, batch: list[_Pending], errors: list[Exception | None], seconds: float) -> None:
+        assert self._loop is not None
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            self._loop.call_soon_threadsafe(self._settle, batch, errors, seconds)
 
-class _FinishRefused(Exception):
-    """A batch tried to finish a game that is no longer playing."""
+    # ------------------------------------------------------------------ back on the event loop
 
-
-def _settle(future: asyncio.Future[None], error: Exception | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+    def _settle(self, batch: list[_Pending], errors: list[Exception | None], seconds: float) -> None:
+        stored = 0
+        for (write, future), error in zip(batch, errors, strict=True):
+            if error is None:
+                stored += len(write.actions)
+            if future.done():  # its request was cancelled (the connection closed)
+                continue
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+        self._metrics.observe_commit(len(batch), seconds, actions=stored)

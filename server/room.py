@@ -66,9 +66,10 @@ class Follower(Protocol):
 
 
 class WriteSink(Protocol):
-    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline."""
+    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline (its awaitable
+    is done once the write is committed)."""
 
-    async def submit(self, write: Write) -> None: ...
+    def submit(self, write: Write) -> Awaitable[None]: ...
 
 
 class Pusher(Protocol):
@@ -190,11 +191,10 @@ class GameRoom:
             game = self.game
             action = resolve(game)
             transfer = game.play(action)  # in place: nobody else reads it before the lock is released
-            now = utc_now()
             notation = action.symbol()
-            write = Write(actions=[self._record(game, game.v, notation, now)])
+            write = Write(actions=[self._record(game, game.v, notation)])
             if game.is_over():
-                write.result = self._result(game, now)
+                write.result = self._result(game, utc_now())
             try:
                 await self._commit(write)
             except BaseException:
@@ -296,6 +296,8 @@ class GameRoom:
         """Push ``message()`` to every follower but ``skip`` (the requester, who has its reply: a
         connection that both plays and watches the game gets its ack, never also a diff). Built only
         when someone gets it: most games are followed by their player alone."""
+        if not self.spectators and self.viewers.issubset((skip,)):
+            return  # the common case, checked without building a set: only the requester follows
         others = (
             (self.viewers | self.spectators) - {skip} if skip is not None else self.viewers | self.spectators
         )
@@ -311,15 +313,17 @@ class GameRoom:
         self.services.ended(self)
         return _game_over(result, None)
 
-    def _record(self, game: Game, v: int, notation: str, at: dt.datetime) -> ActionRecord:
-        """The row of an action; it carries the game's figures for its row (what ``live`` lists) when
-        `PROGRESS_INTERVAL` has passed since the last ones: an update of the game's row with every
-        action would cost the hot path a second statement per game per commit."""
+    def _record(self, game: Game, v: int, notation: str, at: dt.datetime | None = None) -> ActionRecord:
+        """The row of an action; it carries the game's figures for its row (what ``live`` lists), as of
+        ``at`` (default now), when `PROGRESS_INTERVAL` has passed since the last ones: an update of the
+        game's row with every action would cost the hot path a second statement per game per commit
+        (and the clock is read only then)."""
         moment = time.monotonic()
         if moment < self.progress_due:
             return ActionRecord(self.id, v, notation)
         self.progress_due = moment + PROGRESS_INTERVAL
-        return ActionRecord(self.id, v, notation, GameProgress(game.score, game.moves, game.undos, at))
+        progress = GameProgress(game.score, game.moves, game.undos, at or utc_now())
+        return ActionRecord(self.id, v, notation, progress)
 
     def _result(self, game: Game, finished_at: dt.datetime) -> GameResult:
         return GameResult(

@@ -19,7 +19,6 @@ const NAME_KEY = "eightoff.name";            // localStorage: the name the playe
 const CURRENT_KEY = "eightoff.current";      // sessionStorage: this tab's game, resumed after a reload
 const CODES_KEY = "eightoff.codes";          // localStorage: game id -> code, to label unfinished games
 const LIVE_REFRESH_MS = 10000;
-const PROBE_GAME = "capability-probe";       // a game id no game has: `hint` on it tells if hints exist
 
 const state = {
   connection: "connecting",  // connecting | open | closed
@@ -29,11 +28,10 @@ const state = {
   mode: null,                // "play" | "watch" | null
   board: null,               // the shown game (board.js)
   selection: null,           // {pile, n}: the cards picked up by a tap
-  hint: null,                // {from, to, n, card}: the hinted move, marked on the board
+  hint: null,                // {from, to, n}: the hinted move (`to` a pile of the board), marked on it
   over: null,                // {won, score, moves, duration_ms?} once the shown game ended
   overRank: null,            // the player's rank on the finished deal's board
   message: null,             // {kind: "error" | "info", text}
-  solver: false,             // the server answers `hint` and `new_game.winnable`
   clockSkewMs: 0,            // how far this machine's clock runs ahead of the server's (estimated)
 };
 
@@ -141,14 +139,6 @@ function resync() {
   if (state.board) conn.request(state.mode === "watch" ? "watch" : "resume", { game: state.board.game });
 }
 
-/** Does the server answer hints (and `winnable`)? A `hint` for a game that does not exist tells. */
-async function probeSolver() {
-  const reply = await conn.request("hint", { game: PROBE_GAME });
-  state.solver = reply !== null && !(reply.type === "error" && reply.code === "bad_request");
-  syncWinnable();
-  draw();
-}
-
 const HANDLERS = {
   welcome(message) {
     state.player = message.player;
@@ -161,7 +151,6 @@ const HANDLERS = {
       const current = storageGet(sessionStorage, CURRENT_KEY);
       if (current && state.myGames.includes(current)) conn.request("resume", { game: current });
     }
-    probeSolver();
     requestLive();
     boards.refreshIfOpen();
   },
@@ -200,6 +189,7 @@ const HANDLERS = {
     if (result === "gap") resync();
     if (result === "applied") {
       state.hint = null;
+      if (state.message && state.message.kind === "hint") say(null, null);  // it spoke of the old position
       if (message.status !== "playing") dropMyGame(message.game);
     }
   },
@@ -294,7 +284,7 @@ function newGame(fields) {
 }
 
 function dealFields(cells, winnable) {
-  return { cells, winnable: state.solver && winnable && cells !== 8 ? true : undefined };
+  return { cells, winnable: winnable || undefined };
 }
 
 function dealFromForm(form) {
@@ -311,7 +301,7 @@ function dealFromForm(form) {
   } else if (deal === "daily") {
     newGame({ cells, daily: true });
   } else {
-    newGame({ cells, winnable: state.solver && form.elements.winnable.checked ? true : undefined });
+    newGame(dealFields(cells, form.elements.winnable.checked));
   }
 }
 
@@ -355,26 +345,30 @@ function armTwice(button, label, confirm, action) {
   });
 }
 
+/** The solver's word on the position, shown only because the player asked (the seeds forbid announcing
+ * a loss unasked). It is a message of kind "hint": the next change of the board takes it away. */
 async function askHint() {
   if (!playable()) return;
-  const reply = await conn.request("hint", { game: state.board.game });  // `hint` takes no `v`
-  if (!reply || !state.board) return;
-  if (reply.type !== "error" && reply.game !== state.board.game) return;  // another game is shown now
+  const game = state.board.game;
+  const reply = await conn.request("hint", { game });  // `hint` takes no `v`
+  if (!reply || !state.board || state.board.game !== game) return;
   if (reply.type === "error") {
     refused(reply);
-  } else if (reply.verdict === "win" && reply.action) {
-    const action = reply.action;
-    const from = action.from;
-    const n = action.n ?? 1;
+    return;
+  }
+  if (reply.v !== state.board.v) return;  // the board moved on meanwhile (another tab): stale advice
+  if (reply.verdict === "win") {
+    const { from, to, n } = reply.action;
     const cards = pileCards(state.board, from);
     const card = cards[cards.length - n];
-    state.hint = { from, to: action.to ?? "f", n, card };
-    const where = action.to ? pileText(action.to === "f" ? `f${card[1]}` : action.to) : "its best place";
-    say("info", `Hint: ${n > 1 ? `the run from ${cardText(card)}` : cardText(card)} to ${where}.`);
+    const target = to[0] === "f" ? `f${card[1]}` : to;  // "f" or "fH": the card's own foundation
+    state.hint = { from, to: target, n };
+    const what = n > 1 ? `the run from ${cardText(card)}` : cardText(card);
+    say("hint", `Hint: ${what} to ${pileText(target)}.`);
   } else if (reply.verdict === "lost") {
-    say("info", "No win is possible from here. Undo a few moves, or start the deal again.");
+    say("hint", "There is no way to win from here. Undo a few moves, or restart the deal.");
   } else {
-    say("info", "No hint found for this position.");
+    say("hint", "The solver found no sure way on from here.");
   }
   draw();
 }

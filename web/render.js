@@ -119,8 +119,8 @@ export function renderMarks(selection, hint) {
   };
   mark(selection, "selected", "source");
   if (hint) {
-    mark({ pile: hint.from, n: hint.n ?? 1 }, "hint");
-    const target = document.querySelector(`[data-pile="${hint.to === "f" ? `f${hint.card[1]}` : hint.to}"]`);
+    mark({ pile: hint.from, n: hint.n }, "hint");
+    const target = document.querySelector(`[data-pile="${hint.to}"]`);
     if (target) target.classList.add("hint-target");
   }
 }
@@ -145,7 +145,7 @@ function renderBoard(state) {
   const playing = board !== null && state.mode === "play" && board.status === "playing";
   $("#toolbar").hidden = !(playing || state.mode === "watch");
   for (const id of ["undo", "restart", "resign"]) $(`#${id}`).hidden = !playing;
-  $("#hint").hidden = !playing || !state.solver;
+  $("#hint").hidden = !playing;
   $("#unwatch").hidden = state.mode !== "watch";
   if (!board) {
     drawnBoard = drawnGame = null;
@@ -244,6 +244,5 @@ export function render(state, codes) {
   renderMarks(state.selection, state.hint);
   renderGameOver(state);
   renderLists(state, codes);
-  $("#winnable-row").hidden = !state.solver;
   return redrawn;
 }

@@ -8,7 +8,6 @@ import asyncio
 import datetime as dt
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -20,8 +19,7 @@ from server import room as room_module
 from server import rooms as rooms_module
 from server.app import App
 from server.room import RESIGN
-from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, repository
-from server.storage.action_log import SqliteActionLog
+from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
 
 CODE = "EO1-C8-AAAAAFA"
@@ -37,31 +35,36 @@ async def player(url: str, **hello: Any) -> WsClient:
 
 class CommitGate:
     """Holds the next action append until ``fail()``, then fails it as a lost database would (on SQLite
-    the writer thread's append, on PostgreSQL the insert inside the group commit)."""
+    the plain driver's append on the writer thread, on PostgreSQL the insert inside the group commit)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.entered = asyncio.Event()
         self._release = asyncio.Event()
-        real_append = SqliteActionLog.append
+        self._released = threading.Event()  # the same, for the writer thread
+        loop = asyncio.get_running_loop()
+        real_sqlite_append = commit_backends._append
         real_insert = repository.insert_actions
 
-        def gated(real: Callable[..., Awaitable[None]], error: Exception) -> Callable[..., Awaitable[None]]:
-            async def hold_then_fail(*args: Any, **kwargs: Any) -> None:
-                if self._release.is_set():
-                    return await real(*args, **kwargs)
-                self.entered.set()
-                await self._release.wait()
-                raise error
+        def hold_then_fail_on_thread(*args: Any) -> None:
+            if self._released.is_set():
+                return real_sqlite_append(*args)
+            loop.call_soon_threadsafe(self.entered.set)
+            self._released.wait(30)
+            raise sqlite3.OperationalError("disk I/O")
 
-            return hold_then_fail
+        async def hold_then_fail(*args: Any, **kwargs: Any) -> None:
+            if self._release.is_set():
+                return await real_insert(*args, **kwargs)
+            self.entered.set()
+            await self._release.wait()
+            raise OSError("connection lost")
 
-        monkeypatch.setattr(
-            SqliteActionLog, "append", gated(real_append, sqlite3.OperationalError("disk I/O"))
-        )
-        monkeypatch.setattr(repository, "insert_actions", gated(real_insert, OSError("connection lost")))
+        monkeypatch.setattr(commit_backends, "_append", hold_then_fail_on_thread)
+        monkeypatch.setattr(repository, "insert_actions", hold_then_fail)
 
     def fail(self) -> None:
         self._release.set()
+        self._released.set()
 
 
 async def test_resume_during_a_failing_commit_shows_only_committed_state(

@@ -9,14 +9,12 @@ The engine plays the same actions alongside ("the mirror"), and the page must dr
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 import serverutil
 from pages import (
     card_from_top,
-    card_text,
     choose_name,
     deal,
     expect_board,
@@ -29,7 +27,7 @@ from pages import (
     top_card,
     touch_drag,
 )
-from playwright.async_api import Page, WebSocketRoute, expect
+from playwright.async_api import Page, expect
 from wsclient import WsClient
 
 from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
@@ -292,116 +290,5 @@ async def test_a_phone_plays_by_touch(chromium: Any, site: str) -> None:
     await expect_board(page, mirror)
     await no_horizontal_scroll(page)
     await screenshot(page, "phone.png")
-    await context.close()
-    assert errors == []
-
-
-class SolverStandIn:
-    """Between the page and the server: answers ``hint`` requests itself (the solver's wire additions,
-    fixed by the solver issue) and records the ``new_game`` requests, passing them on without
-    ``winnable``; everything else goes through untouched. With ``solver=False`` it answers ``hint`` as
-    a server without a solver does (``bad_request``)."""
-
-    def __init__(self, *, solver: bool, verdicts: list[dict[str, Any]] | None = None) -> None:
-        self.solver = solver
-        self.verdicts = list(verdicts or [])
-        self.new_games: list[dict[str, Any]] = []
-        self.hints: list[dict[str, Any]] = []
-
-    def route(self, ws: WebSocketRoute) -> None:
-        server = ws.connect_to_server()
-
-        def upstream(frame: str | bytes) -> None:
-            message = json.loads(frame)
-            if message["type"] == "new_game":
-                self.new_games.append(dict(message))
-                message.pop("winnable", None)
-                server.send(json.dumps(message))
-            elif message["type"] == "hint":
-                self.hints.append(message)
-                ws.send(json.dumps(self.answer(message)))
-            else:
-                server.send(frame)
-
-        ws.on_message(upstream)
-
-    def answer(self, hint: dict[str, Any]) -> dict[str, Any]:
-        if not self.solver:
-            return {
-                "type": "error",
-                "id": hint["id"],
-                "code": "bad_request",
-                "message": "unknown type 'hint'",
-            }
-        if hint["game"] == "capability-probe":
-            return {"type": "error", "id": hint["id"], "code": "not_found", "message": "no such game"}
-        return {"type": "hint", "id": hint["id"], "game": hint["game"], **self.verdicts.pop(0)}
-
-
-async def test_hint_and_winnable_only_where_the_server_has_a_solver(chromium: Any, site: str) -> None:
-    errors: list[str] = []
-    code = "EO1-C4-AAAAAFA"
-    mirror = Game.from_code(code)
-    first = Move.parse("t8-t6")  # the first move of a won line of this deal's 8-cell variant: legal here
-    mirror.copy().play(first)
-
-    # A server without a solver: no hint button, no "winnable" choice, and `new_game` never sends it.
-    context = await chromium.new_context(viewport=DESKTOP)
-    plain = SolverStandIn(solver=False)
-    await context.route_web_socket(re.compile(r"/ws$"), plain.route)
-    page = await open_client(context, site, errors)
-    await expect(page.locator("#winnable-row")).to_be_hidden()
-    await page.select_option("#cells-count", "4")
-    await page.check('input[name="deal"][value="random"]')
-    await page.click("#new-game")
-    await expect(page.locator("#board")).to_have_attribute("data-v", "0")
-    await expect(page.locator("#hint")).to_be_hidden()
-    assert plain.new_games[-1]["cells"] == 4 and "winnable" not in plain.new_games[-1]
-    await context.close()
-
-    # A server with one: winnable deals by default for 4 cells; the hint marks its move, then a
-    # position without a win gets a calm notice, only because the player asked.
-    context = await chromium.new_context(viewport=DESKTOP)
-    solver = SolverStandIn(
-        solver=True,
-        verdicts=[
-            {"v": 0, "verdict": "win", "action": {"type": "move", "from": "t8", "to": "t6", "n": 1}},
-            {"v": 1, "verdict": "lost"},
-        ],
-    )
-    await context.route_web_socket(re.compile(r"/ws$"), solver.route)
-    page = await open_client(context, site, errors)
-    await expect(page.locator("#winnable-row")).to_be_visible()
-    await expect(page.locator("#winnable")).not_to_be_checked()  # 8 cells: nearly every deal is won
-    await page.select_option("#cells-count", "4")
-    await expect(page.locator("#winnable")).to_be_checked()
-    await page.check('input[name="deal"][value="random"]')
-    await page.click("#new-game")
-    await expect(page.locator("#board")).to_have_attribute("data-v", "0")
-    assert solver.new_games[-1] == {
-        "type": "new_game",
-        "id": solver.new_games[-1]["id"],
-        "cells": 4,
-        "winnable": True,
-    }
-    await deal(page, code)
-    await expect_board(page, mirror)
-
-    await page.click("#hint")
-    moved = str(mirror.layout().columns[7][-1])
-    await expect(page.locator("#message")).to_have_text(f"Hint: {card_text(moved)} to column 6.")
-    await expect(top_card(page, "t8")).to_have_class(re.compile(r"\bhint\b"))
-    await expect(pile(page, "t6")).to_have_class(re.compile(r"\bhint-target\b"))
-    assert set(solver.hints[-1]) == {"type", "id", "game"}  # `hint` takes no `v`
-
-    await mouse_drag(page, top_card(page, "t8"), pile(page, "t6"))
-    mirror.play(first)
-    await expect_board(page, mirror)
-    await expect(page.locator(".hint, .hint-target")).to_have_count(0)
-    await page.click("#hint")
-    await expect(page.locator("#message")).to_have_text(
-        "No win is possible from here. Undo a few moves, or start the deal again."
-    )
-    await expect(page.locator("#message")).to_have_attribute("data-kind", "info")
     await context.close()
     assert errors == []

@@ -1,0 +1,170 @@
+"""How a batch of writes is committed on each database: the backends of the group-commit pipeline.
+
+The pipeline (`server.committer.Committer`) owns the queue, the batching, the isolation of a conflict
+and the hand-back to the event loop; a backend only commits one batch, atomically, on the pipeline's
+writer thread, and says how it failed:
+
+- `SqlAlchemyBackend`: every write, through the async engine on the event loop (PostgreSQL; on SQLite,
+  the rare writes that add players, games or results, with the leaderboard summaries that go with them).
+- `SqliteBackend`: batches that only append actions (the hot path) straight through a plain ``sqlite3``
+  connection owned by the writer thread (through aiosqlite a commit is about eight round trips between
+  the event loop and the driver's thread; here it is none); anything else goes to the SQLAlchemy
+  backend. The statements are the Core ones of `repository`, compiled for SQLite once. Both paths are
+  driven by the same one thread, so they never contend for SQLite's write lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.exc import IntegrityError
+
+from server.storage import repository
+from server.storage.db import Database, StorageUnavailable, sqlite_pragmas
+from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord
+from server.storage.tables import games
+
+__all__ = ["CommitBackend", "SqlAlchemyBackend", "SqliteBackend", "Write", "WriteConflict"]
+
+
+class WriteConflict(Exception):
+    """The write breaks a constraint (a version of the game already stored, a game already finished)."""
+
+
+@dataclass(slots=True)
+class Write:
+    """What one request stores, atomically."""
+
+    player: PlayerRecord | None = None
+    game: GameStart | None = None
+    actions: list[ActionRecord] = field(default_factory=list)
+    result: GameResult | None = None
+
+    def is_actions_only(self) -> bool:
+        return self.player is None and self.game is None and self.result is None
+
+
+class CommitBackend(Protocol):
+    """Commits batches for the pipeline; called on its writer thread only, one batch at a time."""
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        """Commit every write of ``writes`` in one transaction, or none of them.
+
+        Raises:
+            WriteConflict: a constraint refused the batch (the pipeline then retries each write alone).
+            StorageUnavailable: the database failed; nothing was stored.
+        """
+
+    def close(self) -> None:
+        """Release what the backend holds (on the writer thread, after its last commit)."""
+
+
+class SqlAlchemyBackend:
+    """Commits through `Database` (the async engine), on the event loop the pipeline was started on."""
+
+    def __init__(self, database: Database, loop: asyncio.AbstractEventLoop) -> None:
+        self._database = database
+        self._loop = loop
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self._commit(writes), self._loop).result()
+        except RuntimeError as exc:  # the loop is closed: nothing ran
+            raise StorageUnavailable(f"the server is stopping: {exc}") from None
+
+    def close(self) -> None:
+        pass
+
+    async def _commit(self, writes: Sequence[Write]) -> None:
+        try:
+            async with self._database.transaction() as conn:
+                for write in writes:
+                    if write.player is not None:
+                        await repository.insert_player(conn, write.player)
+                    if write.game is not None:
+                        await repository.insert_game(conn, write.game)
+                rows = [row for write in writes for row in write.actions]
+                if rows:
+                    await repository.append_actions(conn, rows)
+                for write in writes:
+                    if write.result is not None and not await repository.finish_game(conn, write.result):
+                        raise WriteConflict(f"game {write.result.id} is no longer being played")
+        except IntegrityError as exc:
+            raise WriteConflict(str(exc.orig)) from None
+
+
+_DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
+_INSERT_SQL = str(repository.INSERT_ACTIONS.compile(dialect=_DIALECT, column_keys=["game_id", "v", "action"]))
+_PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
+#: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
+_STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
+
+
+class SqliteBackend:
+    """Action appends through the writer thread's own ``sqlite3`` connection; other writes through
+    ``others``. The connection is opened at the first append and again after a failure (the file may
+    have come back)."""
+
+    def __init__(self, path: Path, others: CommitBackend, *, synchronous: str = "FULL") -> None:
+        self._path = path
+        self._others = others
+        self._synchronous = synchronous.upper()
+        self._conn: sqlite3.Connection | None = None
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        if not all(write.is_actions_only() for write in writes):
+            self._others.commit(writes)
+            return
+        try:
+            self._conn = self._conn or self._connect()
+            _append(self._conn, [row for write in writes for row in write.actions])
+        except sqlite3.IntegrityError as exc:
+            raise WriteConflict(str(exc)) from None
+        except (sqlite3.Error, OSError) as exc:
+            self._disconnect()
+            raise StorageUnavailable(str(exc)) from None
+
+    def close(self) -> None:
+        self._disconnect()
+        self._others.close()
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        for pragma in sqlite_pragmas(self._synchronous):
+            conn.execute(pragma)
+        return conn
+
+
+def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """The statements of `repository.append_actions`, through the plain driver, in one transaction."""
+    last = {row.game_id: row.progress for row in rows if row.progress is not None}
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(_INSERT_SQL, [(row.game_id, row.v, row.action) for row in rows])
+        if last:
+            conn.executemany(
+                _PROGRESS_SQL,
+                [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _stored_time(moment: object) -> object:
+    return moment if _STORED_TIME is None else _STORED_TIME(moment)

@@ -1,0 +1,240 @@
+"""The group-commit pipeline (`server.committer.Committer`) with the backend of each database (SQLite:
+action appends through the writer thread's own connection, other writes through the async engine;
+PostgreSQL: everything through the async engine), on a real migrated database: writes grouped in few
+commits, a conflict (the (game, v) fence, a finished game, a missing game, a game finished twice)
+failing only its own write, database failures and bugs failing their batch and the pipeline going on,
+and a stop that commits what was queued before it and refuses what comes after."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from server.committer import Committer, Write, WriteConflict
+from server.metrics import Metrics
+from server.storage import (
+    ActionRecord,
+    Database,
+    GameProgress,
+    GameResult,
+    GameStart,
+    PlayerRecord,
+    StorageUnavailable,
+    commit_backends,
+    repository,
+)
+from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
+from server.storage.db import sqlite_file
+from server.storage.tables import actions, games
+
+NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
+CODE = "EO1-C8-AAAAAFA"
+GAMES = [f"game-{index}" for index in range(20)]
+
+
+class RecordingBackend:
+    """The real backend, counting the writes of each batch it is asked to commit; ``fail_next`` makes
+    the next commit raise instead (a bug, or a failure the real database cannot be made to have)."""
+
+    def __init__(self, inner: CommitBackend) -> None:
+        self.inner = inner
+        self.batches: list[int] = []
+        self.fail_next: Exception | None = None
+        self.closed = False
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        self.batches.append(len(writes))
+        if self.fail_next is not None:
+            failure, self.fail_next = self.fail_next, None
+            raise failure
+        self.inner.commit(writes)
+
+    def close(self) -> None:
+        self.closed = True
+        self.inner.close()
+
+
+@pytest.fixture
+async def seeded(database: Database) -> Database:
+    """The database with one player and the games of ``GAMES``, being played."""
+    async with database.transaction() as conn:
+        await repository.insert_player(conn, PlayerRecord("player", "player", "0" * 64, NOW))
+        for game in GAMES:
+            await repository.insert_game(conn, GameStart(game, "player", CODE, 8, None, NOW))
+    return database
+
+
+@pytest.fixture
+async def backend(seeded: Database, database_url: str) -> RecordingBackend:
+    engine = SqlAlchemyBackend(seeded, asyncio.get_running_loop())
+    path = sqlite_file(database_url)
+    return RecordingBackend(engine if path is None else SqliteBackend(path, engine, synchronous="OFF"))
+
+
+@pytest.fixture
+async def committer(backend: RecordingBackend) -> AsyncIterator[Committer]:
+    pipeline = Committer(backend, Metrics(), max_batch=1024)
+    pipeline.start()
+    yield pipeline
+    await pipeline.stop()
+
+
+def appended(game: str, v: int, action: str = "t1-c5") -> Write:
+    return Write(actions=[ActionRecord(game, v, action)])
+
+
+async def stored_rows(database: Database) -> list[tuple[str, int, str]]:
+    async with database.connection() as conn:
+        rows = await conn.execute(
+            select(actions.c.game_id, actions.c.v, actions.c.action).order_by(actions.c.game_id, actions.c.v)
+        )
+        return [(row.game_id, row.v, row.action) for row in rows]
+
+
+def finished(game: str) -> GameResult:
+    return GameResult(game, "resigned", 0, 1, 0, NOW, 1000, won=False)
+
+
+async def test_concurrent_writes_are_grouped_into_few_commits(
+    committer: Committer, backend: RecordingBackend, seeded: Database
+) -> None:
+    await asyncio.gather(*(committer.submit(appended(game, v)) for v in (1, 2, 3) for game in GAMES))
+    assert len(await stored_rows(seeded)) == 3 * len(GAMES)
+    assert sum(backend.batches) == 3 * len(GAMES)
+    assert len(backend.batches) < 3 * len(GAMES), "writes queued together must share commits"
+
+
+async def test_a_batch_of_every_kind_of_write_commits_atomically(
+    committer: Committer, backend: RecordingBackend, seeded: Database
+) -> None:
+    """A new player with a game, an action carrying the game's figures, and an action ending its game
+    with the result, submitted together: one commit on either backend."""
+    progress = GameProgress(score=7, moves=1, undos=0, at=NOW)
+    new_player = PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)
+    await asyncio.gather(
+        committer.submit(Write(player=new_player, game=GameStart("new", "newcomer", CODE, 8, None, NOW))),
+        committer.submit(Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5", progress)])),
+        committer.submit(Write(actions=[ActionRecord(GAMES[1], 1, "resign")], result=finished(GAMES[1]))),
+    )
+    assert backend.batches == [3]
+    async with seeded.connection() as conn:
+        rows = {row.id: row for row in await conn.execute(select(games))}
+    assert rows["new"].status == "playing"
+    assert (rows[GAMES[0]].score, rows[GAMES[0]].moves) == (7, 1)
+    assert rows[GAMES[1]].status == "resigned"
+
+
+@pytest.mark.parametrize("with_other_writes", [False, True], ids=["actions-only", "mixed"])
+async def test_a_conflict_fails_only_its_own_write(
+    committer: Committer, backend: RecordingBackend, seeded: Database, with_other_writes: bool
+) -> None:
+    """Refused writes tried: a version already stored (the fence), an action of a game that does not
+    exist, an action of a finished game, finishing a finished game. On SQLite a batch of appends only
+    takes the plain driver, a batch with a new game the async engine: both isolate the conflict."""
+    await committer.submit(appended(GAMES[0], 1))
+    await committer.submit(Write(actions=[ActionRecord(GAMES[3], 1, "resign")], result=finished(GAMES[3])))
+    writes = [
+        appended(GAMES[1], 1),
+        appended(GAMES[0], 1, "undo"),  # v 1 of GAMES[0] is stored
+        Write(actions=[ActionRecord(GAMES[2], 1, "t1-c5"), ActionRecord(GAMES[2], 2, "undo")]),
+        appended("no-such-game", 1),
+        appended(GAMES[3], 2),  # GAMES[3] is finished
+        Write(result=finished(GAMES[3])),  # finished already
+    ]
+    if with_other_writes:
+        writes.append(Write(player=PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)))
+    outcomes = await asyncio.gather(*(committer.submit(write) for write in writes), return_exceptions=True)
+    assert outcomes[0] is None and outcomes[2] is None
+    assert all(isinstance(outcome, WriteConflict) for outcome in outcomes[1:2] + outcomes[3:6]), outcomes
+    if with_other_writes:
+        assert outcomes[6] is None
+    assert await stored_rows(seeded) == [
+        (GAMES[0], 1, "t1-c5"),
+        (GAMES[1], 1, "t1-c5"),
+        (GAMES[2], 1, "t1-c5"),
+        (GAMES[2], 2, "undo"),
+        (GAMES[3], 1, "resign"),
+    ]
+
+
+async def test_a_database_failure_stores_nothing_and_the_next_write_works(
+    committer: Committer, seeded: Database, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database fails under the real backend: on SQLite the plain driver's append, on PostgreSQL the
+    insert through the async engine."""
+    failures = iter([1])
+    real_append = commit_backends._append
+    real_insert = repository.insert_actions
+
+    def append_failing_once(*args: Any) -> None:
+        for _ in failures:
+            raise sqlite3.OperationalError("disk I/O error")
+        real_append(*args)
+
+    async def insert_failing_once(*args: Any) -> None:
+        for _ in failures:
+            raise OSError("connection lost")
+        await real_insert(*args)
+
+    if sqlite_file(database_url) is not None:
+        monkeypatch.setattr(commit_backends, "_append", append_failing_once)
+    else:
+        monkeypatch.setattr(repository, "insert_actions", insert_failing_once)
+    with pytest.raises(StorageUnavailable):
+        await committer.submit(appended(GAMES[0], 1))
+    assert await stored_rows(seeded) == []
+    await committer.submit(appended(GAMES[0], 1))  # the thread is alive (and reconnected)
+    assert await stored_rows(seeded) == [(GAMES[0], 1, "t1-c5")]
+
+
+async def test_a_bug_in_a_commit_answers_unavailable_and_the_pipeline_goes_on(
+    committer: Committer, backend: RecordingBackend, seeded: Database
+) -> None:
+    backend.fail_next = ZeroDivisionError("a bug")
+    with pytest.raises(StorageUnavailable, match="retry"):
+        await committer.submit(appended(GAMES[0], 1))
+    await committer.submit(appended(GAMES[0], 1))
+    assert await stored_rows(seeded) == [(GAMES[0], 1, "t1-c5")]
+
+
+async def test_stop_commits_what_was_queued_then_refuses_writes(
+    backend: RecordingBackend, seeded: Database
+) -> None:
+    pipeline = Committer(backend, Metrics())
+    pipeline.start()
+    queued = [pipeline.submit(appended(game, 1)) for game in GAMES]
+    await pipeline.stop()
+    await asyncio.gather(*queued)
+    assert len(await stored_rows(seeded)) == len(GAMES)
+    assert backend.closed
+    with pytest.raises(StorageUnavailable, match="stopping"):
+        await pipeline.submit(appended(GAMES[0], 2))
+
+
+async def test_a_cancelled_waiter_does_not_stop_the_others(committer: Committer, seeded: Database) -> None:
+    """A request whose connection closed stops waiting; its write is still committed (it was queued),
+    and the rest of its batch is answered."""
+    cancelled = committer.submit(appended(GAMES[0], 1))
+    others = [committer.submit(appended(game, 1)) for game in GAMES[1:]]
+    cancelled.cancel()
+    await asyncio.gather(*others)
+    assert len(await stored_rows(seeded)) == len(GAMES)
+
+
+async def test_batches_hold_at_most_max_batch_writes(backend: RecordingBackend, seeded: Database) -> None:
+    """Writes handed over together beyond ``max_batch`` are carried over to the next commits."""
+    pipeline = Committer(backend, Metrics(), max_batch=8)
+    pipeline.start()
+    try:
+        await asyncio.gather(*(pipeline.submit(appended(game, v)) for v in (1, 2) for game in GAMES))
+    finally:
+        await pipeline.stop()
+    assert len(await stored_rows(seeded)) == 2 * len(GAMES)
+    assert sum(backend.batches) == 2 * len(GAMES)
+    assert max(backend.batches) == 8
