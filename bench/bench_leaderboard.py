@@ -302,7 +302,7 @@ async def measure(url: str, world: World, samples: int) -> tuple[list[Result], l
     async def ask(**fields: Any) -> dict[str, Any]:
         request = protocol.parse_client_message({"type": "leaderboard", **fields})
         assert isinstance(request, protocol.LeaderboardRequest)
-        return await service.leaderboard(request)
+        return (await service.leaderboard(request)).to_wire()
 
     results: list[Result] = []
     plans: list[str] = []

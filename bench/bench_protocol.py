@@ -9,7 +9,7 @@ For each subprotocol (msgpack, JSON) it times what the server does per message:
 - decode a ``move`` request: ``protocol.decode`` (parse + every validation + the frozen request),
   against the bare ``msgpack.unpackb`` / ``json.loads`` of the same frame;
 - encode a ``snapshot``: ``protocol.encode`` of a built snapshot, against ``msgpack.packb`` /
-  ``json.dumps`` of the same dict; and build + encode (``protocol.snapshot`` from a ``Game``, then
+  ``json.dumps`` of the same dict; and build + encode (``protocol.Snapshot.of`` a ``Game``, then
   encode), which is what answering a ``watch`` costs;
 - build + encode an ``ack`` from the game and the action's transfer (the reply to every move).
 
@@ -20,6 +20,7 @@ of a few repeats; the whole run takes a few seconds. This is not a test: it asse
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 import time
@@ -39,8 +40,8 @@ REPEATS = 5
 BUDGET = 0.05  # seconds per repeat, roughly
 
 MOVE = {"type": "move", "id": 17, "game": "g_7Kq2-Xw", "from": "t1", "to": "t4", "n": 3, "v": 12}
-PLAYER = protocol.player_info("p_3fQ9", "Ann")
-STARTED = "2026-11-30T04:48:59.123Z"
+PLAYER = protocol.Player("p_3fQ9", "Ann")
+STARTED = dt.datetime(2026, 11, 30, 4, 48, 59, 123000, tzinfo=dt.UTC)
 
 
 def per_call(run: Callable[[], object]) -> float:
@@ -73,8 +74,10 @@ def row(name: str, ours: float, baseline: float, baseline_name: str) -> None:
 def bench(subprotocol: Subprotocol, game: Game, after: Game, transfer: Transfer) -> None:
     """The four lines of one subprotocol."""
     label = "msgpack" if subprotocol is Subprotocol.MSGPACK else "json"
-    snapshot = protocol.snapshot("g_7Kq2-Xw", game, player=PLAYER, started_at=STARTED, request_id=2)
-    ack = protocol.ack("g_7Kq2-Xw", after, transfer, 17)
+    snapshot = protocol.Snapshot.of(
+        "g_7Kq2-Xw", game, player=PLAYER, started_at=STARTED, request_id=2
+    ).to_wire()
+    ack = protocol.Ack.of("g_7Kq2-Xw", after, transfer, 17).to_wire()
     frame: bytes | str
     if subprotocol is Subprotocol.MSGPACK:
         frame = msgpack.packb(MOVE)
@@ -89,11 +92,11 @@ def bench(subprotocol: Subprotocol, game: Game, after: Game, transfer: Transfer)
     assert protocol.decode(frame, subprotocol).TYPE == "move"
 
     def build_snapshot() -> object:
-        message = protocol.snapshot("g_7Kq2-Xw", game, player=PLAYER, started_at=STARTED, request_id=2)
-        return protocol.encode(message, subprotocol)
+        message = protocol.Snapshot.of("g_7Kq2-Xw", game, player=PLAYER, started_at=STARTED, request_id=2)
+        return protocol.encode(message.to_wire(), subprotocol)
 
     def build_ack() -> object:
-        return protocol.encode(protocol.ack("g_7Kq2-Xw", after, transfer, 17), subprotocol)
+        return protocol.encode(protocol.Ack.of("g_7Kq2-Xw", after, transfer, 17).to_wire(), subprotocol)
 
     encode_snapshot = per_call(lambda: raw_encode(snapshot))
     row(f"decode move [{label}]", per_call(lambda: protocol.decode(frame, subprotocol)),

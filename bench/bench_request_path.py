@@ -49,20 +49,21 @@ def _instant_submit(write: Write) -> asyncio.Future[None]:
     return future
 
 
-def _baseline(frames: list[bytes], reply: dict[str, object], count: int) -> float:
+def _baseline(frames: list[bytes], reply: protocol.ServerMessage, count: int) -> float:
+    wire = reply.to_wire()
     started = time.perf_counter()
     for index in range(count):
         msgpack.unpackb(frames[index % 2])
-        msgpack.packb(reply)
+        msgpack.packb(wire)
     return (time.perf_counter() - started) / count
 
 
-async def _measure(app: App, client: Session, count: int) -> tuple[float, dict[str, object]]:
+async def _measure(app: App, client: Session, count: int) -> tuple[float, protocol.ServerMessage]:
     """Seconds per move/undo over ``count`` actions; a new game (timed too, a few per run) before one
     reaches the bound on a game's length."""
     handler = app.loop._handler  # the app's own handler: the code path a connection uses
     subprotocol = protocol.Subprotocol.MSGPACK
-    reply: dict[str, object] = {}
+    reply: protocol.ServerMessage = protocol.Ok()
     frames: list[bytes] = []
     started = time.perf_counter()
     for index in range(count):
@@ -70,7 +71,7 @@ async def _measure(app: App, client: Session, count: int) -> tuple[float, dict[s
             frames = await _move_and_undo(app, client)
         request = protocol.decode(frames[index % 2], subprotocol)
         for reply in await handler.handle(client, request):
-            protocol.encode(reply, subprotocol)
+            protocol.encode(reply.to_wire(), subprotocol)
     return (time.perf_counter() - started) / count, reply
 
 
@@ -95,7 +96,7 @@ async def _measure_concurrent(app: App, games: int, seconds: float) -> tuple[flo
         while running:
             request = protocol.decode(frames[turn], subprotocol)
             for reply in await handler.handle(client, request):
-                protocol.encode(reply, subprotocol)
+                protocol.encode(reply.to_wire(), subprotocol)
             turn ^= 1
             done += 1
 
@@ -130,7 +131,9 @@ async def _move_and_undo(app: App, client: Session) -> list[bytes]:
     new_game = protocol.decode(
         protocol.encode_msgpack({"type": "new_game", "code": "EO1-C8-AAAAAFA"}), protocol.Subprotocol.MSGPACK
     )
-    game = (await app.loop._handler.handle(client, new_game))[0]["game"]
+    (snapshot,) = await app.loop._handler.handle(client, new_game)
+    assert isinstance(snapshot, protocol.Snapshot)
+    game = snapshot.game
     return [
         protocol.encode_msgpack({"type": "move", "id": 1, "game": game, "from": "t1", "to": "c5"}),
         protocol.encode_msgpack({"type": "undo", "id": 2, "game": game}),

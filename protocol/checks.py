@@ -1,7 +1,8 @@
 """The checker of server → client messages: what the server may send, written down as code.
 
-The server does not call this on its hot path (the builders are trusted); the protocol's tests run
-it on everything the builders make and on the documented examples, and the server's integration
+The server does not call this on its hot path (its messages are built from its own state); the
+protocol's tests run it on every type of ``protocol.SERVER_MESSAGE_TYPES`` (and check that it expects
+the same fields as that table) and on the documented examples, and the server's integration
 tests run it on every frame a real client receives. A message that breaks the protocol raises
 ``ProtocolError`` with code ``internal``: it is the sending side's fault.
 """
@@ -29,7 +30,7 @@ from protocol.limits import (
 )
 from protocol.timestamps import parse_timestamp
 
-__all__ = ["SERVER_MESSAGE_TYPES", "validate_server_message"]
+__all__ = ["checked_fields", "validate_server_message"]
 
 _Check = Callable[[object, str], None]
 
@@ -417,8 +418,14 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
 #: Messages that are never a reply, so never carry an ``id``.
 _PUSHED_ONLY = frozenset({"diff"})
 
-#: Every server → client message type.
-SERVER_MESSAGE_TYPES: tuple[str, ...] = tuple(_SCHEMAS)
+
+def checked_fields() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """Every message type this checker knows → the (required, optional) fields it expects, ``type``
+    aside (``id`` is optional in every reply): for the tests that hold it to ``SERVER_MESSAGE_TYPES``."""
+    return {
+        kind: (frozenset(fields) - optional, optional | (frozenset() if kind in _PUSHED_ONLY else {"id"}))
+        for kind, (fields, optional, _) in _SCHEMAS.items()
+    }
 
 
 def validate_server_message(message: object) -> None:

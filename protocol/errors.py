@@ -12,7 +12,10 @@ Every failure to decode or validate a client frame is a ``ProtocolError``; nothi
 from __future__ import annotations
 
 import enum
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from protocol.server_messages import ErrorReply
 
 __all__ = ["CloseCode", "ErrorCode", "ProtocolError", "RequestId"]
 
@@ -77,11 +80,11 @@ class ProtocolError(ValueError):
         self.request_id = request_id
         self.close_code = None if close_code is None else CloseCode(close_code)
 
-    def reply(self) -> dict[str, object]:
-        """The ``error`` message to send back (built by ``protocol.builders.error``)."""
-        from protocol.builders import error
+    def reply(self) -> ErrorReply:
+        """The ``error`` message to send back."""
+        from protocol.server_messages import ErrorReply
 
-        return error(self.code, self.message, self.request_id)
+        return ErrorReply(code=self.code, message=self.message, request_id=self.request_id)
 
     def __repr__(self) -> str:
         return (

@@ -311,7 +311,9 @@ class _HttpRoutes:
     async def _api(self, path: str, query: str) -> Response:
         try:
             if path == "/api/leaderboard":
-                message = await self._leaderboards.leaderboard(parse_leaderboard_query(query))
+                message: protocol.ServerMessage = await self._leaderboards.leaderboard(
+                    parse_leaderboard_query(query)
+                )
             else:
                 player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
                 message = await self._leaderboards.profile(player_id)
@@ -326,7 +328,8 @@ class _HttpRoutes:
             return self._json(
                 HTTPStatus.INTERNAL_SERVER_ERROR, {"code": "internal", "message": "the server failed"}
             )
-        return self._json(HTTPStatus.OK, {k: v for k, v in message.items() if k not in ("type", "id")})
+        wire = message.to_wire()
+        return self._json(HTTPStatus.OK, {k: v for k, v in wire.items() if k not in ("type", "id")})
 
     @staticmethod
     def _json(status: HTTPStatus, body: dict[str, object]) -> Response:

@@ -46,7 +46,7 @@ def _deal(args: argparse.Namespace) -> int:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from protocol.builders import move_action
+    from protocol import move_action
     from solver import solve_deal
 
     deal = _parse_code(args)

@@ -27,7 +27,6 @@ from websockets.protocol import State
 from websockets.typing import Subprotocol
 
 import protocol
-from protocol import builders
 from server.admission import ConnectionGate
 from server.config import Settings
 from server.errors import ErrorCode, Refusal
@@ -180,23 +179,26 @@ class _Verdict(enum.Enum):
 
 
 class Fanout:
-    """Sends one message to one or many clients: encoded once per subprotocol, written at once, never
-    awaited. A client whose unsent data passes ``max_write_buffer`` does not read: it is dropped, so
-    that it can neither hold memory nor slow anyone down (replies use this too: a request is not
+    """Sends one message to one or many clients: rendered once, encoded once per subprotocol, written at
+    once, never awaited. A client whose unsent data passes ``max_write_buffer`` does not read: it is
+    dropped, so that it can neither hold memory nor slow anyone down (replies use this too: a request is not
     answered any slower than a push)."""
 
     def __init__(self, metrics: Metrics, max_write_buffer: int) -> None:
         self._metrics = metrics
         self._max_write_buffer = max_write_buffer
 
-    def __call__(self, audience: Iterable[Any], message: dict[str, Any]) -> None:
+    def __call__(self, audience: Iterable[Any], message: protocol.ServerMessage) -> None:
         frames: dict[protocol.Subprotocol, bytes | str] = {}
+        wire: dict[str, object] | None = None
         now = time.monotonic()
         for client in audience:
             client.last_seen = now  # a spectator that is sent diffs is not idle
             frame = frames.get(client.subprotocol)
             if frame is None:
-                frame = frames[client.subprotocol] = protocol.encode(message, client.subprotocol)
+                if wire is None:
+                    wire = message.to_wire()
+                frame = frames[client.subprotocol] = protocol.encode(wire, client.subprotocol)
             ws: ServerConnection = client.transport
             broadcast((ws,), frame)
             if ws.transport is not None and ws.transport.get_write_buffer_size() > self._max_write_buffer:
@@ -284,7 +286,7 @@ class ConnectionLoop:
                 self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
                 return True
             self._metrics.errors.labels(exc.code.value).inc()
-            self._send((client,), builders.error(exc.code, exc.message, exc.request_id))
+            self._send((client,), exc.reply())
             if exc.close_code is not None:
                 _close_now(ws, int(exc.close_code), exc.message)
                 return False
@@ -323,7 +325,7 @@ class ConnectionLoop:
     def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
         """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)."""
         self._metrics.errors.labels(code.value).inc()
-        self._send((client,), builders.error(code, message, request.request_id))
+        self._send((client,), protocol.ErrorReply(code=code, message=message, request_id=request.request_id))
 
     async def close_idle_forever(self) -> None:
         """Close connections silent for ``idle_timeout``: no frame at all, not even a ping, and no

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl
 
 import protocol
 from engine import Deal, Game, IllegalMoveError, InvalidCodeError, InvalidNotationError, Status, parse_action
-from protocol import Board, LeaderboardRequest, Order, Period, builders
+from protocol import Board, LeaderboardRequest, Order, Period
 from server import clock
 from server.errors import ErrorCode, Refusal
 from server.room import RESIGN
@@ -162,41 +162,41 @@ def _decode_key(target: _Target, body: bytes) -> GameKey | PlayerKey:
 # --------------------------------------------------------------------------- rows
 
 
-def _game_row(row: BoardGame) -> dict[str, object]:
-    return builders.game_row(
+def _game_row(row: BoardGame) -> protocol.GameRow:
+    return protocol.GameRow(
         rank=row.rank,
-        player=builders.player_info(row.player_id, row.player_name),
-        game_id=row.game_id,
+        player=protocol.Player(row.player_id, row.player_name),
+        game=row.game_id,
         code=row.code,
         cells=row.cells,
         won=row.won,
         moves=row.moves,
         duration_ms=row.duration_ms,
         score=row.score,
-        finished_at=protocol.format_timestamp(row.finished_at),
+        finished_at=row.finished_at,
     )
 
 
-def _player_row(row: BoardPlayer) -> dict[str, object]:
-    return builders.player_row(
+def _player_row(row: BoardPlayer) -> protocol.PlayerRow:
+    return protocol.PlayerRow(
         rank=row.rank,
-        player=builders.player_info(row.player_id, row.player_name),
+        player=protocol.Player(row.player_id, row.player_name),
         played=row.played,
         won=row.won,
         best_score=row.best_score,
     )
 
 
-def _profile_game(game: FinishedGameFigures) -> dict[str, object]:
-    return builders.profile_game(
-        game.game_id,
+def _profile_game(game: FinishedGameFigures) -> protocol.ProfileGame:
+    return protocol.ProfileGame(
+        game=game.game_id,
         code=game.code,
         cells=game.cells,
         won=game.won,
         score=game.score,
         moves=game.moves,
         duration_ms=game.duration_ms,
-        finished_at=protocol.format_timestamp(game.finished_at),
+        finished_at=game.finished_at,
     )
 
 
@@ -235,7 +235,7 @@ class LeaderboardService:
         now = self._clock() if self._clock is not None else clock.utc_now()
         return now.astimezone(dt.UTC).date()
 
-    async def leaderboard(self, request: LeaderboardRequest) -> dict[str, object]:
+    async def leaderboard(self, request: LeaderboardRequest) -> protocol.LeaderboardPage:
         """The ``leaderboard`` reply to ``request``.
 
         Raises:
@@ -258,8 +258,8 @@ class LeaderboardService:
         next_cursor = None
         if has_more and rows:
             next_cursor = _encode_cursor(target, day, rows[-1].key)
-        wire = [_game_row(row) if isinstance(row, BoardGame) else _player_row(row) for row in rows]
-        return builders.leaderboard(wire, next_cursor=next_cursor, request_id=request.request_id)
+        wire = tuple(_game_row(row) if isinstance(row, BoardGame) else _player_row(row) for row in rows)
+        return protocol.LeaderboardPage(request_id=request.request_id, rows=wire, next_cursor=next_cursor)
 
     @staticmethod
     async def _read(
@@ -281,9 +281,7 @@ class LeaderboardService:
             player_page = await boards.player_page(conn, target.scope, order, after=after_player, limit=limit)
         return player_page.rows, player_page.has_more
 
-    async def profile(
-        self, player_id: str, request_id: protocol.RequestId | None = None
-    ) -> dict[str, object]:
+    async def profile(self, player_id: str, request_id: protocol.RequestId | None = None) -> protocol.Profile:
         """The ``profile`` reply for ``player_id``.
 
         Raises:
@@ -296,16 +294,15 @@ class LeaderboardService:
         if found is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no player {player_id}")
         current, best = daily_streaks(found.daily_wins, self._today())
-        return builders.profile(
-            player=builders.player_info(found.player_id, found.name),
+        return protocol.Profile(
+            request_id=request_id,
+            player=protocol.Player(found.player_id, found.name),
             played=found.played,
             won=found.won,
             best_score=found.best_score,
-            best=[_profile_game(game) for game in found.best],
-            streak_current=current,
-            streak_best=best,
-            recent=[_profile_game(game) for game in found.recent],
-            request_id=request_id,
+            best=tuple(_profile_game(game) for game in found.best),
+            streak=protocol.Streak(current, best),
+            recent=tuple(_profile_game(game) for game in found.recent),
         )
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import protocol
 from engine import Deal, IllegalMoveError
-from protocol import builders
 from server.clock import utc_now
 from server.committer import Committer, Write
 from server.config import Settings
@@ -33,7 +32,7 @@ from server.storage import Database, LiveGame, PlayerRecord, StorageUnavailable,
 
 __all__ = ["RequestHandler"]
 
-Reply = list[dict[str, Any]]
+Reply = list[protocol.ServerMessage]
 _RANDOM = secrets.SystemRandom()
 
 
@@ -122,14 +121,13 @@ class RequestHandler:
             games, more = [], None
         session.player = PlayerRef(record.id, record.name)
         return [
-            builders.welcome(
-                player=session.player.wire(),
-                token=token,
-                server_version=self._version,
-                node=self._settings.node,
-                games=games,
-                next_cursor=more,
+            protocol.Welcome(
                 request_id=request.request_id,
+                player=session.player,
+                token=token,
+                server=protocol.ServerInfo(self._version, self._settings.node),
+                games=tuple(games),
+                next_cursor=more,
             )
         ]
 
@@ -174,7 +172,11 @@ class RequestHandler:
                 raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
             async with self._database.transaction() as conn:
                 await repository.mark_hinted(conn, room.id)
-            return [builders.hint(room.id, v, verdict.value, move, request_id=request.request_id)]
+            return [
+                protocol.Hint(
+                    room.id, v, protocol.Verdict(verdict.value), move, request_id=request.request_id
+                )
+            ]
         finally:
             self._registry.forget_if_idle(room)
 
@@ -226,7 +228,7 @@ class RequestHandler:
     async def _unwatch(self, session: Session, request: protocol.UnwatchRequest) -> Reply:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
         session.unfollow(request.game, self._registry)
-        return [builders.ok(request.request_id)]
+        return [protocol.Ok(request_id=request.request_id)]
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
         """Every unfinished game, on any node, with an action (or its start) in the last
@@ -238,20 +240,20 @@ class RequestHandler:
                 conn, active_since=since, after=after, limit=request.limit + 1
             )
         page = found[: request.limit]
-        games = [self._live_entry(game) for game in page]
+        games = tuple(self._live_entry(game) for game in page)
         next_cursor = time_cursor(page[-1].active_at, page[-1].id) if len(found) > len(page) else None
-        return [builders.live(games, next_cursor=next_cursor, request_id=request.request_id)]
+        return [protocol.LivePage(request_id=request.request_id, games=games, next_cursor=next_cursor)]
 
-    def _live_entry(self, game: LiveGame) -> dict[str, object]:
+    def _live_entry(self, game: LiveGame) -> protocol.LiveGame:
         room = self._registry.room(game.id)
-        return builders.live_game(
-            game.id,
-            player=builders.player_info(game.player_id, game.player_name),
+        return protocol.LiveGame(
+            game=game.id,
+            player=protocol.Player(game.player_id, game.player_name),
             code=game.code,
             moves=game.moves,
             score=game.score,
             watchers=0 if room is None else len(room.spectators),
-            started_at=protocol.format_timestamp(game.started_at),
+            started_at=game.started_at,
         )
 
     async def _games(self, session: Session, request: protocol.GamesRequest) -> Reply:
@@ -259,7 +261,7 @@ class RequestHandler:
         player = _player(session)
         async with self._database.connection() as conn:
             games, more = await self._unfinished.page(conn, player.id, request.limit, request.after)
-        return [builders.games(games, next_cursor=more, request_id=request.request_id)]
+        return [protocol.GamesPage(request_id=request.request_id, games=tuple(games), next_cursor=more)]
 
     async def _leaderboard(self, session: Session, request: protocol.LeaderboardRequest) -> Reply:
         return [await self._leaderboards.leaderboard(request)]

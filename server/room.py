@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine import Action, Deal, Game, Status, parse_action
-from protocol import builders, format_timestamp
+from protocol import Ack, Diff, GameOver, Player, ServerMessage, Snapshot
 from protocol.errors import RequestId
 from protocol.limits import MAX_GAME_ACTIONS
 from server.bus import BusEvent
@@ -54,16 +54,8 @@ RESIGN = "resign"
 #: ``live`` lists is at most this old, and is always committed state.
 PROGRESS_INTERVAL = 10.0
 
-Message = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerRef:
-    id: str
-    name: str
-
-    def wire(self) -> dict[str, object]:
-        return builders.player_info(self.id, self.name)
+#: Who plays a game or a connection: the protocol's ``{id, name}``.
+PlayerRef = Player
 
 
 class Follower(Protocol):
@@ -84,7 +76,7 @@ class WriteSink(Protocol):
 class Pusher(Protocol):
     """Sends one server message to many connections without waiting for any of them."""
 
-    def __call__(self, audience: Iterable[Any], message: Message) -> None: ...
+    def __call__(self, audience: Iterable[Any], message: ServerMessage) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +101,10 @@ class FinishedGame:
     started_at: dt.datetime
     game: Game
 
-    def snapshot(self, request_id: RequestId | None) -> Message:
-        return _snapshot(self.id, self.game, self.owner, self.started_at, request_id)
+    def snapshot(self, request_id: RequestId | None) -> Snapshot:
+        return Snapshot.of(
+            self.id, self.game, player=self.owner, started_at=self.started_at, request_id=request_id
+        )
 
 
 @dataclass(eq=False, slots=True)
@@ -141,7 +135,7 @@ class GameRoom:
 
     # ------------------------------------------------------------------ followers
 
-    async def view(self, viewer: Follower, request_id: RequestId | None) -> Message | None:
+    async def view(self, viewer: Follower, request_id: RequestId | None) -> Snapshot | None:
         """``viewer`` (a connection of the owner) follows the game; its snapshot, taken under the lock so
         that the next diff it gets is of the next version. None when the room closed meanwhile (the game
         ended or was reloaded): find the game again."""
@@ -151,7 +145,7 @@ class GameRoom:
             self.viewers.add(viewer)
             return self.snapshot(request_id)
 
-    async def watch(self, spectator: Follower, request_id: RequestId | None) -> Message | None:
+    async def watch(self, spectator: Follower, request_id: RequestId | None) -> Snapshot | None:
         """``spectator`` follows the game; its snapshot (as ``view``)."""
         async with self.lock:
             if not self.is_open():
@@ -163,9 +157,11 @@ class GameRoom:
         self.viewers.discard(follower)
         self.spectators.discard(follower)
 
-    def snapshot(self, request_id: RequestId | None) -> Message:
+    def snapshot(self, request_id: RequestId | None) -> Snapshot:
         """The committed position; call under the lock (or where no action can be in flight)."""
-        return _snapshot(self.id, self.game, self.owner, self.started_at, request_id)
+        return Snapshot.of(
+            self.id, self.game, player=self.owner, started_at=self.started_at, request_id=request_id
+        )
 
     # ------------------------------------------------------------------ changes
 
@@ -175,7 +171,7 @@ class GameRoom:
         resolve: Callable[[Game], Action],
         expected_v: int | None,
         request_id: RequestId | None,
-    ) -> list[Message]:
+    ) -> list[ServerMessage]:
         """Check, apply, commit and announce one action of the owner; the requester's replies (its ack,
         and game_over when the action won). The requester becomes a viewer of the game.
 
@@ -207,13 +203,13 @@ class GameRoom:
                     self.game = Game.replay(game.deal, game.log[:-1])
                 raise
             self._publish(game.v, notation, write.result)
-            replies = [builders.ack(self.id, game, transfer, request_id)]
-            self._announce(lambda: builders.diff(self.id, game, transfer), skip=requester)
+            replies: list[ServerMessage] = [Ack.of(self.id, game, transfer, request_id)]
+            self._announce(lambda: Diff.of(self.id, game, transfer), skip=requester)
             if write.result is not None:
                 replies.append(self._end(write.result, skip=requester))
             return replies
 
-    async def resign(self, requester: Follower, request_id: RequestId | None) -> Message:
+    async def resign(self, requester: Follower, request_id: RequestId | None) -> GameOver:
         """End the game as resigned, through the fence (a ``resign`` row at the next version); the
         requester's game_over.
 
@@ -246,7 +242,7 @@ class GameRoom:
                 self._end(self._result(game, finished_at or utc_now()), skip=None)
             elif event.action is not None and event.v == game.v + 1:
                 transfer = game.play(parse_action(event.action))
-                self._announce(lambda: builders.diff(self.id, game, transfer), skip=None)
+                self._announce(lambda: Diff.of(self.id, game, transfer), skip=None)
                 if game.is_over():
                     self._end(self._result(game, finished_at or utc_now()), skip=None)
             elif event.v > self.game.v:
@@ -297,7 +293,7 @@ class GameRoom:
             finished_ms = None if result is None else int(result.finished_at.timestamp() * 1000)
             self.services.publish(BusEvent(self.services.node, self.id, v, notation, finished_ms))
 
-    def _announce(self, message: Callable[[], Message], *, skip: Follower | None) -> None:
+    def _announce(self, message: Callable[[], ServerMessage], *, skip: Follower | None) -> None:
         """Push ``message()`` to every follower but ``skip`` (the requester, who has its reply: a
         connection that both plays and watches the game gets its ack, never also a diff). Built only
         when someone gets it: most games are followed by their player alone."""
@@ -309,7 +305,7 @@ class GameRoom:
         if others:
             self.services.push(others, message())
 
-    def _end(self, result: GameResult, *, skip: Follower | None) -> Message:
+    def _end(self, result: GameResult, *, skip: Follower | None) -> GameOver:
         """The game ended: tell the followers (but ``skip``), let them go, leave the node's rooms."""
         self._announce(lambda: _game_over(result, None), skip=skip)
         self.ended = FinishedGame(self.id, self.owner, self.started_at, self.game)
@@ -343,22 +339,14 @@ class GameRoom:
         )
 
 
-def _snapshot(
-    game_id: str, game: Game, owner: PlayerRef, started_at: dt.datetime, request_id: RequestId | None
-) -> Message:
-    return builders.snapshot(
-        game_id, game, player=owner.wire(), started_at=format_timestamp(started_at), request_id=request_id
-    )
-
-
-def _game_over(result: GameResult, request_id: RequestId | None) -> Message:
-    return builders.game_over(
-        result.id,
+def _game_over(result: GameResult, request_id: RequestId | None) -> GameOver:
+    return GameOver(
+        request_id=request_id,
+        game=result.id,
         won=result.won,
         score=result.score,
         moves=result.moves,
         duration_ms=result.duration_ms,
-        request_id=request_id,
     )
 
 

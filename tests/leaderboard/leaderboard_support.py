@@ -103,7 +103,7 @@ async def ask(svc: LeaderboardService, **fields: Any) -> dict[str, Any]:
     """One page, as the protocol parses the request; the reply is checked against the protocol."""
     request = protocol.parse_client_message({"type": "leaderboard", **fields})
     assert isinstance(request, protocol.LeaderboardRequest)
-    reply = await svc.leaderboard(request)
+    reply = (await svc.leaderboard(request)).to_wire()
     protocol.validate_server_message(reply)
     return reply
 

@@ -4,7 +4,7 @@ runs them under node: tests/web/board.test.mjs).
 
 Run ``.venv/bin/python tests/protocol/make_diff_vectors.py`` from the project root to rewrite the
 file; the test ``test_diff_vectors.py`` checks that the file is what this writes and that a rule-free copy
-(``wire_support.ClientBoard``) follows it, so the file changes only when the builders or the engine
+(``wire_support.ClientBoard``) follows it, so the file changes only when the server messages or the engine
 change on purpose.
 
 Each game: ``snapshot`` (a `snapshot` message) and ``steps``, each ``{update, result, after}``: an
@@ -29,8 +29,8 @@ from engine import UNDO, Action, Deal, Foundation, Game, Move
 __all__ = ["PATH", "build", "render"]
 
 PATH = Path(__file__).parents[2] / "protocol" / "vectors" / "diffs.json"
-PLAYER = protocol.player_info("p_1", "Ann")
-STARTED = "2026-11-30T04:48:59.123Z"
+PLAYER = protocol.Player("p_1", "Ann")
+STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
 RANDOM_STEPS = 40
 
 
@@ -52,7 +52,7 @@ def _pick(game: Game, rng: random.Random) -> Action | None:
 
 
 def _game(game_id: str, game: Game, actions: list[Action] | None, rng: random.Random) -> dict[str, Any]:
-    snapshot = protocol.snapshot(game_id, game, player=PLAYER, started_at=STARTED)
+    snapshot = protocol.Snapshot.of(game_id, game, player=PLAYER, started_at=STARTED).to_wire()
     board = ClientBoard(snapshot)
     steps: list[dict[str, Any]] = []
     pending = list(actions) if actions is not None else None
@@ -62,9 +62,9 @@ def _game(game_id: str, game: Game, actions: list[Action] | None, rng: random.Ra
             break
         transfer = game.play(action)
         update = (
-            protocol.ack(game_id, game, transfer, len(steps))
+            protocol.Ack.of(game_id, game, transfer, len(steps)).to_wire()
             if rng.random() < 0.5
-            else protocol.diff(game_id, game, transfer)
+            else protocol.Diff.of(game_id, game, transfer).to_wire()
         )
         board.apply(update)
         steps.append({"update": update, "result": "applied", "after": copy.deepcopy(board.state())})

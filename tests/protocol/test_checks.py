@@ -11,13 +11,13 @@ import protocol
 from engine import Deal, Game
 from protocol import ErrorCode, ProtocolError
 
-PLAYER = protocol.player_info("p_1", "Ann")
-STARTED = "2026-11-30T04:48:59.123Z"
+PLAYER = protocol.Player("p_1", "Ann")
+STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
 
 
 def _snapshot() -> dict[str, Any]:
-    player = protocol.player_info("p_1", "Ann")  # its own: some cases below change it
-    return protocol.snapshot("g_1", Game(Deal(77, 4)), player=player, started_at=STARTED, request_id=1)
+    game = Game(Deal(77, 4))
+    return protocol.Snapshot.of("g_1", game, player=PLAYER, started_at=STARTED, request_id=1).to_wire()
 
 
 def _diff() -> dict[str, Any]:
@@ -105,8 +105,13 @@ def test_a_group_op_between_columns_is_fine() -> None:
         {"type": "ok", "id": "x" * 65},
         {"type": "error", "code": "oops", "message": "m"},
         {"type": "error", "code": "stale", "message": "m" * 201},
-        {"type": "welcome", "player": PLAYER, "server": {"version": "1"}, "games": []},
-        {"type": "welcome", "player": PLAYER, "server": {"version": "1", "node": "n"}, "games": ["a b"]},
+        {"type": "welcome", "player": PLAYER.to_wire(), "server": {"version": "1"}, "games": []},
+        {
+            "type": "welcome",
+            "player": PLAYER.to_wire(),
+            "server": {"version": "1", "node": "n"},
+            "games": ["a b"],
+        },
         {"type": "game_over", "game": "g", "won": 1, "score": 0, "moves": 0, "duration_ms": 0},
         {"type": "live", "games": [{"game": "g"}]},
         {"type": "live", "games": [], "next": ""},
@@ -118,32 +123,33 @@ def test_refuses_other_broken_messages(message: object) -> None:
 
 
 def test_refuses_mixed_or_impossible_leaderboard_rows() -> None:
-    game_row = protocol.game_row(
-        rank=1, player=PLAYER, game_id="g", code="EO1-C8-AAAAAFA", cells=8, won=True, moves=1, duration_ms=1,
+    game_row = protocol.GameRow(
+        rank=1, player=PLAYER, game="g", code="EO1-C8-AAAAAFA", cells=8, won=True, moves=1, duration_ms=1,
         score=0, finished_at=STARTED,
-    )  # fmt: skip
-    player_row = protocol.player_row(rank=2, player=PLAYER, played=1, won=1, best_score=0)
-    assert "mixed" in _refused(protocol.leaderboard([game_row, player_row]))
+    ).to_wire()  # fmt: skip
+    player_row = protocol.PlayerRow(rank=2, player=PLAYER, played=1, won=1, best_score=0).to_wire()
+    assert "mixed" in _refused({"type": "leaderboard", "rows": [game_row, player_row]})
     impossible = copy.deepcopy(player_row)
     impossible["won"] = 2
-    assert "more wins" in _refused(protocol.leaderboard([impossible]))
+    assert "more wins" in _refused({"type": "leaderboard", "rows": [impossible]})
     nan = copy.deepcopy(player_row)
     nan["win_rate"] = float("nan")
-    assert "win_rate" in _refused(protocol.leaderboard([nan]))
+    assert "win_rate" in _refused({"type": "leaderboard", "rows": [nan]})
     wrong_variant = copy.deepcopy(game_row)
     wrong_variant["cells"] = 4
-    assert "EO1-C8-AAAAAFA has 8" in _refused(protocol.leaderboard([wrong_variant]))
-    assert "rank order" in _refused(protocol.leaderboard([player_row, {**player_row, "rank": 1}]))
+    assert "EO1-C8-AAAAAFA has 8" in _refused({"type": "leaderboard", "rows": [wrong_variant]})
+    assert "rank order" in _refused({"type": "leaderboard", "rows": [player_row, {**player_row, "rank": 1}]})
 
 
 def test_refuses_impossible_profiles() -> None:
-    best = protocol.profile_game(
+    game = protocol.ProfileGame(
         "g", code="EO1-C4-AAAAAFA", cells=4, won=True, score=520, moves=90, duration_ms=1, finished_at=STARTED
     )
-    fine = protocol.profile(
-        player=PLAYER, played=3, won=1, best_score=520, best=[best], streak_current=0, streak_best=1,
-        recent=[best],
-    )  # fmt: skip
+    fine = protocol.Profile(
+        player=PLAYER, played=3, won=1, best_score=520, best=(game,), streak=protocol.Streak(0, 1),
+        recent=(game,),
+    ).to_wire()  # fmt: skip
+    best = game.to_wire()
     protocol.validate_server_message(fine)
     assert "more wins" in _refused({**fine, "won": 4})
     assert "one won game per variant" in _refused({**fine, "best": [best, best]})

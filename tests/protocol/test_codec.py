@@ -78,7 +78,7 @@ def test_an_unexpected_failure_still_surfaces_as_protocol_error(monkeypatch: pyt
 
 
 def test_encode_gives_the_frame_kind_of_each_subprotocol() -> None:
-    message = protocol.ok(3)
+    message = protocol.Ok(request_id=3).to_wire()
     assert (
         protocol.encode(message, Subprotocol.MSGPACK)
         == msgpack.packb(message)
@@ -97,7 +97,9 @@ def test_encode_json_keeps_non_ascii_text_and_refuses_nan() -> None:
 
 @pytest.mark.parametrize("subprotocol", list(Subprotocol), ids=lambda s: s.name)
 def test_decode_server_message_round_trips_and_checks(subprotocol: Subprotocol) -> None:
-    message = protocol.error("stale", "game g_1 is at v=3", "req-1")
+    message = protocol.ErrorReply(
+        code=ErrorCode.STALE, message="game g_1 is at v=3", request_id="req-1"
+    ).to_wire()
     assert protocol.decode_server_message(protocol.encode(message, subprotocol), subprotocol) == message
     with pytest.raises(ProtocolError) as caught:
         protocol.decode_server_message(protocol.encode({"type": "ok", "extra": 1}, subprotocol), subprotocol)
@@ -111,7 +113,12 @@ def test_decode_value_returns_plain_values() -> None:
 
 def test_protocol_error_reply_and_repr() -> None:
     error = ProtocolError("stale", "game g_1 is at v=3", 5)
-    assert error.reply() == {"type": "error", "id": 5, "code": "stale", "message": "game g_1 is at v=3"}
+    assert error.reply().to_wire() == {
+        "type": "error",
+        "id": 5,
+        "code": "stale",
+        "message": "game g_1 is at v=3",
+    }
     assert error.close_code is None and error.code is ErrorCode.STALE
     assert repr(error) == "ProtocolError('stale', 'game g_1 is at v=3', request_id=5, close_code=None)"
     assert ProtocolError("bad_request", "x", close_code=1003).close_code is CloseCode.UNSUPPORTED_DATA

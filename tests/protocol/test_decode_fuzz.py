@@ -32,13 +32,15 @@ def check_decode(frame: Any, subprotocol: Subprotocol) -> None:
         assert exc.close_code in (None, CloseCode.UNSUPPORTED_DATA)
         if exc.close_code is not None:
             assert exc.request_id is None
-        reply = exc.reply()
+        reply = exc.reply().to_wire()
         protocol.validate_server_message(reply)
         protocol.encode(reply, subprotocol)
         return
     assert isinstance(request, _REQUEST_TYPES)
     assert protocol.decode(frame_of(request.to_wire(), subprotocol), subprotocol) == request
-    protocol.encode(protocol.ok(request.request_id), subprotocol)  # an echoed id always encodes
+    protocol.encode(
+        protocol.Ok(request_id=request.request_id).to_wire(), subprotocol
+    )  # an echoed id always encodes
 
 
 @_SETTINGS

@@ -18,8 +18,8 @@ import protocol
 from engine import UNDO, Action, Deal, Foundation, Game, IllegalMoveError, Move, Status
 from protocol import AutoRequest, MoveRequest, Subprotocol, TapRequest
 
-PLAYER = protocol.player_info("p_1", "Ann")
-STARTED = "2026-11-30T04:48:59.123Z"
+PLAYER = protocol.Player("p_1", "Ann")
+STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
 
 
 class Mirror:
@@ -28,7 +28,7 @@ class Mirror:
     def __init__(self, game: Game, rng: random.Random) -> None:
         self.game = game
         self.rng = rng
-        first = protocol.snapshot("g_1", game, player=PLAYER, started_at=STARTED, request_id=1)
+        first = protocol.Snapshot.of("g_1", game, player=PLAYER, started_at=STARTED, request_id=1).to_wire()
         protocol.validate_server_message(first)
         self.client = ClientBoard(first)
         self.seen: Counter[str] = Counter()
@@ -46,13 +46,13 @@ class Mirror:
         if len(transfer.cards) > 1:
             self.seen["group"] += 1
         if self.rng.random() < 0.5:
-            update = self._receive(protocol.diff("g_1", self.game, transfer))
+            update = self._receive(protocol.Diff.of("g_1", self.game, transfer).to_wire())
         else:
             update = self._receive(
-                protocol.ack("g_1", self.game, transfer, self.rng.choice([None, 7, "r-1"]))
+                protocol.Ack.of("g_1", self.game, transfer, self.rng.choice([None, 7, "r-1"])).to_wire()
             )
         self.client.apply(update)
-        fresh = protocol.snapshot("g_1", self.game, player=PLAYER, started_at=STARTED)
+        fresh = protocol.Snapshot.of("g_1", self.game, player=PLAYER, started_at=STARTED).to_wire()
         protocol.validate_server_message(fresh)
         assert self.client.state() == snapshot_state(fresh)
 
@@ -122,10 +122,10 @@ def test_a_won_game_mirrors_to_the_end_and_reports_game_over() -> None:
     assert mirror.client.status == "won"
     assert all(top is not None and top[0] == "K" for top in mirror.client.foundations.values())
     assert mirror.client.tableau == [[]] * 8
-    over = protocol.game_over(
-        "g_1", won=True, score=mirror.game.score, moves=mirror.game.moves, duration_ms=61_000
+    over = protocol.GameOver(
+        game="g_1", won=True, score=mirror.game.score, moves=mirror.game.moves, duration_ms=61_000
     )
-    protocol.validate_server_message(over)
+    protocol.validate_server_message(over.to_wire())
 
 
 def test_move_request_to_own_foundation_resolves_with_the_position() -> None:

@@ -2,8 +2,8 @@
 
 Every message type of the code is documented in both and nothing else is; every example decodes
 (client) or passes the server-message checker (server); README's msgpack hex is the msgpack of its
-JSON; and the AsyncAPI payload schemas accept the examples, the valid vectors and what the builders
-make, while refusing the invalid vectors a JSON schema can express.
+JSON; and the AsyncAPI payload schemas accept the examples, the valid vectors and a sample of every
+server message type, while refusing the invalid vectors a JSON schema can express.
 """
 
 from __future__ import annotations
@@ -81,6 +81,27 @@ def test_readme_server_examples_are_valid_server_messages() -> None:
         protocol.validate_server_message(message)
 
 
+def _documented_fields(kind: str) -> set[str]:
+    """The fields the first table under ``### `kind``` names (``| `a`, `b` | ...`` names two); a type
+    documented as "The same as `other`" without a table has the other's fields, but never an id."""
+    start = SERVER_SECTION.index(f"\n### `{kind}`\n")
+    end = SERVER_SECTION.find("\n### ", start + 1)
+    text = SERVER_SECTION[start : end if end != -1 else None]
+    rows = re.search(r"\n\| field \|.*?\n((?:\|.*\n)+)", text)
+    if rows is None:
+        same = re.search(r"The same as `([a-z_]+)`", text)
+        assert same is not None, f"{kind}: no table of fields, and not 'the same as' another type"
+        return _documented_fields(same.group(1)) - {"id"}
+    first_cells = [row.split("|")[1] for row in rows.group(1).splitlines()[1:]]
+    return {name for cell in first_cells for name in re.findall(r"`([a-z_]+)`", cell)}
+
+
+@pytest.mark.parametrize("kind", sorted(SERVER_TYPES))
+def test_readme_documents_the_fields_of_every_server_message(kind: str) -> None:
+    required, optional = protocol.SERVER_MESSAGE_TYPES[kind].wire_fields()
+    assert _documented_fields(kind) == required | optional
+
+
 def test_readme_names_every_error_and_close_code() -> None:
     errors = _section("8. Errors")
     for code in protocol.ErrorCode:
@@ -122,6 +143,36 @@ def test_asyncapi_documents_exactly_the_message_types_of_the_code() -> None:
     assert set(SERVER_MESSAGES) == SERVER_TYPES
     channel = ASYNCAPI["channels"]["game"]["messages"]
     assert {_resolve(ref["$ref"])["name"] for ref in channel.values()} == CLIENT_TYPES | SERVER_TYPES
+
+
+def _payload_fields(schema: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(required, optional) properties of an object schema, ``type`` aside."""
+    schema = _resolve(schema["$ref"]) if "$ref" in schema else schema
+    properties = set(schema["properties"]) - {"type"}
+    required = set(schema.get("required", [])) - {"type"}
+    return required, properties - required
+
+
+@pytest.mark.parametrize("kind", sorted(SERVER_TYPES))
+def test_asyncapi_payloads_have_the_fields_of_every_server_message(kind: str) -> None:
+    required, optional = protocol.SERVER_MESSAGE_TYPES[kind].wire_fields()
+    assert _payload_fields(SERVER_MESSAGES[kind]["payload"]) == (required, optional)
+
+
+#: The AsyncAPI schemas of the parts of server messages, and their classes.
+PART_SCHEMAS = {
+    "Player": protocol.Player,
+    "GameRow": protocol.GameRow,
+    "PlayerRow": protocol.PlayerRow,
+    "ProfileGame": protocol.ProfileGame,
+    "LiveGame": protocol.LiveGame,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PART_SCHEMAS))
+def test_asyncapi_part_schemas_have_the_fields_of_their_classes(name: str) -> None:
+    required, optional = PART_SCHEMAS[name].wire_fields()
+    assert _payload_fields(ASYNCAPI["components"]["schemas"][name]) == (required, optional)
 
 
 class SchemaError(Exception):
@@ -248,7 +299,7 @@ def test_asyncapi_schemas_refuse_the_invalid_vectors_they_can(case: dict[str, An
             protocol.parse_client_message(message)
 
 
-def test_asyncapi_server_schemas_accept_what_the_builders_make() -> None:
+def test_asyncapi_server_schemas_accept_every_sample_server_message() -> None:
     for message in sample_server_messages():
         check_schema(message, SERVER_MESSAGES[str(message["type"])]["payload"])
 

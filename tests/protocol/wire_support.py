@@ -3,7 +3,7 @@
 ``tests/protocol`` is on ``sys.path`` under pytest, so test modules ``import wire_support``.
 
 The board knows only how to apply a snapshot's ops: that is all a client needs to mirror a game
-(protocol/README.md), so the tests hold the builders to that promise with nothing else.
+(protocol/README.md), so the tests hold the server messages to that promise with nothing else.
 """
 
 from __future__ import annotations
@@ -154,77 +154,84 @@ _WINNING_TEXT = (
 WINNING_LINE = tuple(_WINNING_TEXT.split())
 
 
-def sample_server_messages() -> list[dict[str, object]]:
-    """One or more messages of every server type, made by the builders from real games."""
+def sample_server_values() -> list[protocol.ServerMessage]:
+    """One or more messages of every server type, as values made from real games."""
     from engine import UNDO, Game, Move
 
-    player = protocol.player_info("p_1", "Ann")
-    started = "2026-11-30T04:48:59.123Z"
+    player = protocol.Player("p_1", "Ann")
+    started = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
     game = Game.from_code("EO1-C8-AAAAAFA")
-    messages = [protocol.snapshot("g_1", game, player=player, started_at=started, request_id=1)]
+    messages: list[protocol.ServerMessage] = [
+        protocol.Snapshot.of("g_1", game, player=player, started_at=started, request_id=1)
+    ]
     for index, text in enumerate(WINNING_LINE[:80]):
         transfer = game.play(Move.parse(text))
         messages.append(
-            protocol.ack("g_1", game, transfer, index) if index % 2 else protocol.diff("g_1", game, transfer)
+            protocol.Ack.of("g_1", game, transfer, index)
+            if index % 2
+            else protocol.Diff.of("g_1", game, transfer)
         )
-    messages.append(protocol.diff("g_1", game, game.play(UNDO)))
+    messages.append(protocol.Diff.of("g_1", game, game.play(UNDO)))
     for cells in (4, 2):
         messages.append(
-            protocol.snapshot(
+            protocol.Snapshot.of(
                 "g_2", Game.from_code(f"EO1-C{cells}-AAAAAFA"), player=player, started_at=started
             )
         )
-    game_row = protocol.game_row(
-        rank=1, player=player, game_id="g_1", code="EO1-C8-AAAAAFA", cells=8, won=True, moves=240,
+    game_row = protocol.GameRow(
+        rank=1, player=player, game="g_1", code="EO1-C8-AAAAAFA", cells=8, won=True, moves=240,
         duration_ms=600_000, score=935, finished_at=started,
     )  # fmt: skip
-    profile_game = protocol.profile_game(
+    profile_game = protocol.ProfileGame(
         "g_1", code="EO1-C2-AAAAAFA", cells=2, won=True, score=935, moves=240, duration_ms=600_000,
         finished_at=started,
     )  # fmt: skip
-    live_game = protocol.live_game(
+    live_game = protocol.LiveGame(
         "g_1", player=player, code="EO1-C4-AAAAAFA", moves=3, score=10, watchers=2, started_at=started
     )
+    server = protocol.ServerInfo("0.1.0", "node-a")
     messages += [
-        protocol.game_over("g_1", won=True, score=935, moves=240, duration_ms=3_600_000, request_id=3),
-        protocol.game_over("g_1", won=False, score=0, moves=0, duration_ms=0),
-        protocol.welcome(
-            player=player, server_version="0.1.0", node="node-a", games=["g_1", "g_2"], token="tok"
+        protocol.GameOver(game="g_1", won=True, score=935, moves=240, duration_ms=3_600_000, request_id=3),
+        protocol.GameOver(game="g_1", won=False, score=0, moves=0, duration_ms=0),
+        protocol.Welcome(player=player, server=server, games=("g_1", "g_2"), token="tok"),
+        protocol.Welcome(player=player, server=server, games=(), request_id=1),
+        protocol.Ok(),
+        protocol.Ok(request_id="x"),
+        protocol.LivePage(games=(live_game,), next_cursor="abc", request_id=9),
+        protocol.LivePage(games=()),
+        protocol.Welcome(player=player, server=server, games=("g_1",), next_cursor="x.g_1"),
+        protocol.GamesPage(games=("g_2", "g_1"), next_cursor="20261130044859123000.g_1", request_id=15),
+        protocol.GamesPage(games=()),
+        protocol.LeaderboardPage(rows=(game_row,), next_cursor="n1"),
+        protocol.LeaderboardPage(rows=(protocol.PlayerRow(1, player, played=4, won=3, best_score=935),)),
+        protocol.LeaderboardPage(
+            rows=(protocol.PlayerRow(7, player, played=0, won=0, best_score=0),), request_id=2
         ),
-        protocol.welcome(player=player, server_version="0.1.0", node="node-a", games=[], request_id=1),
-        protocol.ok(),
-        protocol.ok("x"),
-        protocol.hint("g_1", 3, "win", Move.parse("t1-t4:3"), request_id=5),
-        protocol.hint("g_1", 0, "lost", None, request_id=6),
-        protocol.hint("g_1", 7, "unknown", None),
-        protocol.live([live_game], next_cursor="abc", request_id=9),
-        protocol.live([]),
-        protocol.welcome(
-            player=player, server_version="0.1.0", node="node-a", games=["g_1"], next_cursor="x.g_1"
+        protocol.Hint(
+            game="g_1", v=3, verdict=protocol.Verdict.WIN, action=Move.parse("t1-t4:3"), request_id=5
         ),
-        protocol.games(["g_2", "g_1"], next_cursor="20261130044859123000.g_1", request_id=15),
-        protocol.games([]),
-        protocol.leaderboard([game_row], next_cursor="n1"),
-        protocol.leaderboard([protocol.player_row(rank=1, player=player, played=4, won=3, best_score=935)]),
-        protocol.leaderboard(
-            [protocol.player_row(rank=7, player=player, played=0, won=0, best_score=0)], request_id=2
-        ),
-        protocol.leaderboard([]),
-        protocol.profile(
+        protocol.Hint(game="g_1", v=0, verdict=protocol.Verdict.LOST, request_id=6),
+        protocol.Hint(game="g_1", v=7, verdict=protocol.Verdict.UNKNOWN),
+        protocol.LeaderboardPage(rows=()),
+        protocol.Profile(
             player=player,
             played=4,
             won=3,
             best_score=935,
-            best=[profile_game],
-            streak_current=2,
-            streak_best=5,
-            recent=[profile_game],
+            best=(profile_game,),
+            streak=protocol.Streak(2, 5),
+            recent=(profile_game,),
             request_id=4,
         ),
-        protocol.profile(
-            player=player, played=0, won=0, best_score=0, best=[], streak_current=0, streak_best=0, recent=[]
+        protocol.Profile(
+            player=player, played=0, won=0, best_score=0, best=(), streak=protocol.Streak(0, 0), recent=()
         ),
-        protocol.error(protocol.ErrorCode.STALE, "game g_1 is at v=12"),
-        protocol.error("illegal_move", "t1-t2 is illegal", 5),
+        protocol.ErrorReply(code=protocol.ErrorCode.STALE, message="game g_1 is at v=12"),
+        protocol.ErrorReply(code=protocol.ErrorCode.ILLEGAL_MOVE, message="t1-t2 is illegal", request_id=5),
     ]
     return messages
+
+
+def sample_server_messages() -> list[dict[str, object]]:
+    """``sample_server_values`` on the wire."""
+    return [message.to_wire() for message in sample_server_values()]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import protocol
 from engine import Game, IllegalMoveError, parse_action
 from server.bus import BusEvent
 from server.committer import Write, WriteConflict
@@ -73,8 +74,8 @@ class Harness:
             "g1", Game.from_code(CODE), PlayerRef("p1", "Ann"), dt.datetime.now(dt.UTC), self.services
         )
 
-    def push(self, audience: Iterable[Any], message: dict[str, Any]) -> None:
-        self.pushed.append((set(audience), message))
+    def push(self, audience: Iterable[Any], message: protocol.ServerMessage) -> None:
+        self.pushed.append((set(audience), message.to_wire()))  # rendered, as the node's pusher does
 
     async def load(self, game_id: str) -> StoredGame | None:
         return self.stored
@@ -116,9 +117,9 @@ async def test_an_action_is_visible_only_once_committed() -> None:
     assert not viewing.done(), "a snapshot waits for the commit in flight"
     harness.committer.hold.set()
     replies = await acting
-    assert [r["type"] for r in replies] == ["ack"] and replies[0]["v"] == 1
+    assert [type(r) for r in replies] == [protocol.Ack] and replies[0].v == 1
     snapshot = await viewing
-    assert snapshot is not None and snapshot["v"] == 1
+    assert snapshot is not None and snapshot.v == 1
     assert harness.kinds_for(spectator) == [("diff", 1)]
     (write,) = harness.committer.writes
     assert [(row.game_id, row.v, row.action) for row in write.actions] == [("g1", 1, "t1-c5")]
@@ -134,7 +135,8 @@ async def test_a_failed_commit_leaves_the_room_as_it_was_and_tells_nobody() -> N
         await room.act(owner, lambda game: T1_C5, 0, "r1")
     assert room.game.v == 0 and room.game.top_card(parse_action("t1-c5").target) is None
     assert harness.pushed == [] and harness.published == []
-    assert (await room.act(owner, lambda game: T1_C5, 0, "r2"))[0]["v"] == 1
+    (ack,) = await room.act(owner, lambda game: T1_C5, 0, "r2")
+    assert isinstance(ack, protocol.Ack) and ack.v == 1
 
 
 async def test_the_requester_gets_its_reply_and_no_push_even_when_it_also_watches() -> None:
@@ -147,7 +149,7 @@ async def test_the_requester_gets_its_reply_and_no_push_even_when_it_also_watche
     assert harness.kinds_for(owner) == []
     assert harness.kinds_for(other_tab) == [("diff", 1)]
     over = await room.resign(owner, "r")
-    assert over["type"] == "game_over" and over["id"] == "r"
+    assert over.to_wire()["type"] == "game_over" and over.request_id == "r"
     assert harness.kinds_for(owner) == []
     assert harness.kinds_for(other_tab) == [("diff", 1), ("game_over", None)]
 

@@ -12,7 +12,7 @@ from typing import Any
 from playwright.async_api import BrowserContext, Locator, Page, WebSocketRoute, expect
 
 from engine import Deal, Game
-from protocol.builders import layout_fields
+from protocol import layout_fields
 
 expect.set_options(timeout=10_000)
 
