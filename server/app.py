@@ -110,7 +110,7 @@ class Services:
         committer = Committer(_commit_backend(settings, database), metrics, max_batch=settings.commit_batch)
         committer.start()
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
-        bus = RedisBus(settings.redis_url, settings.node) if settings.redis_url else LocalBus()
+        bus = RedisBus(settings.redis_url) if settings.redis_url else LocalBus()
         registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()

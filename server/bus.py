@@ -5,6 +5,8 @@ One node alone needs no bus (``LocalBus``: its rooms push to their own followers
 the pattern ``eightoff:game:*``; a node holding the same game for its own spectators replays the
 action through its engine and pushes the diff itself, in both subprotocols. One pattern subscription
 per node means no subscribe race when a room appears: the room just ignores what it has already.
+Each bus stamps what it publishes with a random instance id and skips only its own: operators may
+give two nodes the same name (or none), and the node name is for display and logs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,15 +37,6 @@ class BusEvent:
     v: int
     action: str | None
     finished_at_ms: int | None = None
-
-    def pack(self) -> bytes:
-        packed: bytes = msgpack.packb([self.node, self.game, self.v, self.action, self.finished_at_ms])
-        return packed
-
-    @classmethod
-    def unpack(cls, data: bytes) -> BusEvent:
-        node, game, v, action, finished_at_ms = msgpack.unpackb(data)
-        return cls(node, game, v, action, finished_at_ms)
 
 
 class Bus(Protocol):
@@ -69,11 +63,11 @@ class LocalBus:
 class RedisBus:
     """Redis pub/sub between nodes; publishing never blocks an action (a queue keeps the order)."""
 
-    def __init__(self, url: str, node: str) -> None:
+    def __init__(self, url: str) -> None:
         import redis.asyncio as redis
 
         self._redis: Any = redis.Redis.from_url(url)
-        self._node = node
+        self._instance = secrets.token_hex(8)  # tells our own events apart; node names may repeat
         self._outbox: asyncio.Queue[BusEvent] = asyncio.Queue(maxsize=100_000)
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -99,7 +93,7 @@ class RedisBus:
         while True:
             event = await self._outbox.get()
             try:
-                await self._redis.publish(CHANNEL_PREFIX + event.game, event.pack())
+                await self._redis.publish(CHANNEL_PREFIX + event.game, self._pack(event))
             except Exception as exc:  # Redis away: remote spectators resync from the database later
                 logger.warning("bus publish failed: %s", exc)
 
@@ -116,12 +110,22 @@ class RedisBus:
             if message is None or message.get("type") != "pmessage":
                 continue
             try:
-                event = BusEvent.unpack(message["data"])
+                instance, event = self._unpack(message["data"])
             except Exception:
                 logger.warning("ignoring a malformed bus message")
                 continue
-            if event.node != self._node:
+            if instance != self._instance:
                 deliver(event)
+
+    def _pack(self, event: BusEvent) -> bytes:
+        fields = [self._instance, event.node, event.game, event.v, event.action, event.finished_at_ms]
+        packed: bytes = msgpack.packb(fields)
+        return packed
+
+    @staticmethod
+    def _unpack(data: bytes) -> tuple[str, BusEvent]:
+        instance, node, game, v, action, finished_at_ms = msgpack.unpackb(data)
+        return instance, BusEvent(node, game, v, action, finished_at_ms)
 
     async def close(self) -> None:
         for task in self._tasks:

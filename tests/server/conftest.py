@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -40,6 +41,21 @@ def url(app: App) -> str:
 @pytest.fixture
 async def two_nodes() -> AsyncIterator[tuple[App, App]]:
     """Two nodes on one PostgreSQL database and one Redis (skipped unless CI provides both)."""
+    async with _two_nodes({"node": "node-a"}, {"node": "node-b"}) as nodes:
+        yield nodes
+
+
+@pytest.fixture
+async def two_unnamed_nodes() -> AsyncIterator[tuple[App, App]]:
+    """Two nodes as above, both left at the default node name (an operator forgetting ``--node``)."""
+    async with _two_nodes({}, {}) as nodes:
+        yield nodes
+
+
+@contextlib.asynccontextmanager
+async def _two_nodes(
+    settings_a: dict[str, str], settings_b: dict[str, str]
+) -> AsyncIterator[tuple[App, App]]:
     server_url = dbutil.require_postgres_server_url()
     redis_url = os.environ.get("EIGHTOFF_TEST_REDIS_URL")
     if not redis_url:
@@ -47,8 +63,8 @@ async def two_nodes() -> AsyncIterator[tuple[App, App]]:
     database_url = await dbutil.create_postgres_database_async(server_url)
     try:
         async with (
-            serverutil.running_app(database_url, redis_url=redis_url, node="node-a") as node_a,
-            serverutil.running_app(database_url, redis_url=redis_url, node="node-b") as node_b,
+            serverutil.running_app(database_url, redis_url=redis_url, **settings_a) as node_a,
+            serverutil.running_app(database_url, redis_url=redis_url, **settings_b) as node_b,
         ):
             yield node_a, node_b
     finally:

@@ -49,3 +49,26 @@ async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]
         assert (await spectator.next_push())["type"] == "game_over"
     for client in (moved, spectator_a, spectator_b):
         await client.close()
+
+
+async def test_nodes_sharing_the_default_name_still_hear_each_other(
+    two_unnamed_nodes: tuple[App, App],
+) -> None:
+    """The bus tells its own events apart by a per-bus instance id, not by the operator's node name:
+    two nodes both left at ``node-1`` still fan a game out to each other's spectators."""
+    node_a, node_b = two_unnamed_nodes
+    assert node_a.settings.node == node_b.settings.node == "node-1"
+    player = await WsClient.open(serverutil.ws_url(node_a))
+    await player.hello()
+    game = (await player.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
+    spectator = await WsClient.open(serverutil.ws_url(node_b))
+    await spectator.hello()
+    board = BoardCopy(await spectator.request("watch", game=game))
+
+    assert (await player.request("move", game=game, **{"from": "t1", "to": "c5"}))["type"] == "ack"
+    board.apply(await spectator.next_push())
+    assert board.v == 1 and board.piles["c5"]
+    assert (await player.request("resign", game=game))["type"] == "game_over"
+    assert (await spectator.next_push())["type"] == "game_over"
+    for client in (player, spectator):
+        await client.close()
