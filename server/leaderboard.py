@@ -426,7 +426,7 @@ async def verify_games(
     mismatches: list[Mismatch] = []
     after: str | None = None
     while True:
-        async with database.connection() as conn:
+        async with database.snapshot() as conn:  # a game and its actions as of one moment
             stored_games = await repository.load_games_after(conn, after, batch)
         if not stored_games:
             break

@@ -101,6 +101,9 @@ class Database:
         self._timeout = timeout
         self._is_sqlite = engine.dialect.name == "sqlite"
         self._writer = engine.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"}) if self._is_sqlite else engine
+        self._snapshot_reader = (
+            engine if self._is_sqlite else engine.execution_options(isolation_level="REPEATABLE READ")
+        )
 
     @classmethod
     def create(
@@ -180,6 +183,19 @@ class Database:
             StorageUnavailable: the database failed or timed out.
         """
         return self._unit_of_work(self.engine.connect)
+
+    def snapshot(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for reads that must agree with each other: every statement of the block sees
+        the database as of its first one, whatever commits meanwhile.
+
+        PostgreSQL's default READ COMMITTED gives each statement its own snapshot, so this runs at
+        REPEATABLE READ there; SQLite's read transaction (begun at the first statement, in WAL mode)
+        already is one snapshot. Nothing is committed.
+
+        Raises:
+            StorageUnavailable: the database failed or timed out.
+        """
+        return self._unit_of_work(self._snapshot_reader.connect)
 
     @asynccontextmanager
     async def _unit_of_work(

@@ -221,7 +221,8 @@ async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
 
 async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: int) -> list[StoredGame]:
     """Up to ``limit`` games with their actions, in id order, after the game ``after_id`` (from the first
-    when None): a keyset walk over every stored game, two queries per batch."""
+    when None): a keyset walk over every stored game, two queries per batch. Read it on
+    `Database.snapshot` so that a game and its actions agree."""
     statement = select(games).order_by(games.c.id).limit(limit)
     if after_id is not None:
         statement = statement.where(games.c.id > after_id)

@@ -309,6 +309,55 @@ async def test_verify_reports_an_action_log_that_does_not_replay(database: Datab
     ]
 
 
+async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
+    database: Database, database_url: str
+) -> None:
+    """A game resigned by another connection between verify's read of ``games`` and its read of
+    ``actions`` is seen before or after, never half: not "stored playing, replayed resigned". The
+    concurrent commit runs exactly between the two statements (a hook on the actions query)."""
+    from leaderboard_support import T0
+    from sqlalchemy import event
+    from sqlalchemy.util import await_
+
+    from engine import parse_action
+    from server.leaderboard import verify_games
+    from server.room import RESIGN
+    from server.storage import GameResult, GameStart, PlayerRecord
+
+    async with database.transaction() as conn:
+        await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
+        await repository.insert_game(conn, GameStart("g1", "p1", "EO1-C8-AAAAAFA", 8, None, T0))
+        await repository.insert_actions(conn, [("g1", 1, "t1-c5")])
+    replayed = Game(Deal.from_code("EO1-C8-AAAAAFA"))
+    replayed.play(parse_action("t1-c5"))
+    replayed.resign()
+    other = Database.create(database_url, sqlite_synchronous="OFF")
+
+    async def resign_elsewhere() -> None:
+        async with other.transaction() as conn:
+            await repository.insert_actions(conn, [("g1", 2, RESIGN)])
+            result = GameResult(
+                "g1", "resigned", replayed.score, replayed.moves, replayed.undos, T0, 5000, False
+            )
+            assert await repository.finish_game(conn, result)
+
+    resigned: list[bool] = []
+
+    def between_the_reads(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM actions" in statement and not resigned:
+            resigned.append(True)
+            await_(resign_elsewhere())
+
+    event.listen(database.engine.sync_engine, "before_cursor_execute", between_the_reads)
+    try:
+        checked, mismatches = await verify_games(database)
+    finally:
+        event.remove(database.engine.sync_engine, "before_cursor_execute", between_the_reads)
+    assert resigned and checked == 1 and mismatches == []
+    assert await verify_games(database) == (1, [])  # and the resigned game, read afterwards, replays
+    await other.dispose()
+
+
 def c2_opening_before_the_fix(deal: Deal) -> Layout:
     """The C2 opening as the engine dealt it before the fix: cards 51 and 52 on top of columns 3 and 4."""
     opening = deal.layout()
