@@ -30,11 +30,11 @@ from typing import Any, Final, Literal
 from urllib.parse import parse_qsl
 
 import protocol
-from engine import Deal, Game, IllegalMoveError, InvalidCodeError, InvalidNotationError, Status, parse_action
+from engine import InvalidCodeError, Status
 from protocol import Board, LeaderboardRequest, Order, Period
 from server import clock
 from server.errors import ErrorCode, Refusal
-from server.room import RESIGN
+from server.room import UnreplayableAction, replay_stored
 from server.storage import Database, StoredGame, repository
 from server.storage import leaderboards as boards
 from server.storage.records import BoardGame, BoardPlayer, FinishedGameFigures, GameKey, PlayerKey
@@ -360,7 +360,8 @@ class Mismatch:
 
 
 def check_stored_game(stored: StoredGame) -> str | None:
-    """Replay a stored game's actions through the engine; None when it ends as stored, else what differs.
+    """Replay a stored game as the server loads it (`server.room.replay_stored`); None when it ends as
+    stored, else what differs.
 
     Only games played on the server count on the boards: this is the check that every stored result
     is what its actions produce (`eightoff verify` runs it on every game). Every game's actions must
@@ -368,21 +369,13 @@ def check_stored_game(stored: StoredGame) -> str | None:
     its status and cells are compared.
     """
     try:
-        game = Game(Deal.from_code(stored.code))
+        game = replay_stored(stored)
     except InvalidCodeError as exc:
         return f"code {stored.code!r} is not a game code: {exc}"
-    for v, text in enumerate(stored.actions, start=1):
-        if text == RESIGN and v == len(stored.actions) and game.status is Status.PLAYING:
-            game.resign()  # the row that put resigning behind the (game, v) fence
-            continue
-        try:
-            game.play(parse_action(text))
-        except (InvalidNotationError, IllegalMoveError) as exc:
-            return f"action v={v} {text!r} does not replay: {exc}"
+    except UnreplayableAction as exc:
+        return str(exc)
     if stored.status == ABANDONED:  # its figures are never stored: nothing more to compare
         return None
-    if stored.status == Status.RESIGNED.value and game.status is Status.PLAYING:
-        game.resign()
     compared: list[tuple[str, object, object]] = [
         ("status", stored.status, game.status.value),
         ("cells", stored.cells, game.deal.cells),

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine import Action, Deal, Game, Status, parse_action
+from engine import Action, Deal, EngineError, Game, Status, parse_action
 from protocol import Ack, Diff, GameOver, Player, ServerMessage, Snapshot
 from protocol.errors import RequestId
 from protocol.limits import MAX_GAME_ACTIONS
@@ -42,6 +42,7 @@ __all__ = [
     "PlayerRef",
     "Pusher",
     "RoomServices",
+    "UnreplayableAction",
     "WriteSink",
     "replay_stored",
 ]
@@ -357,15 +358,32 @@ def _from_epoch_ms(millis: int) -> dt.datetime:
 _RESIGNED_OR_ABANDONED = frozenset({Status.RESIGNED.value, ABANDONED})
 
 
+class UnreplayableAction(EngineError):
+    """An action of a stored log (``v`` counts from 1) that does not replay where it stands."""
+
+    def __init__(self, v: int, text: str, reason: EngineError) -> None:
+        super().__init__(f"action v={v} {text!r} does not replay: {reason}")
+        self.v = v
+
+
 def replay_stored(stored: StoredGame) -> Game:
     """Rebuild a stored game through the engine, checking every action again; a ``resign`` row (the
-    last one) resigns it. Blocking for a long log: call it through ``asyncio.to_thread``."""
-    notations = stored.actions
-    resigned = bool(notations) and notations[-1] == RESIGN
-    if resigned:
-        notations = notations[:-1]
-    game = Game.replay(Deal.from_code(stored.code), (parse_action(text) for text in notations))
-    if resigned or (stored.status in _RESIGNED_OR_ABANDONED and game.status is Status.PLAYING):
+    last one) resigns it. Blocking for a long log: call it through ``asyncio.to_thread``.
+
+    Raises:
+        InvalidCodeError: the stored code is not a game code.
+        UnreplayableAction: an action (a resign row included) is not legal where it stands.
+    """
+    game = Game(Deal.from_code(stored.code))
+    for v, text in enumerate(stored.actions, start=1):
+        try:
+            if text == RESIGN and v == len(stored.actions):
+                game.resign()  # the row that put resigning behind the (game, v) fence
+            else:
+                game.play(parse_action(text))
+        except EngineError as exc:
+            raise UnreplayableAction(v, text, exc) from exc
+    if stored.status in _RESIGNED_OR_ABANDONED and game.status is Status.PLAYING:
         game.resign()  # games resigned before resigning was a row of the log have none; an
         # abandoned game (server.quotas) reads as resigned: the server gave up on it
     return game

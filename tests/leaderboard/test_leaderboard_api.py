@@ -5,6 +5,7 @@ days, and every stored game replays through the engine to its stored result (``e
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import urllib.error
@@ -356,6 +357,43 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
     assert resigned and checked == 1 and mismatches == []
     assert await verify_games(database) == (1, [])  # and the resigned game, read afterwards, replays
     await other.dispose()
+
+
+def test_verify_checks_a_stored_log_as_the_server_loads_it() -> None:
+    """`check_stored_game` replays as the server does (`server.room.replay_stored`): a resign row
+    after a won game is refused for the engine's reason, and a bad code is named."""
+    from leaderboard_support import T0
+
+    from server.leaderboard import check_stored_game
+    from server.room import RESIGN
+    from server.storage import StoredGame
+
+    moves = list(solve_deal(Deal.from_code(WINNABLE)).moves)
+    played = Game.replay(Deal.from_code(WINNABLE), moves)
+    solution = [move.symbol() for move in moves]
+    won = StoredGame(
+        "g1",
+        "p1",
+        WINNABLE,
+        8,
+        None,
+        "won",
+        played.score,
+        played.moves,
+        0,
+        T0,
+        T0,
+        1000,
+        True,
+        tuple(solution),
+    )
+    assert check_stored_game(won) is None
+    resigned_after_winning = dataclasses.replace(won, actions=(*solution, RESIGN))
+    assert check_stored_game(resigned_after_winning) == (
+        f"action v={len(solution) + 1} 'resign' does not replay: resign is illegal: the game is won"
+    )
+    bad_code = dataclasses.replace(won, code="EO1-C8-!")
+    assert (check_stored_game(bad_code) or "").startswith("code 'EO1-C8-!' is not a game code")
 
 
 def c2_opening_before_the_fix(deal: Deal) -> Layout:
