@@ -203,7 +203,7 @@ class Fanout:
             broadcast((ws,), frame)
             if ws.transport is not None and ws.transport.get_write_buffer_size() > self._max_write_buffer:
                 logger.info("dropping a connection that does not read", extra={"remote": ws.remote_address})
-                self._metrics.dropped_spectators.inc()
+                self._metrics.dropped_slow_readers.inc()
                 ws.transport.abort()
 
 

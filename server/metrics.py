@@ -84,8 +84,10 @@ class Metrics:
         self.errors = Counter(
             "eightoff_errors", "Error replies sent, by protocol error code", ["code"], registry=self.registry
         )
-        self.dropped_spectators = Counter(
-            "eightoff_dropped_slow_consumers", "Connections closed for not reading", registry=self.registry
+        self.dropped_slow_readers = Counter(
+            "eightoff_dropped_slow_readers",
+            "Connections (players or spectators) closed for not reading what was sent to them",
+            registry=self.registry,
         )
 
     def observe_commit(self, writes: int, seconds: float, *, actions: int = 0) -> None:
