@@ -197,7 +197,7 @@ class GameRoom:
             if game.is_over():
                 write.result = self._result(game, utc_now())
             try:
-                await self._commit(write)
+                cancelled = await self._commit(write)
             except BaseException:
                 if self.game is game:  # not replaced by the stored game after a conflict
                     self.game = Game.replay(game.deal, game.log[:-1])
@@ -207,6 +207,8 @@ class GameRoom:
             self._announce(lambda: Diff.of(self.id, game, transfer), skip=requester)
             if write.result is not None:
                 replies.append(self._end(write.result, skip=requester))
+            if cancelled is not None:
+                raise cancelled  # committed and announced: the room matches the database
             return replies
 
     async def resign(self, requester: Follower, request_id: RequestId | None) -> GameOver:
@@ -223,10 +225,13 @@ class GameRoom:
             game.resign()
             now = utc_now()
             result = self._result(game, now)
-            await self._commit(Write(actions=[self._record(game, game.v + 1, RESIGN, now)], result=result))
+            write = Write(actions=[self._record(game, game.v + 1, RESIGN, now)], result=result)
+            cancelled = await self._commit(write)
             self.game = game
             self._publish(game.v, None, result)
             self._end(result, skip=requester)
+            if cancelled is not None:
+                raise cancelled  # resigned and announced: the room matches the database
             return _game_over(result, request_id)
 
     async def apply_remote(self, event: BusEvent) -> None:
@@ -260,11 +265,23 @@ class GameRoom:
         if expected_v is not None and expected_v != self.game.v:
             raise Refusal(ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}")
 
-    async def _commit(self, write: Write) -> None:
-        """Commit ``write``; on a conflict (another node stored this version first) take the game as
-        stored and refuse the request as stale. Other failures propagate: the room is unchanged."""
+    async def _commit(self, write: Write) -> asyncio.CancelledError | None:
+        """Commit ``write``, waiting for the outcome even when our caller is cancelled meanwhile: once
+        submitted, the write commits or fails whatever happens to us, and the room must follow the
+        database. Returns the cancellation to raise once the room agrees with a commit.
+
+        On a conflict (another node stored this version first) take the game as stored and refuse the
+        request as stale. Other failures propagate: the room is unchanged. A failure after a
+        cancellation raises the cancellation (from the failure)."""
+        stored = asyncio.ensure_future(self.services.committer.submit(write))  # its future: no task
+        cancelled: asyncio.CancelledError | None = None
+        while not stored.done():
+            try:
+                await asyncio.wait((stored,))  # unlike awaiting it, never cancels the write's future
+            except asyncio.CancelledError as exc:
+                cancelled = exc
         try:
-            await self.services.committer.submit(write)
+            stored.result()
         except WriteConflict:
             try:
                 await self._reload()
@@ -272,9 +289,16 @@ class GameRoom:
                 logger.warning("reloading game %s after a conflict failed", self.id, exc_info=True)
                 self.replaced = True
                 self.services.ended(self)
+            if cancelled is not None:
+                raise cancelled from None
             raise Refusal(
                 ErrorCode.STALE, f"game {self.id} changed elsewhere; resume or watch it again"
             ) from None
+        except BaseException as failure:
+            if cancelled is not None:
+                raise cancelled from failure
+            raise
+        return cancelled
 
     async def _reload(self) -> None:
         """We missed commits of another node: take the game as the database has it. Followers see the

@@ -205,3 +205,47 @@ async def test_other_nodes_commits_are_applied_in_order_old_ones_skipped_a_gap_r
     await room.apply_remote(BusEvent("node-x", "g1", 3, None, 0))  # resigned there
     assert not room.is_open() and harness.kinds_for(spectator)[-1] == ("game_over", None)
     assert harness.published == [], "a followed commit is not published again"
+
+
+async def test_a_cancelled_action_follows_its_commit_kept_when_stored_rolled_back_when_not() -> None:
+    harness = Harness()
+    room, owner, spectator = harness.room, Follower("owner"), Follower("spectator")
+    await room.watch(spectator, None)
+    harness.committer.hold = asyncio.Event()
+    acting = asyncio.create_task(room.act(owner, lambda game: T1_C5, 0, "r1"))
+    await asyncio.sleep(0.01)
+    acting.cancel()  # the client left while its write was queued: the write still commits
+    await asyncio.sleep(0.01)
+    assert not acting.done(), "the room waits for the outcome of a write it submitted"
+    harness.committer.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await acting
+    assert [row.v for write in harness.committer.writes for row in write.actions] == [1]
+    assert room.game.v == 1 and room.game.log == (T1_C5,), "the room matches the database"
+    assert harness.kinds_for(spectator) == [("diff", 1)], "the committed action is announced"
+
+    harness.committer.hold = asyncio.Event()
+    harness.committer.fail_next = StorageUnavailable("down")
+    acting = asyncio.create_task(room.act(owner, lambda game: T2_C6, 1, "r2"))
+    await asyncio.sleep(0.01)
+    acting.cancel()
+    harness.committer.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await acting
+    assert room.game.v == 1 and room.game.log == (T1_C5,), "the failed write is rolled back"
+    assert harness.kinds_for(spectator) == [("diff", 1)]
+
+
+async def test_a_cancelled_resignation_that_commits_ends_the_room() -> None:
+    harness = Harness()
+    room, owner, spectator = harness.room, Follower("owner"), Follower("spectator")
+    await room.watch(spectator, None)
+    harness.committer.hold = asyncio.Event()
+    resigning = asyncio.create_task(room.resign(owner, "r1"))
+    await asyncio.sleep(0.01)
+    resigning.cancel()
+    harness.committer.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await resigning
+    assert not room.is_open() and harness.ended == [room]
+    assert harness.kinds_for(spectator) == [("game_over", None)]
