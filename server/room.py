@@ -197,7 +197,7 @@ class GameRoom:
             if game.is_over():
                 write.result = self._result(game, utc_now())
             try:
-                cancelled = await self._commit(write)
+                cancelled = await self._commit(write, requester)
             except BaseException:
                 if self.game is game:  # not replaced by the stored game after a conflict
                     self.game = Game.replay(game.deal, game.log[:-1])
@@ -226,7 +226,7 @@ class GameRoom:
             now = utc_now()
             result = self._result(game, now)
             write = Write(actions=[self._record(game, game.v + 1, RESIGN, now)], result=result)
-            cancelled = await self._commit(write)
+            cancelled = await self._commit(write, requester)
             self.game = game
             self._publish(game.v, None, result)
             self._end(result, skip=requester)
@@ -265,13 +265,13 @@ class GameRoom:
         if expected_v is not None and expected_v != self.game.v:
             raise Refusal(ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}")
 
-    async def _commit(self, write: Write) -> asyncio.CancelledError | None:
+    async def _commit(self, write: Write, requester: Follower) -> asyncio.CancelledError | None:
         """Commit ``write``, waiting for the outcome even when our caller is cancelled meanwhile: once
         submitted, the write commits or fails whatever happens to us, and the room must follow the
         database. Returns the cancellation to raise once the room agrees with a commit.
 
         On a conflict (another node stored this version first) take the game as stored and refuse the
-        request as stale. Other failures propagate: the room is unchanged. A failure after a
+        request as stale (the other followers get the stored game's snapshot). Other failures propagate: the room is unchanged. A failure after a
         cancellation raises the cancellation (from the failure)."""
         stored = asyncio.ensure_future(self.services.committer.submit(write))  # its future: no task
         cancelled: asyncio.CancelledError | None = None
@@ -284,7 +284,7 @@ class GameRoom:
             stored.result()
         except WriteConflict:
             try:
-                await self._reload()
+                await self._reload(skip=requester)
             except Exception:
                 logger.warning("reloading game %s after a conflict failed", self.id, exc_info=True)
                 self.replaced = True
@@ -300,9 +300,11 @@ class GameRoom:
             raise
         return cancelled
 
-    async def _reload(self) -> None:
-        """We missed commits of another node: take the game as the database has it. Followers see the
-        jump in v at the next diff and resync; a game found finished ends here too."""
+    async def _reload(self, *, skip: Follower | None = None) -> None:
+        """We missed commits of another node (a version gap, or a write conflict): take the game as the
+        database has it, which is ahead of what our followers saw. They (but ``skip``, a requester
+        refused as stale) get a fresh snapshot, pushed without a request id, so that every follower
+        stays at the committed version; a game found finished ends here instead, with its game_over."""
         stored = await self.services.load(self.id)
         if stored is None:
             return
@@ -310,7 +312,9 @@ class GameRoom:
         self.game = game
         if game.is_over():
             finished_at = stored.finished_at or utc_now()
-            self._end(self._result(game, finished_at), skip=None)
+            self._end(self._result(game, finished_at), skip=None)  # the requester too: the game is over
+        else:
+            self._announce(lambda: self.snapshot(None), skip=skip)
 
     def _publish(self, v: int, notation: str | None, result: GameResult | None) -> None:
         if self.services.publish is not None:

@@ -249,3 +249,22 @@ async def test_a_cancelled_resignation_that_commits_ends_the_room() -> None:
         await resigning
     assert not room.is_open() and harness.ended == [room]
     assert harness.kinds_for(spectator) == [("game_over", None)]
+
+
+async def test_a_reload_sends_the_followers_a_fresh_snapshot_of_the_stored_game() -> None:
+    harness = Harness(stored_game(("t1-c5", "c5-t1", "t2-c6")))
+    room, viewer, spectator = harness.room, Follower("other tab"), Follower("spectator")
+    await room.view(viewer, None)
+    await room.watch(spectator, None)
+    await room.apply_remote(BusEvent("node-x", "g1", 3, "t2-c6"))  # v 1 and 2 were missed
+    assert harness.kinds_for(spectator) == [("snapshot", 3)] == harness.kinds_for(viewer)
+    (_, pushed), *_ = harness.pushed
+    assert pushed.get("id") is None and pushed["game"] == "g1", "a push, not a reply"
+
+    harness.stored = stored_game(("t1-c5", "c5-t1", "t2-c6", "t1-c5"))
+    harness.committer.fail_next = WriteConflict("v 4 is stored")
+    owner = Follower("owner")
+    with pytest.raises(Refusal):
+        await room.act(owner, lambda game: T1_C5, 3, None)
+    assert harness.kinds_for(spectator) == [("snapshot", 3), ("snapshot", 4)]
+    assert harness.kinds_for(owner) == [], "the requester has its stale refusal"
