@@ -271,8 +271,8 @@ class GameRoom:
         database. Returns the cancellation to raise once the room agrees with a commit.
 
         On a conflict (another node stored this version first) take the game as stored and refuse the
-        request as stale (the other followers get the stored game's snapshot). Other failures propagate: the room is unchanged. A failure after a
-        cancellation raises the cancellation (from the failure)."""
+        request as stale (the other followers get the stored game's snapshot). Other failures
+        propagate: the room is unchanged. A failure after a cancellation raises the cancellation."""
         stored = asyncio.ensure_future(self.services.committer.submit(write))  # its future: no task
         cancelled: asyncio.CancelledError | None = None
         while not stored.done():
