@@ -1,8 +1,9 @@
 """A game room: one game in memory, the connections that follow it, and every operation on it.
 
 The room is the single writer of its game. Each operation (act, resign, watch, view, a remote commit, a
-reload) runs under the room's lock, so they happen one at a time in arrival order, and every reader of
-``room.game`` holds the lock: what they see is committed state. An action is applied in place by the
+reload) runs under the room's lock (through ``turn``, which counts them for the registry), so they
+happen one at a time in arrival order, and every reader of ``room.game`` holds the lock: what they see
+is committed state. An action is applied in place by the
 operation holding the lock, committed through the write pipeline, and only then acknowledged and
 pushed; if the commit fails, the game is rebuilt without it before the lock is released (rare, and a
 bounded replay: `MAX_GAME_ACTIONS`). So a given (game, v) means one position everywhere, and nothing a
@@ -120,8 +121,12 @@ class GameRoom:
     spectators: set[Follower] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: FinishedGame | None = None
-    replaced: bool = False
+    replaced: bool = False  # the registry let it go (idle, or its reload failed): find the game again
+    turn: _Turn = field(init=False)
     progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
+
+    def __post_init__(self) -> None:
+        self.turn = _Turn(self.lock)
 
     @property
     def code(self) -> str:
@@ -133,13 +138,18 @@ class GameRoom:
     def is_open(self) -> bool:
         return self.ended is None and not self.replaced
 
+    def is_busy(self) -> bool:
+        """An operation holds the room or waits for it (``lock.locked()`` alone misses a waiter in the
+        moment between a release and its wake-up)."""
+        return self.turn.users > 0
+
     # ------------------------------------------------------------------ followers
 
     async def view(self, viewer: Follower, request_id: RequestId | None) -> Snapshot | None:
         """``viewer`` (a connection of the owner) follows the game; its snapshot, taken under the lock so
         that the next diff it gets is of the next version. None when the room closed meanwhile (the game
         ended or was reloaded): find the game again."""
-        async with self.lock:
+        async with self.turn:
             if not self.is_open():
                 return None
             self.viewers.add(viewer)
@@ -147,7 +157,7 @@ class GameRoom:
 
     async def watch(self, spectator: Follower, request_id: RequestId | None) -> Snapshot | None:
         """``spectator`` follows the game; its snapshot (as ``view``)."""
-        async with self.lock:
+        async with self.turn:
             if not self.is_open():
                 return None
             self.spectators.add(spectator)
@@ -180,7 +190,7 @@ class GameRoom:
             engine.IllegalMoveError: the rules refuse it.
             StorageUnavailable: nothing was stored; the room is as it was before.
         """
-        async with self.lock:
+        async with self.turn:
             self._check_open()
             self.viewers.add(requester)
             self._check_version(expected_v)
@@ -219,7 +229,7 @@ class GameRoom:
             Refusal: stale, illegal_move (the game is over).
             StorageUnavailable: nothing was stored.
         """
-        async with self.lock:
+        async with self.turn:
             self._check_open()
             game = self.game.copy()
             game.resign()
@@ -237,7 +247,7 @@ class GameRoom:
     async def apply_remote(self, event: BusEvent) -> None:
         """Follow an action another node committed: replay it here and push it to our followers. Events
         come in commit order; one this room already holds (it loaded after the commit) is skipped by v."""
-        async with self.lock:
+        async with self.turn:
             if not self.is_open() or event.v < self.game.v:
                 return
             finished_at = None if event.finished_at_ms is None else _from_epoch_ms(event.finished_at_ms)
@@ -365,6 +375,28 @@ class GameRoom:
             duration_ms=max(0, int((finished_at - self.started_at).total_seconds() * 1000)),
             won=game.status is Status.WON,
         )
+
+
+class _Turn:
+    """``async with room.turn``: the room's lock, counting the operations that hold or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock = lock
+        self.users = 0
+
+    async def __aenter__(self) -> None:
+        self.users += 1
+        try:
+            await self.lock.acquire()
+        except BaseException:
+            self.users -= 1
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.lock.release()
+        self.users -= 1
 
 
 def _game_over(result: GameResult, request_id: RequestId | None) -> GameOver:
