@@ -51,8 +51,11 @@ logger = logging.getLogger(__name__)
 
 #: The notation of a resignation in the action log: the row that puts resigning behind the fence.
 RESIGN = "resign"
-#: Seconds between two updates of a game's row (score, moves, ``active_at``) while it is played: what
-#: ``live`` lists is at most this old, and is always committed state.
+#: Seconds at least between two updates of a game's row (score, moves, undos, ``active_at``) while it is
+#: played: the first action after the interval carries the game's figures, the others none. What ``live``
+#: lists is always committed state, but not always the latest: a game paused after a burst of actions
+#: keeps the figures of the burst's first action until it is played again or ends (the end writes the
+#: final ones).
 PROGRESS_INTERVAL = 10.0
 
 #: Who plays a game or a connection: the protocol's ``{id, name}``.
