@@ -104,13 +104,20 @@ def stored_game(actions: tuple[str, ...], status: str = "playing") -> StoredGame
     )
 
 
-async def test_an_action_is_visible_only_once_committed() -> None:
+async def act_held_with_a_spectator() -> tuple[Harness, Follower, Follower, asyncio.Task[Any]]:
+    """A room with a spectator, and the owner's t1-c5 at v 0 in flight: its write held, not committed."""
     harness = Harness()
-    room, owner, spectator = harness.room, Follower("owner"), Follower("spectator")
-    await room.watch(spectator, None)
+    owner, spectator = Follower("owner"), Follower("spectator")
+    await harness.room.watch(spectator, None)
     harness.committer.hold = asyncio.Event()
-    acting = asyncio.create_task(room.act(owner, lambda game: T1_C5, 0, "r1"))
+    acting = asyncio.create_task(harness.room.act(owner, lambda game: T1_C5, 0, "r1"))
     await asyncio.sleep(0.01)
+    return harness, owner, spectator, acting
+
+
+async def test_an_action_is_visible_only_once_committed() -> None:
+    harness, _, spectator, acting = await act_held_with_a_spectator()
+    room = harness.room
     assert room.lock.locked(), "the action in flight holds the room: no reader sees it uncommitted"
     viewing = asyncio.create_task(room.view(Follower("other tab"), "r2"))
     await asyncio.sleep(0.01)
@@ -208,12 +215,8 @@ async def test_other_nodes_commits_are_applied_in_order_old_ones_skipped_a_gap_r
 
 
 async def test_a_cancelled_action_follows_its_commit_kept_when_stored_rolled_back_when_not() -> None:
-    harness = Harness()
-    room, owner, spectator = harness.room, Follower("owner"), Follower("spectator")
-    await room.watch(spectator, None)
-    harness.committer.hold = asyncio.Event()
-    acting = asyncio.create_task(room.act(owner, lambda game: T1_C5, 0, "r1"))
-    await asyncio.sleep(0.01)
+    harness, owner, spectator, acting = await act_held_with_a_spectator()
+    room = harness.room
     acting.cancel()  # the client left while its write was queued: the write still commits
     await asyncio.sleep(0.01)
     assert not acting.done(), "the room waits for the outcome of a write it submitted"
