@@ -43,7 +43,7 @@ from server.connection import (
     select_subprotocol,
     too_many_connections,
 )
-from server.errors import ErrorCode, Refusal, storage_refusal
+from server.errors import ErrorCode, Refusal, storage_failures_refused
 from server.hints import SolvingService
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
@@ -310,17 +310,17 @@ class _HttpRoutes:
 
     async def _api(self, path: str, query: str) -> Response:
         try:
-            if path == "/api/leaderboard":
-                message: protocol.ServerMessage = await self._leaderboards.leaderboard(
-                    parse_leaderboard_query(query)
-                )
-            else:
-                player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
-                message = await self._leaderboards.profile(player_id)
+            with storage_failures_refused():
+                if path == "/api/leaderboard":
+                    message: protocol.ServerMessage = await self._leaderboards.leaderboard(
+                        parse_leaderboard_query(query)
+                    )
+                else:
+                    player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
+                    message = await self._leaderboards.profile(player_id)
         except protocol.ProtocolError as exc:
             return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
-        except (Refusal, StorageUnavailable) as exc:
-            refusal = storage_refusal() if isinstance(exc, StorageUnavailable) else exc
+        except Refusal as refusal:
             status = self._STATUS.get(refusal.code, HTTPStatus.INTERNAL_SERVER_ERROR)
             return self._json(status, {"code": refusal.code.value, "message": refusal.message})
         except Exception:

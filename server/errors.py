@@ -1,15 +1,20 @@
 """The server's refusals: a request it will not serve, with the protocol's typed error code.
 
 Handlers raise `Refusal`; the connection turns it into one ``error`` reply. Storage failures are not
-refusals where they happen: `server.storage.StorageUnavailable` is mapped to ``unavailable`` in one place,
-the request dispatcher (`server.requests.RequestHandler.handle`).
+refusals where they happen: `server.storage.StorageUnavailable` becomes ``unavailable`` here, in
+`storage_failures_refused`, which both doors a request comes in by wrap it in: the WebSocket request
+dispatcher (`server.requests.RequestHandler.handle`) and the HTTP JSON API (``server.app``).
 """
 
 from __future__ import annotations
 
-from protocol.errors import ErrorCode
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["ErrorCode", "Refusal", "storage_refusal"]
+from protocol.errors import ErrorCode
+from server.storage import StorageUnavailable
+
+__all__ = ["ErrorCode", "Refusal", "storage_failures_refused"]
 
 
 class Refusal(Exception):
@@ -21,6 +26,12 @@ class Refusal(Exception):
         self.message = message
 
 
-def storage_refusal() -> Refusal:
-    """What a request gets when the database fails: retryable, and nothing of it was stored."""
-    return Refusal(ErrorCode.UNAVAILABLE, "the database is unavailable; nothing was stored, retry")
+@contextmanager
+def storage_failures_refused() -> Iterator[None]:
+    """A database failure inside becomes what a request gets for it: ``unavailable``, retryable, and
+    nothing of the request was stored."""
+    try:
+        yield
+    except StorageUnavailable:
+        message = "the database is unavailable; nothing was stored, retry"
+        raise Refusal(ErrorCode.UNAVAILABLE, message) from None

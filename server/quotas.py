@@ -49,7 +49,7 @@ class UnfinishedGames:
         per_player: int | None,
         abandon_after: float | None,
     ) -> None:
-        """``open_rooms()``: the games open on this node now (the hub's rooms)."""
+        """``open_rooms()``: the games open on this node now (the room registry's)."""
         self._database = database
         self._rooms = open_rooms
         self._per_player = per_player

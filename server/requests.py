@@ -19,7 +19,7 @@ from server.clock import utc_now
 from server.committer import Committer, Write
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
-from server.errors import ErrorCode, Refusal, storage_refusal
+from server.errors import ErrorCode, Refusal, storage_failures_refused
 from server.hints import SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
@@ -28,7 +28,7 @@ from server.ratelimit import BucketsByKey
 from server.room import FinishedGame, GameRoom, PlayerRef
 from server.rooms import RoomRegistry
 from server.session import Session
-from server.storage import Database, LiveGame, PlayerRecord, StorageUnavailable, repository
+from server.storage import Database, LiveGame, PlayerRecord, repository
 
 __all__ = ["RequestHandler"]
 
@@ -89,11 +89,10 @@ class RequestHandler:
         if session.player is None and not isinstance(request, protocol.HelloRequest):
             raise Refusal(ErrorCode.UNAUTHORIZED, f"say hello before {request.TYPE}")
         try:
-            return await self._routes[type(request)](session, request)
+            with storage_failures_refused():
+                return await self._routes[type(request)](session, request)
         except IllegalMoveError as exc:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, str(exc)) from None
-        except StorageUnavailable:
-            raise storage_refusal() from None
 
     # ------------------------------------------------------------------ players
 

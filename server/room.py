@@ -1,8 +1,9 @@
 """A game room: one game in memory, the connections that follow it, and every operation on it.
 
 The room is the single writer of its game. Each operation (act, resign, watch, view, a remote commit, a
-reload) runs under the room's lock, so they happen one at a time in arrival order, and every reader of
-``room.game`` holds the lock: what they see is committed state. An action is applied in place by the
+reload) runs under the room's lock (through ``turn``, which counts them for the registry), so they
+happen one at a time in arrival order, and every reader of ``room.game`` holds the lock: what they see
+is committed state. An action is applied in place by the
 operation holding the lock, committed through the write pipeline, and only then acknowledged and
 pushed; if the commit fails, the game is rebuilt without it before the lock is released (rare, and a
 bounded replay: `MAX_GAME_ACTIONS`). So a given (game, v) means one position everywhere, and nothing a
@@ -51,8 +52,11 @@ logger = logging.getLogger(__name__)
 
 #: The notation of a resignation in the action log: the row that puts resigning behind the fence.
 RESIGN = "resign"
-#: Seconds between two updates of a game's row (score, moves, ``active_at``) while it is played: what
-#: ``live`` lists is at most this old, and is always committed state.
+#: Seconds at least between two updates of a game's row (score, moves, undos, ``active_at``) while it is
+#: played: the first action after the interval carries the game's figures, the others none. What ``live``
+#: lists is always committed state, but not always the latest: a game paused after a burst of actions
+#: keeps the figures of the burst's first action until it is played again or ends (the end writes the
+#: final ones).
 PROGRESS_INTERVAL = 10.0
 
 #: Who plays a game or a connection: the protocol's ``{id, name}``.
@@ -121,8 +125,12 @@ class GameRoom:
     spectators: set[Follower] = field(default_factory=set)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: FinishedGame | None = None
-    replaced: bool = False
+    replaced: bool = False  # the registry let it go (idle, or its reload failed): find the game again
+    turn: _Turn = field(init=False)
     progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
+
+    def __post_init__(self) -> None:
+        self.turn = _Turn(self.lock)
 
     @property
     def code(self) -> str:
@@ -134,13 +142,18 @@ class GameRoom:
     def is_open(self) -> bool:
         return self.ended is None and not self.replaced
 
+    def is_busy(self) -> bool:
+        """An operation holds the room or waits for it (``lock.locked()`` alone misses a waiter in the
+        moment between a release and its wake-up)."""
+        return self.turn.users > 0
+
     # ------------------------------------------------------------------ followers
 
     async def view(self, viewer: Follower, request_id: RequestId | None) -> Snapshot | None:
         """``viewer`` (a connection of the owner) follows the game; its snapshot, taken under the lock so
         that the next diff it gets is of the next version. None when the room closed meanwhile (the game
         ended or was reloaded): find the game again."""
-        async with self.lock:
+        async with self.turn:
             if not self.is_open():
                 return None
             self.viewers.add(viewer)
@@ -148,7 +161,7 @@ class GameRoom:
 
     async def watch(self, spectator: Follower, request_id: RequestId | None) -> Snapshot | None:
         """``spectator`` follows the game; its snapshot (as ``view``)."""
-        async with self.lock:
+        async with self.turn:
             if not self.is_open():
                 return None
             self.spectators.add(spectator)
@@ -181,7 +194,7 @@ class GameRoom:
             engine.IllegalMoveError: the rules refuse it.
             StorageUnavailable: nothing was stored; the room is as it was before.
         """
-        async with self.lock:
+        async with self.turn:
             self._check_open()
             self.viewers.add(requester)
             self._check_version(expected_v)
@@ -198,7 +211,7 @@ class GameRoom:
             if game.is_over():
                 write.result = self._result(game, utc_now())
             try:
-                await self._commit(write)
+                cancelled = await self._commit(write, requester)
             except BaseException:
                 if self.game is game:  # not replaced by the stored game after a conflict
                     self.game = Game.replay(game.deal, game.log[:-1])
@@ -208,6 +221,8 @@ class GameRoom:
             self._announce(lambda: Diff.of(self.id, game, transfer), skip=requester)
             if write.result is not None:
                 replies.append(self._end(write.result, skip=requester))
+            if cancelled is not None:
+                raise cancelled  # committed and announced: the room matches the database
             return replies
 
     async def resign(self, requester: Follower, request_id: RequestId | None) -> GameOver:
@@ -218,22 +233,25 @@ class GameRoom:
             Refusal: stale, illegal_move (the game is over).
             StorageUnavailable: nothing was stored.
         """
-        async with self.lock:
+        async with self.turn:
             self._check_open()
             game = self.game.copy()
             game.resign()
             now = utc_now()
             result = self._result(game, now)
-            await self._commit(Write(actions=[self._record(game, game.v + 1, RESIGN, now)], result=result))
+            write = Write(actions=[self._record(game, game.v + 1, RESIGN, now)], result=result)
+            cancelled = await self._commit(write, requester)
             self.game = game
             self._publish(game.v, None, result)
             self._end(result, skip=requester)
+            if cancelled is not None:
+                raise cancelled  # resigned and announced: the room matches the database
             return _game_over(result, request_id)
 
     async def apply_remote(self, event: BusEvent) -> None:
         """Follow an action another node committed: replay it here and push it to our followers. Events
         come in commit order; one this room already holds (it loaded after the commit) is skipped by v."""
-        async with self.lock:
+        async with self.turn:
             if not self.is_open() or event.v < self.game.v:
                 return
             finished_at = None if event.finished_at_ms is None else _from_epoch_ms(event.finished_at_ms)
@@ -261,25 +279,46 @@ class GameRoom:
         if expected_v is not None and expected_v != self.game.v:
             raise Refusal(ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}")
 
-    async def _commit(self, write: Write) -> None:
-        """Commit ``write``; on a conflict (another node stored this version first) take the game as
-        stored and refuse the request as stale. Other failures propagate: the room is unchanged."""
+    async def _commit(self, write: Write, requester: Follower) -> asyncio.CancelledError | None:
+        """Commit ``write``, waiting for the outcome even when our caller is cancelled meanwhile: once
+        submitted, the write commits or fails whatever happens to us, and the room must follow the
+        database. Returns the cancellation to raise once the room agrees with a commit.
+
+        On a conflict (another node stored this version first) take the game as stored and refuse the
+        request as stale (the other followers get the stored game's snapshot). Other failures
+        propagate: the room is unchanged. A failure after a cancellation raises the cancellation."""
+        stored = asyncio.ensure_future(self.services.committer.submit(write))  # its future: no task
+        cancelled: asyncio.CancelledError | None = None
+        while not stored.done():
+            try:
+                await asyncio.wait((stored,))  # unlike awaiting it, never cancels the write's future
+            except asyncio.CancelledError as exc:
+                cancelled = exc
         try:
-            await self.services.committer.submit(write)
+            stored.result()
         except WriteConflict:
             try:
-                await self._reload()
+                await self._reload(skip=requester)
             except Exception:
                 logger.warning("reloading game %s after a conflict failed", self.id, exc_info=True)
                 self.replaced = True
                 self.services.ended(self)
+            if cancelled is not None:
+                raise cancelled from None
             raise Refusal(
                 ErrorCode.STALE, f"game {self.id} changed elsewhere; resume or watch it again"
             ) from None
+        except BaseException as failure:
+            if cancelled is not None:
+                raise cancelled from failure
+            raise
+        return cancelled
 
-    async def _reload(self) -> None:
-        """We missed commits of another node: take the game as the database has it. Followers see the
-        jump in v at the next diff and resync; a game found finished ends here too."""
+    async def _reload(self, *, skip: Follower | None = None) -> None:
+        """We missed commits of another node (a version gap, or a write conflict): take the game as the
+        database has it, which is ahead of what our followers saw. They (but ``skip``, a requester
+        refused as stale) get a fresh snapshot, pushed without a request id, so that every follower
+        stays at the committed version; a game found finished ends here instead, with its game_over."""
         stored = await self.services.load(self.id)
         if stored is None:
             return
@@ -287,7 +326,9 @@ class GameRoom:
         self.game = game
         if game.is_over():
             finished_at = stored.finished_at or utc_now()
-            self._end(self._result(game, finished_at), skip=None)
+            self._end(self._result(game, finished_at), skip=None)  # the requester too: the game is over
+        else:
+            self._announce(lambda: self.snapshot(None), skip=skip)
 
     def _publish(self, v: int, notation: str | None, result: GameResult | None) -> None:
         if self.services.publish is not None:
@@ -338,6 +379,28 @@ class GameRoom:
             duration_ms=max(0, int((finished_at - self.started_at).total_seconds() * 1000)),
             won=game.status is Status.WON,
         )
+
+
+class _Turn:
+    """``async with room.turn``: the room's lock, counting the operations that hold or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock = lock
+        self.users = 0
+
+    async def __aenter__(self) -> None:
+        self.users += 1
+        try:
+            await self.lock.acquire()
+        except BaseException:
+            self.users -= 1
+            raise
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.lock.release()
+        self.users -= 1
 
 
 def _game_over(result: GameResult, request_id: RequestId | None) -> GameOver:

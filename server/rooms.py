@@ -62,6 +62,7 @@ class RoomRegistry:
         self._rooms: dict[str, GameRoom] = {}
         self._finished: OrderedDict[str, FinishedGame] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameRoom | FinishedGame]] = {}
+        self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
         self.remote = RemoteCommits(self, bus)
 
     def rooms(self) -> list[GameRoom]:
@@ -120,7 +121,15 @@ class RoomRegistry:
             finally:
                 del self._loading[game_id]
                 self.remote.drop_early(game_id)  # applied by _load, or moot after a failure
-        return await asyncio.shield(loading)
+            return loading.result()
+        self._awaiting[game_id] = self._awaiting.get(game_id, 0) + 1
+        try:  # until this find resumes, the loaded room is in use: see forget_if_idle
+            return await asyncio.shield(loading)
+        finally:
+            if self._awaiting[game_id] == 1:
+                del self._awaiting[game_id]
+            else:
+                self._awaiting[game_id] -= 1
 
     async def _read(self, game_id: str) -> StoredGame | None:
         async with self._database.connection() as conn:
@@ -155,9 +164,10 @@ class RoomRegistry:
             self._finished.popitem(last=False)
 
     def forget_if_idle(self, room: GameRoom) -> None:
-        """Drop a room nobody follows and no operation holds (the database keeps it): memory stays
-        bounded by what is followed."""
-        if not room.is_followed() and not room.lock.locked():
+        """Drop a room nobody follows, no operation holds or waits for, and no find waits to be handed
+        (the database keeps it): memory stays bounded by what is followed. Callers of `find` call this
+        once done with the room."""
+        if not room.is_followed() and not room.is_busy() and room.id not in self._awaiting:
             self._drop(room)
 
     def _forget(self, room: GameRoom) -> None:
@@ -168,6 +178,9 @@ class RoomRegistry:
         self._drop(room)
 
     def _drop(self, room: GameRoom) -> None:
+        """Let ``room`` go, closed: a caller still holding it (view, watch) is sent back to `find`,
+        which loads the game again, so nobody follows a room the registry no longer holds."""
+        room.replaced = True
         if self._rooms.get(room.id) is room:
             del self._rooms[room.id]
             self._metrics.live_games.set(len(self._rooms))

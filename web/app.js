@@ -157,6 +157,7 @@ const HANDLERS = {
 
   snapshot(message, request) {
     const previous = state.board;
+    if (!request && previous && previous.game !== message.game) return; // a resync of a game not shown
     const mode = request && request.type === "watch" ? "watch" : request ? "play" : state.mode;
     if (previous && (previous.game !== message.game || mode !== state.mode)) {
       // Leave the board we stop showing: its diffs are no use any more, and the server limits how

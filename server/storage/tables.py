@@ -125,9 +125,11 @@ class GameRow(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     duration_ms: Mapped[int | None] = mapped_column(BigInteger)
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    # When the game last changed: its start, then each committed action (score, moves and undos are
-    # kept current by the same commit). No action row is accepted once the status is final: a trigger
-    # made by the migration refuses it.
+    # When the game was last seen changing: its start, then the committed actions that carry the
+    # game's figures (score, moves and undos, set by the same commit): at most one per
+    # `server.room.PROGRESS_INTERVAL`, so an unfinished game's row may lag its latest action; the end
+    # writes the final figures. No action row is accepted once the status is final: a trigger made by
+    # the migration refuses it.
     active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
     hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

@@ -104,13 +104,20 @@ def stored_game(actions: tuple[str, ...], status: str = "playing") -> StoredGame
     )
 
 
-async def test_an_action_is_visible_only_once_committed() -> None:
+async def act_held_with_a_spectator() -> tuple[Harness, Follower, Follower, asyncio.Task[Any]]:
+    """A room with a spectator, and the owner's t1-c5 at v 0 in flight: its write held, not committed."""
     harness = Harness()
-    room, owner, spectator = harness.room, Follower("owner"), Follower("spectator")
-    await room.watch(spectator, None)
+    owner, spectator = Follower("owner"), Follower("spectator")
+    await harness.room.watch(spectator, None)
     harness.committer.hold = asyncio.Event()
-    acting = asyncio.create_task(room.act(owner, lambda game: T1_C5, 0, "r1"))
+    acting = asyncio.create_task(harness.room.act(owner, lambda game: T1_C5, 0, "r1"))
     await asyncio.sleep(0.01)
+    return harness, owner, spectator, acting
+
+
+async def test_an_action_is_visible_only_once_committed() -> None:
+    harness, _, spectator, acting = await act_held_with_a_spectator()
+    room = harness.room
     assert room.lock.locked(), "the action in flight holds the room: no reader sees it uncommitted"
     viewing = asyncio.create_task(room.view(Follower("other tab"), "r2"))
     await asyncio.sleep(0.01)
@@ -205,3 +212,62 @@ async def test_other_nodes_commits_are_applied_in_order_old_ones_skipped_a_gap_r
     await room.apply_remote(BusEvent("node-x", "g1", 3, None, 0))  # resigned there
     assert not room.is_open() and harness.kinds_for(spectator)[-1] == ("game_over", None)
     assert harness.published == [], "a followed commit is not published again"
+
+
+async def test_a_cancelled_action_follows_its_commit_kept_when_stored_rolled_back_when_not() -> None:
+    harness, owner, spectator, acting = await act_held_with_a_spectator()
+    room = harness.room
+    acting.cancel()  # the client left while its write was queued: the write still commits
+    await asyncio.sleep(0.01)
+    assert not acting.done(), "the room waits for the outcome of a write it submitted"
+    harness.committer.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await acting
+    assert [row.v for write in harness.committer.writes for row in write.actions] == [1]
+    assert room.game.v == 1 and room.game.log == (T1_C5,), "the room matches the database"
+    assert harness.kinds_for(spectator) == [("diff", 1)], "the committed action is announced"
+
+    harness.committer.hold = asyncio.Event()
+    harness.committer.fail_next = StorageUnavailable("down")
+    acting = asyncio.create_task(room.act(owner, lambda game: T2_C6, 1, "r2"))
+    await asyncio.sleep(0.01)
+    acting.cancel()
+    harness.committer.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await acting
+    assert room.game.v == 1 and room.game.log == (T1_C5,), "the failed write is rolled back"
+    assert harness.kinds_for(spectator) == [("diff", 1)]
+
+
+async def test_a_cancelled_resignation_that_commits_ends_the_room() -> None:
+    harness = Harness()
+    room, owner, spectator = harness.room, Follower("owner"), Follower("spectator")
+    await room.watch(spectator, None)
+    harness.committer.hold = asyncio.Event()
+    resigning = asyncio.create_task(room.resign(owner, "r1"))
+    await asyncio.sleep(0.01)
+    resigning.cancel()
+    harness.committer.hold.set()
+    with pytest.raises(asyncio.CancelledError):
+        await resigning
+    assert not room.is_open() and harness.ended == [room]
+    assert harness.kinds_for(spectator) == [("game_over", None)]
+
+
+async def test_a_reload_sends_the_followers_a_fresh_snapshot_of_the_stored_game() -> None:
+    harness = Harness(stored_game(("t1-c5", "c5-t1", "t2-c6")))
+    room, viewer, spectator = harness.room, Follower("other tab"), Follower("spectator")
+    await room.view(viewer, None)
+    await room.watch(spectator, None)
+    await room.apply_remote(BusEvent("node-x", "g1", 3, "t2-c6"))  # v 1 and 2 were missed
+    assert harness.kinds_for(spectator) == [("snapshot", 3)] == harness.kinds_for(viewer)
+    (_, pushed), *_ = harness.pushed
+    assert pushed.get("id") is None and pushed["game"] == "g1", "a push, not a reply"
+
+    harness.stored = stored_game(("t1-c5", "c5-t1", "t2-c6", "t1-c5"))
+    harness.committer.fail_next = WriteConflict("v 4 is stored")
+    owner = Follower("owner")
+    with pytest.raises(Refusal):
+        await room.act(owner, lambda game: T1_C5, 3, None)
+    assert harness.kinds_for(spectator) == [("snapshot", 3), ("snapshot", 4)]
+    assert harness.kinds_for(owner) == [], "the requester has its stale refusal"

@@ -4,13 +4,15 @@ backend: the room registry, the group-commit pipeline and a session's release on
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from engine import Deal, parse_action
+import protocol
+from engine import Cell, Column, Deal, parse_action
 from server.app import Services
 from server.committer import Write, WriteConflict
 from server.config import Settings
@@ -158,3 +160,72 @@ async def test_an_ended_room_no_longer_counts_against_the_session(services: Serv
     assert mine.open_count(mine.viewing) == 1
     await room.resign(mine, None)
     assert mine.open_count(mine.viewing) == 0 and mine.viewing == {}
+
+
+# ------------------------------------------------------------------------------------------- rooms in use
+
+
+def player_session(player: PlayerRef) -> Session:
+    mine = session()
+    mine.player = player
+    return mine
+
+
+async def test_a_watch_waiting_on_a_load_follows_the_room_the_registry_keeps(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stranger's move loads the game and is refused; the room must not be dropped under a watch
+    that waited on the same load, or the spectator follows a room nobody acts on any more."""
+    registry, handler = services.registry, services.handler
+    room = await new_room(services)
+    registry.forget_if_idle(room)
+    stranger, spectator = player_session(PlayerRef("p-eve", "Eve")), player_session(PlayerRef("p-sam", "Sam"))
+    owner = player_session(OWNER)
+    loaded = asyncio.Event()
+    real_load = repository.load_game
+
+    async def slow_load(*args: Any) -> Any:
+        await loaded.wait()
+        return await real_load(*args)
+
+    monkeypatch.setattr(repository, "load_game", slow_load)
+    pushed: list[tuple[set[Any], protocol.ServerMessage]] = []
+    registry.services = dataclasses.replace(
+        registry.services, push=lambda audience, message: pushed.append((set(audience), message))
+    )
+    move = protocol.MoveRequest(room.id, Column(1), Cell(5))
+    moving = asyncio.create_task(handler.handle(stranger, move))
+    watching = asyncio.create_task(handler.handle(spectator, protocol.WatchRequest(room.id)))
+    await asyncio.sleep(0.01)
+    loaded.set()
+    with pytest.raises(Refusal) as refused:
+        await moving
+    assert refused.value.code is ErrorCode.FORBIDDEN
+    (snapshot,) = await watching
+    assert isinstance(snapshot, protocol.Snapshot) and snapshot.v == 0
+    followed = spectator.watching[room.id]
+    assert registry.room(room.id) is followed and spectator in followed.spectators
+    await handler.handle(owner, protocol.MoveRequest(room.id, Column(1), Cell(5), v=0))
+    assert registry.room(room.id) is followed and followed.game.v == 1, "the spectator's room is played"
+    assert [(type(message), message.v) for _, message in pushed] == [(protocol.Diff, 1)]
+    assert pushed[0][0] == {spectator}
+
+
+async def test_a_room_is_not_dropped_while_an_operation_waits_for_its_lock(services: Services) -> None:
+    registry = services.registry
+    room = await new_room(services)
+    spectator = session()
+    async with room.lock:  # an operation in progress; the watch waits for it
+        watching = asyncio.create_task(room.watch(spectator, None))
+        await asyncio.sleep(0.01)
+    registry.forget_if_idle(room)  # right after the holder released the lock, before the watch runs
+    assert await watching is not None
+    assert registry.room(room.id) is room and spectator in room.spectators
+
+
+async def test_a_dropped_room_sends_its_late_callers_back_to_the_registry(services: Services) -> None:
+    registry = services.registry
+    room = await new_room(services)
+    registry.forget_if_idle(room)
+    assert registry.room(room.id) is None
+    assert await room.watch(session(), None) is None and await room.view(session(), None) is None
