@@ -168,11 +168,11 @@ class Game:
 
     def layout(self) -> Layout:
         """An immutable picture of the table."""
-        foundations = tuple(self._foundations[suit] for suit in FOUNDATION_ORDER)
+        heights = [int(self._foundations[suit]) for suit in FOUNDATION_ORDER]  # ints, not Ranks
         return Layout(
             columns=tuple(tuple(column) for column in self._columns),
             cells=tuple(self._cells),
-            foundations=foundations,  # type: ignore[arg-type]
+            foundations=(heights[0], heights[1], heights[2], heights[3]),
         )
 
     def cards_in(self, pile: Pile) -> tuple[Card, ...]:

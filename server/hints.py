@@ -2,7 +2,7 @@
 
 Solving is CPU work of milliseconds to seconds, so it runs in a process pool (spawned lazily, one
 worker by default): the event loop only awaits its futures. What it finds is cached, since the same
-question always gets the same answer: a hint per (game, v), a daily deal per (date, variant). A hint
+question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
 also keeps the rest of its winning line: a player who follows it asks about positions already on the
 line, answered without searching again. Random winnable deals come from the shipped tables of
 ``server.winnable`` and cost nothing at request time.
@@ -62,7 +62,7 @@ class SolvingService:
         self._hint_max_nodes = hint_max_nodes
         self._max_waiting = max_waiting_hints
         self._pool: ProcessPoolExecutor | None = None
-        self._hints: OrderedDict[tuple[str, int], asyncio.Future[Hint]] = OrderedDict()
+        self._hints: OrderedDict[tuple[str, Layout], asyncio.Future[Hint]] = OrderedDict()
         self._lines: OrderedDict[str, dict[Layout, Move]] = OrderedDict()
         self._waiting = 0
         self._dailies: dict[tuple[dt.date, int], asyncio.Future[Deal]] = {}
@@ -76,7 +76,8 @@ class SolvingService:
         return self._pool
 
     async def hint(self, game_id: str, v: int, layout: Layout) -> Hint:
-        """The verdict from ``layout`` (the game ``game_id`` at ``v``) and the next winning move.
+        """The verdict from ``layout`` (the game ``game_id`` at ``v``, in play) and the next winning move.
+        Cached by position, not by v: the one position of a (game, v) is the caller's to ensure.
 
         Raises:
             SolverBusy: more than ``max_waiting_hints`` different positions are being solved.
@@ -84,7 +85,7 @@ class SolvingService:
         on_line = self._lines.get(game_id, {}).get(layout)
         if on_line is not None:
             return Verdict.WIN, on_line
-        key = (game_id, v)
+        key = (game_id, layout)
         cached = self._hints.get(key)
         if cached is None:
             if self._waiting >= self._max_waiting:
@@ -110,7 +111,7 @@ class SolvingService:
             self._lines.popitem(last=False)
         return verdict, moves[0]
 
-    def _hint_done(self, key: tuple[str, int], done: asyncio.Future[Hint]) -> None:
+    def _hint_done(self, key: tuple[str, Layout], done: asyncio.Future[Hint]) -> None:
         self._waiting -= 1
         if done.cancelled() or done.exception() is not None:  # not an answer: ask again next time
             self._hints.pop(key, None)

@@ -160,17 +160,15 @@ class RequestHandler:
             self._registry.forget_if_idle(room)
 
     async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
-        """The solver's verdict from the game as it stands; the game is marked as hinted (stored) first."""
+        """The solver's verdict from the game as it stands (committed, under the room's lock); the game
+        is stored as hinted first, while it is still being played."""
         room = await self._own_room(session, request.game)
         try:
-            game = room.game
-            v = game.v
+            v, layout = await room.hint_position(session)
             try:
-                verdict, move = await self._solving.hint(room.id, v, game.layout())
+                verdict, move = await self._solving.hint(room.id, v, layout)
             except SolverBusy as exc:
                 raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
-            async with self._database.transaction() as conn:
-                await repository.mark_hinted(conn, room.id)
             return [
                 protocol.Hint(
                     room.id, v, protocol.Verdict(verdict.value), move, request_id=request.request_id

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine import Action, Deal, EngineError, Game, Status, parse_action
+from engine import Action, Deal, EngineError, Game, Layout, Status, parse_action
 from protocol import Ack, Diff, GameOver, Player, ServerMessage, Snapshot
 from protocol.errors import RequestId
 from protocol.limits import MAX_GAME_ACTIONS
@@ -126,6 +126,7 @@ class GameRoom:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ended: FinishedGame | None = None
     replaced: bool = False  # the registry let it go (idle, or its reload failed): find the game again
+    hinted: bool = False  # this room stored the game as hinted (a hint is asked once more per reload)
     turn: _Turn = field(init=False)
     progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
 
@@ -176,6 +177,23 @@ class GameRoom:
         return Snapshot.of(
             self.id, self.game, player=self.owner, started_at=self.started_at, request_id=request_id
         )
+
+    async def hint_position(self, requester: Follower) -> tuple[int, Layout]:
+        """The committed position a hint is about, (v, layout); the game is first stored as hinted (once
+        per room), through the fence's pipeline, while it is still being played.
+
+        Raises:
+            Refusal: illegal_move (the game is over), stale (reloaded, or finished on another node).
+            StorageUnavailable: the mark was not stored.
+        """
+        async with self.turn:
+            self._check_open()
+            if not self.hinted:
+                cancelled = await self._commit(Write(hinted=self.id), requester)
+                self.hinted = True
+                if cancelled is not None:
+                    raise cancelled
+            return self.game.v, self.game.layout()
 
     # ------------------------------------------------------------------ changes
 

@@ -46,9 +46,11 @@ class Write:
     game: GameStart | None = None
     actions: list[ActionRecord] = field(default_factory=list)
     result: GameResult | None = None
+    #: A game whose player asked for a hint: marked so while it is still being played (else a conflict).
+    hinted: str | None = None
 
     def is_actions_only(self) -> bool:
-        return self.player is None and self.game is None and self.result is None
+        return self.player is None and self.game is None and self.result is None and self.hinted is None
 
 
 class CommitBackend(Protocol):
@@ -94,6 +96,8 @@ class SqlAlchemyBackend:
                 if rows:
                     await repository.append_actions(conn, rows)
                 for write in writes:
+                    if write.hinted is not None and not await repository.mark_hinted(conn, write.hinted):
+                        raise WriteConflict(f"game {write.hinted} is no longer being played")
                     if write.result is not None and not await repository.finish_game(conn, write.result):
                         raise WriteConflict(f"game {write.result.id} is no longer being played")
         except IntegrityError as exc:

@@ -201,11 +201,13 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
     return True
 
 
-async def mark_hinted(conn: AsyncConnection, game_id: str) -> None:
-    """Note that the player of ``game_id`` asked for a hint: the game will rank on no leaderboard."""
-    await conn.execute(
-        update(games).where(games.c.id == game_id, games.c.hinted.is_(False)).values(hinted=True)
+async def mark_hinted(conn: AsyncConnection, game_id: str) -> bool:
+    """Note that the player of ``game_id`` asked for a hint: the game will rank on no leaderboard. Only
+    while it is being played: False (nothing changed) once it is finished, when it may already rank."""
+    marked = await conn.execute(
+        update(games).where(games.c.id == game_id, games.c.status == "playing").values(hinted=True)
     )
+    return marked.rowcount == 1
 
 
 async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:

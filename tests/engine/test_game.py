@@ -444,6 +444,16 @@ def test_win_by_replay_of_a_log() -> None:
 # ------------------------------------------------------------------------------- from_layout
 
 
+def test_the_layout_of_a_game_with_cards_on_foundations_rebuilds_it() -> None:
+    """Defect: ``layout()`` gave foundation heights as Ranks, which ``from_layout`` refuses (a hint from
+    any position with a card on a foundation failed with ``internal``)."""
+    game = near_win()
+    game.play(Move.parse("t1-fS"))
+    layout = game.layout()
+    assert all(type(height) is int for height in layout.foundations), layout.foundations
+    assert Game.from_layout(layout).layout() == layout
+
+
 def test_from_layout_validates_the_position() -> None:
     good = layout_at(["KS", "KH", "KD", "KC", "", "", "", ""], [None] * 4)
     assert Game.from_layout(good).deal == Deal(0, 4)

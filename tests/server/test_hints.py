@@ -8,22 +8,31 @@ from typing import Any
 
 import pytest
 import serverutil
+from sqlalchemy import select
 from wsclient import WsClient
 
-from engine import Deal, Game, Layout
+from engine import Deal, Game, Layout, Move
 from server.app import App
+from server.committer import Write, WriteConflict
 from server.hints import SolverBusy, SolvingService
+from server.storage import StorageUnavailable
+from server.storage.tables import games
 from server.winnable import winnable_deals
-from solver import winnable_daily_deal
+from solver import solve_deal, winnable_daily_deal
 
 
 @pytest.fixture
-async def fast_url(database_url: str) -> Any:
+async def fast_app(database_url: str) -> Any:
     """A server whose token bucket lets a test play a whole game with a hint before each move."""
     async with serverutil.running_app(
         database_url, sqlite_synchronous="NORMAL", rate_per_second=5000.0, rate_burst=5000
     ) as app:
-        yield serverutil.ws_url(app)
+        yield app
+
+
+@pytest.fixture
+def fast_url(fast_app: App) -> str:
+    return serverutil.ws_url(fast_app)
 
 
 async def player(url: str, name: str) -> WsClient:
@@ -90,8 +99,6 @@ async def test_a_hinted_game_ranks_on_no_leaderboard(fast_url: str) -> None:
         if name == "Helped":
             await follow_hints(client, game)
         else:  # the same line, found without asking the server
-            from solver import solve_deal
-
             for move in solve_deal(Deal.from_code(code)).moves:
                 fields = {"from": move.source.symbol(), "to": move.target.symbol(), "n": move.count}
                 assert (await client.request("move", game=game, **fields))["type"] == "ack"
@@ -136,3 +143,167 @@ async def test_solving_service_refuses_hints_beyond_its_queue(app: App) -> None:
         assert same == await first
     finally:
         service.close()
+
+
+# ---------------------------------------------------------------- hints racing moves (two tabs)
+
+
+def move_fields(move: Move) -> dict[str, Any]:
+    return {"from": move.source.symbol(), "to": move.target.symbol(), "n": move.count}
+
+
+class HeldActions:
+    """Holds the commit of every action write of ``app`` until ``release``; the commit then fails
+    (``unavailable``) or goes through. Other writes (a hinted mark) pass at once."""
+
+    def __init__(self, app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+        self._submit = app.committer.submit
+        self.reached = asyncio.Event()
+        self._released = asyncio.Event()
+        self._fail = False
+        self.hinted: list[str] = []
+        monkeypatch.setattr(app.committer, "submit", self._held)
+
+    async def _held(self, write: Write) -> None:
+        if write.hinted is not None:
+            self.hinted.append(write.hinted)
+        if write.actions:
+            self.reached.set()
+            await self._released.wait()
+            if self._fail:
+                raise StorageUnavailable("the test's database failed")
+        await self._submit(write)
+
+    def release(self, *, fail: bool) -> None:
+        self._fail = fail
+        self._released.set()
+
+
+async def two_tabs(url: str, name: str) -> tuple[WsClient, WsClient]:
+    first = await player(url, name)
+    second = await WsClient.open(url)
+    await second.hello(token=first.token)
+    return first, second
+
+
+async def hint_while_a_move_is_held(
+    held: HeldActions, mover: WsClient, hinter: WsClient, game: str, move: Move, *, fail: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One tab's move is applied and waits for its commit while the other tab asks for a hint; the
+    commit then fails or goes through. The replies to the move and to the hint."""
+    moving = asyncio.ensure_future(mover.request("move", game=game, **move_fields(move)))
+    await held.reached.wait()
+    hinting = asyncio.ensure_future(hinter.request("hint", game=game))
+    await asyncio.wait([hinting], timeout=0.5)  # the bug answered here, from the uncommitted position
+    held.release(fail=fail)
+    return await moving, await hinting
+
+
+async def stored_hinted(app: App, game: str) -> bool:
+    async with app.database.connection() as conn:
+        return bool(await conn.scalar(select(games.c.hinted).where(games.c.id == game)))
+
+
+async def test_a_hint_describes_the_committed_position_not_a_move_rolled_back(
+    fast_app: App, fast_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: the hint read the game while another tab's move was applied but not committed; the move
+    failed and was rolled back, and the hint (cached by (game, v)) described a version that never was."""
+    deal = winnable_deals(8)[0]
+    first, second = await two_tabs(fast_url, "Two tabs")
+    game = (await first.request("new_game", code=deal.code()))["game"]
+    assert (await second.request("resume", game=game))["v"] == 0
+    held = HeldActions(fast_app, monkeypatch)
+    opening = Game(deal)
+    rolled_back, other, *_ = list(opening.legal_moves)
+    moved, hint = await hint_while_a_move_is_held(held, first, second, game, rolled_back, fail=True)
+    assert moved["code"] == "unavailable", moved
+    assert hint["type"] == "hint" and hint["v"] == 0 and hint["verdict"] == "win", hint
+    action = {key: value for key, value in hint["action"].items() if key != "type"}
+    # another position at v 1 gets its own hint, not one cached for the move rolled back
+    monkeypatch.undo()
+    assert (await first.request("move", game=game, v=0, **move_fields(other)))["type"] == "ack"
+    at_one = await second.request("hint", game=game)
+    assert at_one["v"] == 1 and at_one["verdict"] in ("win", "unknown", "lost"), at_one
+    assert (await first.request("undo", game=game, v=1))["type"] == "ack"
+    assert (await first.request("move", game=game, v=2, **action))["type"] == "ack"  # the hint was legal
+    for client in (first, second):
+        await client.close()
+
+
+async def test_a_hint_during_the_winning_move_is_refused_and_the_win_ranks(
+    fast_app: App, fast_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: a hint asked while the other tab's winning move waited for its commit was solved from the
+    won position (verdict win without an action, which the protocol forbids), then marked the game
+    hinted after it was won and ranked."""
+    deal = winnable_deals(8)[2]
+    first, second = await two_tabs(fast_url, "Winner")
+    game = (await first.request("new_game", code=deal.code()))["game"]
+    line = solve_deal(deal).moves
+    for move in line[:-1]:
+        assert (await first.request("move", game=game, **move_fields(move)))["type"] == "ack"
+    assert (await second.request("resume", game=game))["v"] == len(line) - 1
+    held = HeldActions(fast_app, monkeypatch)
+    moved, hint = await hint_while_a_move_is_held(held, first, second, game, line[-1], fail=False)
+    assert moved["type"] == "ack" and moved["status"] == "won", moved
+    assert hint["type"] == "error" and hint["code"] == "illegal_move", hint
+    assert held.hinted == [] and not await stored_hinted(fast_app, game)
+    rows = (await first.request("leaderboard", board="deal", code=deal.code()))["rows"]
+    assert [row["player"]["name"] for row in rows] == ["Winner"]
+    for client in (first, second):
+        await client.close()
+
+
+async def test_a_hint_asked_before_the_win_keeps_the_game_off_the_boards(
+    fast_app: App, fast_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: the game was marked hinted only after solving; a win from the other tab meanwhile ranked
+    it, and the mark came after (hinted, yet on the boards). The mark is stored before solving."""
+    deal = winnable_deals(8)[3]
+    first, second = await two_tabs(fast_url, "Quick")
+    game = (await first.request("new_game", code=deal.code()))["game"]
+    line = solve_deal(deal).moves
+    for move in line[:-1]:
+        assert (await first.request("move", game=game, **move_fields(move)))["type"] == "ack"
+    solving = asyncio.Event()
+    solved = asyncio.Event()
+    real_hint = fast_app.services.solving.hint
+
+    async def slow_hint(game_id: str, v: int, layout: Layout) -> Any:
+        solving.set()
+        await solved.wait()
+        return await real_hint(game_id, v, layout)
+
+    monkeypatch.setattr(fast_app.services.solving, "hint", slow_hint)
+    hinting = asyncio.ensure_future(second.request("hint", game=game))
+    await solving.wait()
+    assert (await first.request("move", game=game, **move_fields(line[-1])))["status"] == "won"
+    solved.set()
+    hint = await hinting
+    assert hint["type"] == "hint" and hint["v"] == len(line) - 1 and hint["verdict"] == "win", hint
+    assert await stored_hinted(fast_app, game)
+    assert (await first.request("leaderboard", board="deal", code=deal.code()))["rows"] == []
+    for client in (first, second):
+        await client.close()
+
+
+async def test_a_game_is_marked_hinted_once_and_never_once_finished(
+    fast_app: App, fast_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One UPDATE per game (the room remembers it), and the pipeline refuses to mark a finished game."""
+    client = await player(fast_url, "Once")
+    deal = winnable_deals(8)[0]
+    game = (await client.request("new_game", code=deal.code()))["game"]
+    held = HeldActions(fast_app, monkeypatch)
+    held.release(fail=False)
+    for move in solve_deal(deal).moves[:3]:
+        assert (await client.request("hint", game=game))["verdict"] == "win"
+        assert (await client.request("move", game=game, **move_fields(move)))["type"] == "ack"
+    assert held.hinted == [game] and await stored_hinted(fast_app, game)
+    other = (await client.request("new_game", code=deal.code()))["game"]
+    assert (await client.request("resign", game=other))["type"] == "game_over"
+    with pytest.raises(WriteConflict):
+        await fast_app.committer.submit(Write(hinted=other))
+    assert not await stored_hinted(fast_app, other)
+    await client.close()
