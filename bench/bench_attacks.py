@@ -55,6 +55,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, start_target, stop_process
+from bench.bystander import paced_round_trips
 from bench.echo_server import raise_nofile_limit
 from server.cli import fast_event_loop
 
@@ -94,23 +95,7 @@ async def _request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, A
 async def _bystand(url: str, seconds: float) -> list[float]:
     ws = await _connect(url, BYSTANDER_ADDRESS)
     await _request(ws, {"type": "hello", "protocol": 1, "id": 1})
-    game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
-    frames = [
-        msgpack.packb({"type": "move", "id": 3, "game": game, "from": "t1", "to": "c5"}),
-        msgpack.packb({"type": "undo", "id": 4, "game": game}),
-    ]
-    latencies = []
-    deadline = time.monotonic() + seconds
-    for turn in itertools.cycle((0, 1)):
-        if time.monotonic() > deadline:
-            break
-        started = time.perf_counter()
-        await ws.send(frames[turn])
-        reply = msgpack.unpackb(await ws.recv())
-        latencies.append(time.perf_counter() - started)
-        if reply.get("type") != "ack":
-            raise RuntimeError(f"the bystander was refused: {reply}")
-        await asyncio.sleep(max(0.0, started + 1 / BYSTANDER_PACE - time.perf_counter()))
+    latencies = await paced_round_trips(ws, CODE, seconds, BYSTANDER_PACE)
     await ws.close()
     return latencies
 

@@ -33,6 +33,7 @@ import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.bench_load import CODE, SUBPROTOCOL, start_target, stop_process
+from bench.bystander import paced_round_trips
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository, upgrade_to_head
 
 LONG_GAME = "long-finished-game"
@@ -66,24 +67,7 @@ async def open_player(url: str) -> ClientConnection:
 async def bystander(url: str, seconds: float) -> list[float]:
     """Round trips of move/undo on the bystander's own game for ``seconds``."""
     ws = await open_player(url)
-    await ws.send(msgpack.packb({"type": "new_game", "id": 2, "code": CODE}))
-    game = msgpack.unpackb(await ws.recv())["game"]
-    frames = [
-        msgpack.packb({"type": "move", "id": 3, "game": game, "from": "t1", "to": "c5"}),
-        msgpack.packb({"type": "undo", "id": 4, "game": game}),
-    ]
-    latencies: list[float] = []
-    deadline = time.perf_counter() + seconds
-    turn = 0
-    while time.perf_counter() < deadline:
-        await asyncio.sleep(1 / BYSTANDER_RATE)
-        started = time.perf_counter()
-        await ws.send(frames[turn])
-        reply = msgpack.unpackb(await ws.recv())
-        latencies.append(time.perf_counter() - started)
-        if reply.get("type") != "ack":
-            raise RuntimeError(f"the bystander was refused: {reply}")
-        turn ^= 1
+    latencies = await paced_round_trips(ws, CODE, seconds, BYSTANDER_RATE)
     await ws.close()
     return latencies
 
