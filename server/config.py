@@ -331,7 +331,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             flag,
             dest=setting.name,
-            default=None,
+            default=argparse.SUPPRESS,  # absent flags are absent: a flag given as "off" is None
             type=_parser_for(setting.type),
             metavar=setting.name.upper(),
             help=f"{setting.metadata['help']} (env {_env_name(setting.name)}; default {setting.default})",
@@ -347,9 +347,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str] | No
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     for setting in fields(Settings):
-        flag_value = getattr(args, setting.name, None)
-        if flag_value is not None:
-            values[setting.name] = flag_value
+        if hasattr(args, setting.name):
+            values[setting.name] = getattr(args, setting.name)
         elif _env_name(setting.name) in environ:
             text = environ[_env_name(setting.name)]
             try:

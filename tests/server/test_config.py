@@ -4,12 +4,13 @@ values at each bound are accepted. (The command's exit status and message: tests
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from typing import Any
 
 import pytest
 
-from server.config import SettingError, Settings, settings_from_args
+from server.config import SettingError, Settings, add_arguments, settings_from_args
 
 
 @pytest.mark.parametrize(
@@ -88,3 +89,19 @@ def test_a_variable_that_is_not_of_its_type_names_the_setting() -> None:
         settings_from_args(argparse.Namespace(), environ={"EIGHTOFF_IDLE_TIMEOUT": "off"}).idle_timeout
         is None
     )
+
+
+@pytest.mark.parametrize(
+    "name", [s.name for s in dataclasses.fields(Settings) if "None" in str(s.type) and s.default is not None]
+)
+def test_off_on_the_command_line_turns_an_optional_limit_off(name: str) -> None:
+    """``--flag off`` is None, not "flag absent" (which silently kept the default): every optional
+    setting whose default is on, tried on the command line and in the environment."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flag = "--" + name.replace("_", "-")
+    assert getattr(settings_from_args(parser.parse_args([flag, "off"]), environ={}), name) is None
+    variable = {f"EIGHTOFF_{name.upper()}": "off"}
+    assert getattr(settings_from_args(parser.parse_args([]), environ=variable), name) is None
+    # the flag wins over the variable, and an absent flag leaves the default
+    assert getattr(settings_from_args(parser.parse_args([]), environ={}), name) == getattr(Settings(), name)
