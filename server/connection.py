@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import itertools
 import logging
 import time
@@ -32,7 +33,7 @@ from server.config import Settings
 from server.errors import ErrorCode, Refusal
 from server.metrics import Metrics
 from server.ratelimit import TokenBucket, Verdict
-from server.requests import RequestHandler
+from server.requests import Outcome, RequestHandler
 from server.rooms import RoomRegistry
 from server.session import Session
 
@@ -81,6 +82,11 @@ def _close_now(ws: ServerConnection, code: int, reason: str) -> None:
     if transport.can_write_eof():
         transport.write_eof()
     ws.loop.call_later(CLOSE_LINGER, transport.abort)
+
+
+def _settle(future: asyncio.Future[Outcome], outcome: Outcome) -> None:
+    if not future.done():  # not cancelled meanwhile
+        future.set_result(outcome)
 
 
 _TOO_MANY = b"too many connections; retry later\n"
@@ -294,18 +300,16 @@ class ConnectionLoop:
         if self._admit(client, request, metered) is not _Verdict.SERVE:
             return True  # refused with an error; the connection goes on
         self.in_flight += 1
+        answered: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._handler.serve(client, request, functools.partial(_settle, answered))
         try:
-            replies = await self._handler.handle(client, request)
-        except Refusal as refusal:
-            self._refuse(client, refusal.code, refusal.message, request)
-            return True
-        except Exception:
-            logger.exception("request %s failed", request.TYPE)
-            self._refuse(client, ErrorCode.INTERNAL, "the server failed on this request", request)
-            return True
+            outcome = await answered
         finally:
             self.in_flight -= 1
-        for reply in replies:
+        if isinstance(outcome, Refusal):
+            self._refuse(client, outcome.code, outcome.message, request)
+            return True
+        for reply in outcome:
             self._send((client,), reply)
         if request.TYPE in ("move", "tap", "auto", "undo"):
             self._metrics.action_latency.observe(time.perf_counter() - started)

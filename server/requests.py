@@ -8,7 +8,9 @@ other connections (diffs, game_over) are the rooms' business. Adding a request i
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,9 +32,15 @@ from server.rooms import RoomRegistry
 from server.session import Session
 from server.storage import Database, LiveGame, PlayerRecord, repository
 
-__all__ = ["RequestHandler"]
+__all__ = ["Outcome", "Reply", "RequestHandler", "Respond"]
+
+logger = logging.getLogger(__name__)
 
 Reply = list[protocol.ServerMessage]
+#: What a request comes to: its replies, in order, or its refusal (the connection answers ``error``).
+Outcome = Reply | Refusal
+#: Called exactly once per served request, with its outcome.
+Respond = Callable[[Outcome], None]
 _RANDOM = secrets.SystemRandom()
 
 
@@ -61,6 +69,7 @@ class RequestHandler:
         self._unfinished = unfinished
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
@@ -78,6 +87,25 @@ class RequestHandler:
             protocol.ProfileRequest: self._profile,
             protocol.GamesRequest: self._games,
         }
+
+    def serve(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
+        """Serve ``request``; ``respond`` is called exactly once with its outcome, later (from a task)
+        or, when nothing needs waiting for, before this returns. A connection serves its next frame
+        only after ``respond``, so one connection's requests are answered in order. A failure of the
+        server itself is logged and answered ``internal``."""
+        task = asyncio.get_running_loop().create_task(self._outcome(session, request, respond))
+        self._tasks.add(task)  # held until done: the loop keeps only a weak reference
+        task.add_done_callback(self._tasks.discard)
+
+    async def _outcome(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
+        try:
+            outcome: Outcome = await self.handle(session, request)
+        except Refusal as refusal:
+            outcome = refusal
+        except Exception:
+            logger.exception("request %s failed", request.TYPE)
+            outcome = Refusal(ErrorCode.INTERNAL, "the server failed on this request")
+        respond(outcome)
 
     async def handle(self, session: Session, request: protocol.ClientMessage) -> Reply:
         """The replies to ``request``, in order.
