@@ -79,7 +79,7 @@ class RoomRegistry:
         """Start a game for ``owner``; returns once the new game is stored."""
         started_at = utc_now()
         room = GameRoom(new_id(), Game(deal), owner, started_at, self.services)
-        await self.services.committer.submit(
+        await self.services.committer.stored(
             Write(
                 game=GameStart(
                     id=room.id,

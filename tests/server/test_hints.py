@@ -304,6 +304,6 @@ async def test_a_game_is_marked_hinted_once_and_never_once_finished(
     other = (await client.request("new_game", code=deal.code()))["game"]
     assert (await client.request("resign", game=other))["type"] == "game_over"
     with pytest.raises(WriteConflict):
-        await fast_app.committer.submit(Write(hinted=other))
+        await fast_app.committer.stored(Write(hinted=other))
     assert not await stored_hinted(fast_app, other)
     await client.close()
