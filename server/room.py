@@ -541,10 +541,10 @@ class Turn:
         try:
             await handed
         except asyncio.CancelledError:
-            if handed.cancelled():
-                self.waiters.remove(handed)
-            else:  # cancelled after the turn was handed to us: pass it on
+            if not handed.cancelled():  # cancelled after the turn was handed to us: pass it on
                 self.leave()
+            elif handed in self.waiters:  # else leave() has dropped it already
+                self.waiters.remove(handed)
             raise
 
     def leave(self) -> None:

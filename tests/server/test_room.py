@@ -10,6 +10,7 @@ import dataclasses
 import datetime as dt
 import functools
 from collections.abc import Iterable
+from types import NoneType
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from engine import Deal, Game, IllegalMoveError, parse_action
 from server.bus import BusEvent
 from server.committer import Done, Write, WriteConflict, settle_future
 from server.errors import ErrorCode, Refusal
-from server.room import RESIGN, GameRoom, PlayerRef, RoomServices
+from server.room import RESIGN, GameRoom, PlayerRef, RoomServices, Turn
 from server.storage import StorageUnavailable, StoredGame
 from solver import solve_deal
 
@@ -509,3 +510,28 @@ async def test_a_winning_fast_action_answers_its_ack_then_game_over_and_ends_the
     (write,) = harness.committer.writes
     assert write.result is not None and write.result.won
     assert harness.ended == [room] and not room.is_open() and not room.is_busy()
+
+
+async def test_a_cancelled_waiter_gives_up_its_place_in_the_turn() -> None:
+    """Cancelled while waiting (dropped before or after the holder leaves) or just after the turn was
+    handed to it: either way the turn goes on to the next waiter, or is free."""
+    turn = Turn()
+    order: list[str] = []
+
+    async def take(name: str) -> None:
+        async with turn:
+            order.append(name)
+
+    await turn.enter()
+    first, second, third = (asyncio.create_task(take(name)) for name in ("first", "second", "third"))
+    await asyncio.sleep(0)
+    first.cancel()
+    turn.leave()  # first's future is cancelled but it has not run yet: handed to second
+    second.cancel()  # handed the turn, cancelled before it resumed: it passes the turn on
+    outcomes = await asyncio.gather(first, second, third, return_exceptions=True)
+    assert [type(outcome) for outcome in outcomes] == [
+        asyncio.CancelledError,
+        asyncio.CancelledError,
+        NoneType,
+    ]
+    assert order == ["third"] and not turn.is_busy() and turn.try_enter()
