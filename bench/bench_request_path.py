@@ -4,7 +4,11 @@ Runs the real ``RequestHandler`` of an in-process ``App`` on move/undo requests:
 commit and one action in flight (commit latency dominates); with the real group commit and
 ``CONCURRENT`` games each running a closed loop (as ``bench_load`` at N = 100, without the sockets),
 reporting the CPU time per action of the event-loop thread and of the other threads (the SQLite
-writer) apart; and with commits answered at once (the Python work of a request alone). Beside them a
+writer) apart, once through ``serve`` as a connection calls it (each reply's ``respond`` sends the
+game's next request in the next loop iteration, as a frame arriving would: no task per game) and once
+through ``handle`` awaited by a task per game (the path every request took before actions were
+answered from their commit's callback); and with commits answered at once (the Python work of a
+request alone). Beside them a
 baseline measured in the same run: msgpack-decoding the same frame and encoding an ack-sized reply,
 which is what the echo server of ``bench_load`` does.
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import resource
 import tempfile
 import time
@@ -32,6 +37,8 @@ from server.app import App
 from server.cli import fast_event_loop
 from server.committer import Done, Write
 from server.config import Settings
+from server.errors import Refusal
+from server.requests import Outcome
 from server.room import PlayerRef
 from server.session import Session
 from server.storage import PlayerRecord
@@ -117,6 +124,54 @@ async def _measure_concurrent(app: App, games: int, seconds: float) -> tuple[flo
     return count / elapsed, thread / count, (process - thread) / count
 
 
+async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, float, float]:
+    """As `_measure_concurrent`, through ``serve`` and ``respond`` callbacks instead of tasks."""
+    handler = app.loop._handler
+    subprotocol = protocol.Subprotocol.MSGPACK
+    loop = asyncio.get_running_loop()
+    done = 0
+    running = True
+    stopped = asyncio.Event()
+    playing = games
+
+    def play(client: Session, frames: list[bytes], turn: int) -> None:
+        nonlocal playing
+        if not running:
+            playing -= 1
+            if not playing:
+                stopped.set()
+            return
+        request = protocol.decode(frames[turn], subprotocol)
+        handler.serve(client, request, functools.partial(answered, client, frames, turn))
+
+    def answered(client: Session, frames: list[bytes], turn: int, outcome: Outcome) -> None:
+        nonlocal done
+        assert not isinstance(outcome, Refusal), outcome.message
+        for reply in outcome:
+            protocol.encode(reply.to_wire(), subprotocol)
+        done += 1
+        loop.call_soon(play, client, frames, turn ^ 1)  # the next frame arrives later, not inside respond
+
+    for index in range(games):
+        client = await _new_client(app, f"served-{index}")
+        play(client, await _move_and_undo(app, client), 0)
+    await asyncio.sleep(1.0)
+    count, thread, process, started = (
+        done,
+        _cpu_seconds(resource.RUSAGE_THREAD),
+        _cpu_seconds(resource.RUSAGE_SELF),
+        time.perf_counter(),
+    )
+    await asyncio.sleep(seconds)
+    count = done - count
+    thread = _cpu_seconds(resource.RUSAGE_THREAD) - thread
+    process = _cpu_seconds(resource.RUSAGE_SELF) - process
+    elapsed = time.perf_counter() - started
+    running = False
+    await stopped.wait()
+    return count / elapsed, thread / count, (process - thread) / count
+
+
 async def _new_client(app: App, player_id: str) -> Session:
     client = Session(protocol.Subprotocol.MSGPACK)
     client.player = PlayerRef(player_id, "bench")
@@ -146,7 +201,8 @@ async def main() -> None:
         try:
             client = await _new_client(app, "bench-player")
             durable, _ = await _measure(app, client, 2_000)
-            rate, loop_cpu, other_cpu = await _measure_concurrent(app, CONCURRENT, CONCURRENT_SECONDS)
+            served = await _measure_served(app, CONCURRENT, CONCURRENT_SECONDS)
+            handled = await _measure_concurrent(app, CONCURRENT, CONCURRENT_SECONDS)
             app.committer.submit = _instant_submit  # type: ignore[method-assign]
             await _measure(app, client, 2_000)  # warm-up
             alone, reply = await _measure(app, client, ACTIONS)
@@ -156,10 +212,11 @@ async def main() -> None:
     baseline = _baseline(baseline_frames, reply, ACTIONS)
     print("server request path per action (no sockets), SQLite synchronous=FULL")
     print(f"  with a durable commit, one in flight : {durable * 1e6:8.1f} µs")
-    print(
-        f"  {f'{CONCURRENT} games at once, durable':<37}: {rate:8,.0f} actions/s; CPU per action: event loop"
-        f" {loop_cpu * 1e6:.1f} µs, other threads (SQLite writer) {other_cpu * 1e6:.1f} µs"
-    )
+    for how, (rate, loop_cpu, other_cpu) in (("serve", served), ("handle", handled)):
+        print(
+            f"  {f'{CONCURRENT} games at once, durable, {how}':<37}: {rate:8,.0f} actions/s; CPU per action:"
+            f" event loop {loop_cpu * 1e6:.1f} µs, other threads (SQLite writer) {other_cpu * 1e6:.1f} µs"
+        )
     print(f"  request work alone (commit skipped)  : {alone * 1e6:8.1f} µs")
     print(
         f"  baseline msgpack unpackb+packb       : {baseline * 1e6:8.1f} µs   ratio {alone / baseline:.1f}x"
