@@ -235,7 +235,7 @@ class RequestHandler:
             respond(outcome)
 
     async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
-        """The solver's verdict from the game as it stands (committed, under the room's lock); the game
+        """The solver's verdict from the game as it stands (committed, in the room's turn); the game
         is stored as hinted first, while it is still being played."""
         room = await self._own_room(session, request.game)
         try:

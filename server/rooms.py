@@ -218,7 +218,7 @@ class RemoteCommits:
         self._early.pop(game_id, None)
 
     def deliver_to(self, room: GameRoom, event: BusEvent) -> None:
-        """Apply ``event`` in a task; tasks take the room's FIFO lock in creation order, so the room
+        """Apply ``event`` in a task; tasks take the room's FIFO turn in creation order, so the room
         sees events in order."""
         task = asyncio.get_running_loop().create_task(room.apply_remote(event))
         self._tasks.add(task)

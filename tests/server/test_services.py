@@ -211,14 +211,14 @@ async def test_a_watch_waiting_on_a_load_follows_the_room_the_registry_keeps(
     assert pushed[0][0] == {spectator}
 
 
-async def test_a_room_is_not_dropped_while_an_operation_waits_for_its_lock(services: Services) -> None:
+async def test_a_room_is_not_dropped_while_an_operation_waits_for_its_turn(services: Services) -> None:
     registry = services.registry
     room = await new_room(services)
     spectator = session()
     async with room.turn:  # an operation in progress; the watch waits for it
         watching = asyncio.create_task(room.watch(spectator, None))
         await asyncio.sleep(0.01)
-    registry.forget_if_idle(room)  # right after the holder released the lock, before the watch runs
+    registry.forget_if_idle(room)  # right after the holder left the turn, before the watch runs
     assert await watching is not None
     assert registry.room(room.id) is room and spectator in room.spectators
 
