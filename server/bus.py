@@ -281,8 +281,8 @@ class _RelayProtocol(asyncio.Protocol):
             payloads = self._reader.feed(data)
         except ValueError as exc:
             logger.error("the relay stream is corrupt (%s); closing it", exc)
-            assert self._transport is not None
-            self._transport.close()
+            if self._transport is not None:
+                self._transport.close()
             return
         for payload in payloads:
             try:

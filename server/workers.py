@@ -81,9 +81,13 @@ class ListenAddress:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.bind(self.sockaddr)
             sock.setblocking(False)
-        except BaseException:
+        except OSError as exc:
             sock.close()
-            raise
+            # The words of the event loop's own bind failure, which one process reports.
+            reason = (exc.strerror or str(exc)).lower()
+            raise OSError(
+                exc.errno, f"error while attempting to bind on address {self.sockaddr!r}: {reason}"
+            ) from exc
         return sock
 
 
