@@ -227,14 +227,16 @@ class RelayBus:
     it the workers are our own processes on one machine, which need a few lines over a socketpair
     (multiprocessing's queues pickle, have no asyncio side and would need a thread per worker). The
     supervisor relays frames without decoding them, so each worker's events reach the others in the
-    order it committed them. Publishing never blocks: a backlog past `RELAY_BACKLOG_BYTES` drops the
-    event with a warning (spectators elsewhere then see a version gap and reload the game).
+    order it committed them. Publishing never blocks: the events of one turn of the event loop (a
+    commit's batch) leave in one write, and a backlog past `RELAY_BACKLOG_BYTES` drops them with a
+    warning (spectators elsewhere then see a version gap and reload the game).
     """
 
     def __init__(self, sock: socket.socket, *, on_lost: Callable[[], None] | None = None) -> None:
         self._sock = sock
         self._on_lost = on_lost
         self._transport: asyncio.Transport | None = None
+        self._outbox: list[bytes] = []  # frames of this turn of the loop, written at its end
 
     async def start(self, deliver: Callable[[BusEvent], None]) -> None:
         loop = asyncio.get_running_loop()
@@ -244,15 +246,21 @@ class RelayBus:
         self._transport = transport
 
     def publish(self, event: BusEvent) -> None:
+        if self._transport is None:
+            return
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(frame(pack_event(event)))
+
+    def _flush(self) -> None:
+        frames, self._outbox = self._outbox, []
         transport = self._transport
         if transport is None or transport.is_closing():
             return
         if transport.get_write_buffer_size() > RELAY_BACKLOG_BYTES:
-            logger.warning(
-                "relay backlog full; dropping an event of game %s (spectators will resync)", event.game
-            )
+            logger.warning("relay backlog full; dropping %d events (spectators will resync)", len(frames))
             return
-        transport.write(frame(pack_event(event)))
+        transport.write(b"".join(frames))
 
     def _lost(self) -> None:
         if self._transport is not None and self._on_lost is not None:

@@ -208,15 +208,15 @@ class Supervisor:
                 )
                 worker.relay = transport
 
-    def relay(self, payload: bytes, source: _Worker) -> None:
-        """Send ``source``'s event to every other worker, in the order it sent them."""
-        data = frame(payload)
+    def relay(self, payloads: list[bytes], source: _Worker) -> None:
+        """Send ``source``'s events to every other worker, in the order it sent them (one write each)."""
+        data = b"".join(frame(payload) for payload in payloads)
         for worker in self._workers:
             relay = worker.relay
             if worker is source or relay is None or relay.is_closing():
                 continue
             if relay.get_write_buffer_size() > RELAY_BACKLOG_BYTES:
-                logger.warning("worker %s reads no relayed events; dropping one", worker.node)
+                logger.warning("worker %s reads no relayed events; dropping %d", worker.node, len(payloads))
                 continue
             relay.write(data)
 
@@ -318,8 +318,8 @@ class _RelayPeer(asyncio.Protocol):
             if self._transport is not None:
                 self._transport.close()
             return
-        for payload in payloads:
-            self._supervisor.relay(payload, self._worker)
+        if payloads:
+            self._supervisor.relay(payloads, self._worker)
 
 
 # ---------------------------------------------------------------------------------------- a worker
