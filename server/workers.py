@@ -350,6 +350,7 @@ async def _serve(
         loop.add_signal_handler(signum, stop.set)
 
     def supervisor_gone() -> None:
+        loop.remove_reader(control.fileno())  # else a closed pipe calls back at every turn of the loop
         if not stop.is_set():
             logger.error("the supervisor is gone; shutting down")
             stop.set()
@@ -361,11 +362,17 @@ async def _serve(
         bus = None if link is None else RelayBus(link, on_lost=supervisor_gone)
         app = await App.start(settings, sock=sock, bus=bus)
     except Unavailable as exc:
-        control.send(("failed", str(exc)))
+        _report(control, "failed", str(exc))
         return 1
     gc.freeze()  # as `server.app.run`: what start-up built lives as long as the process
-    control.send(("listening", app.port))
+    _report(control, "listening", app.port)
     await stop.wait()
     logger.info("shutting down")
     await app.shutdown()
     return 0
+
+
+def _report(control: Connection, kind: str, detail: object) -> None:
+    """Tell the supervisor how the start went (nobody to tell if it is gone: the worker then stops)."""
+    with contextlib.suppress(OSError):
+        control.send((kind, detail))

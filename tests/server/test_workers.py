@@ -310,3 +310,22 @@ async def test_a_worker_killed_takes_the_node_down_with_a_clear_log_line(node: N
     )
     with pytest.raises(ProcessLookupError):  # the survivor stopped too (and was reaped)
         os.kill(survivor, 0)
+
+
+async def test_workers_whose_supervisor_is_killed_stop_too(node: Node) -> None:
+    pids = node.worker_pids()
+    node.process.kill()
+    assert await node.wait() == -signal.SIGKILL
+    async with asyncio.timeout(60):  # each notices its closed pipe and shuts down gracefully
+        while any(_is_running(pid) for pid in pids.values()):
+            await asyncio.sleep(0.1)
+    assert node.stderr().count("the supervisor is gone; shutting down") == 2
+
+
+def _is_running(pid: int) -> bool:
+    """Whether ``pid`` runs (not gone, nor a zombie: orphans are reaped by init, maybe not at once)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return status != "Z"
