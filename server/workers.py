@@ -108,9 +108,12 @@ class _Worker:
 
     def describe_exit(self) -> str:
         code = self.exited.result()
-        if code < 0:
+        if code >= 0:
+            return f"exit status {code}"
+        try:
             return f"killed by {signal.Signals(-code).name}"
-        return f"exit status {code}"
+        except ValueError:
+            return f"killed by signal {-code}"
 
 
 class Supervisor:
