@@ -113,22 +113,12 @@ def _die_with_parent() -> None:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process and of its running children (the workers of ``serve
-    --workers N``), all threads included (Linux ``/proc``)."""
+    """User + system CPU time of a process, all its threads included (Linux ``/proc``)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return own + sum(cpu_seconds(child) or 0.0 for child in _children(pid))
-
-
-def _children(pid: int) -> list[int]:
-    children: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        with contextlib.suppress(OSError, ValueError):
-            children.extend(int(child) for child in (task / "children").read_text().split())
-    return children
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def busy_cpu_seconds() -> float | None:
