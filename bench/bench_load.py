@@ -147,7 +147,8 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 def process_tree(pid: int) -> list[int]:
     """``pid`` and its descendants still running (a server started with ``--workers`` forks its
-    workers): the processes whose CPU and memory are the server's."""
+    workers): the processes whose CPU and memory are the server's. It scans ``/proc`` (milliseconds on
+    a busy machine): find the tree before a timed window, not at its edges."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))) is not None:
@@ -162,8 +163,13 @@ def process_tree(pid: int) -> list[int]:
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU time of a process and its descendants, all their threads included (Linux
     ``/proc``); None if the process is gone."""
+    return tree_cpu_seconds(process_tree(pid))
+
+
+def tree_cpu_seconds(members: Sequence[int]) -> float | None:
+    """User + system CPU time of the processes ``members`` (a `process_tree`) still running."""
     total = None
-    for member in process_tree(pid):
+    for member in members:
         fields = _stat_fields(member)
         if fields is not None:
             total = (total or 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -447,6 +453,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         raise RuntimeError(f"unexpected command {command!r}")
     window = _Window()
     await asyncio.sleep(max(0.0, go_at - time.monotonic()))
+    target = process_tree(plan.target_pid) if plan.target_pid else []  # before the window: a /proc scan
     playing, idle = opened[: plan.active], opened[len(opened) if plan.active is None else plan.active :]
     players = [asyncio.create_task(_play(ws, game, window)) for ws, game in playing]
     await asyncio.sleep(max(0.0, go_at + plan.warmup - time.monotonic()))
@@ -455,13 +462,13 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     window.phase = 1
     started = time.perf_counter()
     own_cpu = time.process_time()
-    target_cpu = cpu_seconds(plan.target_pid) if plan.target_pid else None
+    target_cpu = tree_cpu_seconds(target) if target else None
     machine_cpu = busy_cpu_seconds() if plan.target_pid else None
     await asyncio.sleep(max(0.0, go_at + plan.warmup + plan.duration - time.monotonic()))
     window.phase = 2
     elapsed = time.perf_counter() - started
     own_cpu = time.process_time() - own_cpu
-    target_end = cpu_seconds(plan.target_pid) if plan.target_pid else None
+    target_end = tree_cpu_seconds(target) if target else None
     target_cpu = None if target_cpu is None or target_end is None else target_end - target_cpu
     machine_end = busy_cpu_seconds() if plan.target_pid else None
     machine_cpu = None if machine_cpu is None or machine_end is None else machine_end - machine_cpu
@@ -842,8 +849,9 @@ def report_idle(pairs: list[tuple[Measurement, Measurement]], args: argparse.Nam
     )
     print()
     print(
-        "| N | target | active act/s | p50 / p99 ms | CPU µs/action | RSS MiB before / connected / games | "
-        "KiB per connection | KiB per live game | setup s (connect / greet) | idle lost | errors | CPU other |"
+        "| N | target | active act/s | p50 / p99 ms | CPU µs/action | RSS MiB before / connected / games "
+        "| KiB per connection | KiB per live game | setup s (connect / greet) "
+        "| idle lost | errors | CPU other |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for server, echo in pairs:
