@@ -26,7 +26,7 @@ process taking the core does not count), and the ratio of each to the baseline t
   through the app's ``Committer``) of ``COMMIT_BATCH`` action writes at a time, one per game, as
   under load; the CPU of the threads other than this one (the writer; the others idle) over the
   actions committed. The event loop's own share of it (submit, hand-back) is shown beside it, not
-  summed: it is in the measured whole;
+  summed (the durable whole below includes it);
 - transport: websockets' sans-I/O framing: a ``ServerProtocol`` (open) parses the client's masked
   binary frame (``receive_data`` + ``events_received``) and frames the ack (``send_binary`` +
   ``data_to_send``); no socket, no event loop: a floor for what any websockets-based transport adds.
@@ -34,8 +34,9 @@ process taking the core does not count), and the ratio of each to the baseline t
 Beside the sum of the stages, the measured wholes: decode + engine + reply + encode against the
 request work alone (commit skipped, this thread's CPU): the difference is the handler and room around
 them (routing, the room's lock, the write, the announcement); all stages but transport against the
-durable concurrent run (event loop + other threads); and all stages against nothing measured here:
-``bench_load``'s server CPU per action also pays the sockets, the event loop and the asyncio layers.
+durable concurrent run (event loop + other threads); and the sum of all the stages, a floor for
+``bench_load``'s server CPU per action, which also pays the sockets, the event loop's I/O and the
+asyncio layers.
 
 Run: ``.venv/bin/python -m bench.bench_request_path`` (about 15 seconds). This is not a test: it
 asserts nothing.
