@@ -5,7 +5,7 @@ Run from the project root::
     .venv/bin/python -m bench.bench_load                  (N = 1, 100, 1000; well under a minute)
     .venv/bin/python -m bench.bench_load --quick          (short windows, for a smoke run)
     .venv/bin/python -m bench.bench_load --n 100 --duration 10
-    .venv/bin/python -m bench.bench_load --idle-only --idle-n 1000 10000   (idle plus active; 3-4 minutes)
+    .venv/bin/python -m bench.bench_load --idle-only --idle-n 1000 10000   (idle plus active; 2-4 minutes)
 
 For each N it runs two targets, one after the other, each in its own process:
 
@@ -823,7 +823,8 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
                 retried = measurement.setup_retries
                 print(f"setup ({measurement.kind}, N={measurement.n}): {retried} hello / new_game retried")
     print()
-    print("CPU is the share of one core used during the window (server: all its threads, SQLite's included);")
+    print("CPU is the share of one core used during the window (server: all its processes and threads,")
+    print("SQLite's included);")
     print("'other' is the rest of the machine meanwhile: well above 0 means another load skewed the figures.")
     print("Server settings: defaults (SQLite WAL, synchronous=FULL, group commit of up to 1024 writes, ack")
     print(f"after commit), except --rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}: the")
