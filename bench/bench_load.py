@@ -932,6 +932,10 @@ def report_idle(pairs: list[tuple[Measurement, Measurement]], args: argparse.Nam
     print("during the setup storm) and sent again; 'idle lost': idle connections the target closed before")
     print("the end of the window (should be 0);")
     print("'CPU other': the rest of the machine during the window, share of a core (well above 0: skewed).")
+    print(
+        f"Server settings: defaults except --rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}, "
+        "the per-address limits off, --max-connections N + 100 (at least 10,000, its default)."
+    )
     if args.server_args or args.server_launcher:
         launcher = args.server_launcher or "python -m server"
         print(f"Experiment: server launcher {launcher}, extra flags: {args.server_args or 'none'}")
