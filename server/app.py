@@ -11,6 +11,7 @@ import importlib.resources
 import json
 import logging
 import signal
+import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -32,7 +33,7 @@ from server.admission import (
     TrustedProxies,
     open_files_budget,
 )
-from server.bus import LocalBus, RedisBus
+from server.bus import Bus, LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings, needs
 from server.connection import (
@@ -95,8 +96,9 @@ class Services:
     unfinished: UnfinishedGames
 
     @classmethod
-    async def start(cls, settings: Settings) -> Services:
-        """Open the (migrated) database, start the write pipeline and the bus.
+    async def start(cls, settings: Settings, *, bus: Bus | None = None) -> Services:
+        """Open the (migrated) database, start the write pipeline and the bus (``bus``, else Redis with
+        ``redis_url``, else none).
 
         Raises:
             server.config.Unavailable: Redis cannot be reached.
@@ -110,7 +112,7 @@ class Services:
         committer = Committer(_commit_backend(settings, database), metrics, max_batch=settings.commit_batch)
         committer.start()
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
-        bus = RedisBus(settings.redis_url) if settings.redis_url else LocalBus()
+        bus = bus or (RedisBus(settings.redis_url) if settings.redis_url else LocalBus())
         registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()
@@ -176,15 +178,18 @@ class App:
         return self.services.unfinished
 
     @classmethod
-    async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening.
+    async def start(
+        cls, settings: Settings, *, sock: socket.socket | None = None, bus: Bus | None = None
+    ) -> App:
+        """Migrate the database to head, open it and start listening (on ``sock``, a bound socket, when
+        given: a worker of `server.workers`; else on the settings' host and port).
 
         Raises:
             server.config.Unavailable: the database, Redis or the address to listen on.
         """
         with needs("database_url", what="cannot open and migrate the database"):
             await asyncio.to_thread(upgrade_to_head, settings.database_url)
-        services = await Services.start(settings)
+        services = await Services.start(settings, bus=bus)
         http = _HttpRoutes(
             services.metrics, services.leaderboards, services.database, OriginPolicy.parse(settings.origins)
         )
@@ -192,8 +197,9 @@ class App:
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
             server = await serve(
                 services.loop,
-                settings.host,
-                settings.port,
+                None if sock else settings.host,
+                None if sock else settings.port,
+                sock=sock,
                 subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
                 select_subprotocol=select_subprotocol,
                 process_request=http,
