@@ -4,17 +4,20 @@ Each variant gets a database file of its own, migrated by the real migrations (`
 one player and ``--games`` games (100) being played; then commits of ``--batch`` action rows (51: what
 the pipeline commits at bench_load N = 100), each row the next version of a distinct game, go through
 the writer's own ``sqlite3`` connection as the server's ``SqliteBackend`` sets it up (WAL,
-``synchronous=FULL``, foreign keys, busy timeout) and appends them (``_append``: BEGIN IMMEDIATE,
-the INSERT, the progress UPDATE when one is due, COMMIT). One commit in ``PROGRESS_EVERY`` also updates
-one game's figures, about the server's rate. A game that reaches ``MAX_GAME_ACTIONS`` is finished and a
-new one starts (outside the timing), so the table grows as a server's does: full games behind, live
-tails spread over the index.
+``synchronous=FULL``, foreign keys, busy timeout, checkpoints, statement journals in memory) and
+appends them (``_append``: BEGIN IMMEDIATE, the INSERT, the progress UPDATE when one is due, COMMIT).
+One commit in ``PROGRESS_EVERY`` also updates one game's figures, about the server's rate. A game that
+reaches ``MAX_GAME_ACTIONS`` is finished and a new one starts (outside the timing), so the table grows
+as a server's does: full games behind, live tails spread over the index.
 
 Variants change one thing each against ``current`` (the head schema and the server's own statements):
 
+- ``executemany``: the one-row INSERT stepped once per row (the writer's statement before issue 14),
+  instead of multi-row INSERTs of up to ``ROWS_PER_INSERT`` rows.
+- ``multi-row, journal on disk``: ``temp_store`` left at its default: the statement journal of a
+  multi-row INSERT spills to a temporary file past 64 KiB.
 - ``no finished-game trigger``: the trigger of migration ``live_games_and_finished_fence`` dropped.
 - ``no foreign keys``: ``PRAGMA foreign_keys=OFF`` on the writer.
-- ``multi-row VALUES``: one ``INSERT ... VALUES (...), (...)`` per commit instead of ``executemany``.
 - ``rowid actions`` / ``WITHOUT ROWID actions``: the actions table as a rowid table plus the primary
   key's index (the schema before revision ``actions_without_rowid``), or clustered on its key.
 - ``checkpoints apart, N``: the writer's automatic checkpoint off, a PASSIVE checkpoint run every N
@@ -22,17 +25,22 @@ Variants change one thing each against ``current`` (the head schema and the serv
   checkpoints' share of the writer's CPU, which a checkpoint thread would pay instead.
 - ``wal_autocheckpoint=N``: automatic checkpoints every N frames (bounded WAL: its largest size is
   reported).
-- ``rowid, autocheckpoint 1000`` and ``WITHOUT ROWID, ckpt 10000``: the writer before and after
-  revision ``actions_without_rowid`` and the pragmas that came with it, named so whichever is head.
+- ``before issue 14's changes``: all of the above as they were (rowid table, checkpoints every 1000
+  frames, ``executemany``).
 
 Warm-up commits first (the WAL file reaches its full size and is reused, as on a running server), then
 ``--rounds`` rounds of ``--commits`` commits, the variants taking turns within each round so that a
 busy moment of the shared machine hits them alike. It prints, per variant, the median over the rounds of
 the writer thread's CPU (``time.thread_time``: user + system, fsync included) per row and per commit,
 the checkpoints' CPU per row when timed apart, the ratio of the total to ``current`` (the baseline,
-measured in the same run), and the largest WAL file seen.
+measured in the same run), the largest WAL file seen and the wall-clock time of a commit.
+
+``--gil-busy`` runs the measured rounds with another thread executing Python all along, as a loaded
+event loop does: the driver releases the GIL around each statement it steps and must then wait for it,
+so the number of statements per commit shows in the commit's wall-clock time (and in CPU).
 
 Run: ``.venv/bin/python -m bench.bench_sqlite_append [--rounds 15] [--commits 100] [--only NAME ...]``
+(``--gil-busy`` for the contended figures)
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import secrets
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -52,8 +61,8 @@ from pathlib import Path
 from alembic import command
 
 from server.storage import upgrade_to_head
-from server.storage.commit_backends import _INSERT_SQL, _append, _stored_time
-from server.storage.db import _alembic_config, sqlite_pragmas
+from server.storage.commit_backends import ROWS_PER_INSERT, _append, _insert_sql, _stored_time, writer_pragmas
+from server.storage.db import _alembic_config
 from server.storage.records import ActionRecord, GameProgress
 
 #: The revision before ``actions_without_rowid``: the actions table as a rowid table with an index.
@@ -84,6 +93,7 @@ class Figures:
     """One variant's measured rounds."""
 
     commit_cpu: list[float] = field(default_factory=list)
+    commit_wall: list[float] = field(default_factory=list)
     checkpoint_cpu: list[float] = field(default_factory=list)
     #: WAL frames the timed-apart checkpoints found (SQLite's own count), and the commits that wrote them.
     wal_frames: int = 0
@@ -97,23 +107,15 @@ class Figures:
     def per_row(self, values: list[float]) -> float:
         return statistics.median(value / rows for value, rows in zip(values, self.rows, strict=True))
 
-    def per_commit(self) -> float:
-        return statistics.median(
-            value / commits for value, commits in zip(self.commit_cpu, self.commits, strict=True)
-        )
+    def per_commit(self, values: list[float]) -> float:
+        return statistics.median(value / commits for value, commits in zip(values, self.commits, strict=True))
 
 
-def _values_sql(count: int) -> str:
-    return "INSERT INTO actions (game_id, v, action) VALUES " + ", ".join(["(?, ?, ?)"] * count)
-
-
-def _append_multirow(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
-    """`_append` with one multi-row INSERT instead of ``executemany`` (the progress UPDATE alike)."""
+def _append_executemany(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """`_append` as it was: ``executemany`` of the one-row INSERT (the driver steps it once per row)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute(
-            _values_sql(len(rows)), [value for row in rows for value in (row.game_id, row.v, row.action)]
-        )
+        conn.executemany(_insert_sql(1), [(row.game_id, row.v, row.action) for row in rows])
         _update_progress(conn, rows)
         conn.execute("COMMIT")
     except BaseException:
@@ -135,9 +137,10 @@ def variants() -> list[Variant]:
     no_autocheckpoint = ("PRAGMA wal_autocheckpoint=0",)
     return [
         Variant("current"),
+        Variant("executemany", append=_append_executemany),
+        Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),
         Variant("no finished-game trigger", schema=(f"DROP TRIGGER {TRIGGER}",)),
         Variant("no foreign keys", pragmas=("PRAGMA foreign_keys=OFF",)),
-        Variant("multi-row VALUES", append=_append_multirow),
         Variant("rowid actions", revision=ROWID_REVISION),
         Variant("WITHOUT ROWID actions", schema=_without_rowid_actions()),
         Variant("checkpoints apart, 1000", pragmas=no_autocheckpoint, checkpoints_apart=1000),
@@ -146,14 +149,14 @@ def variants() -> list[Variant]:
         Variant("wal_autocheckpoint=4000", pragmas=("PRAGMA wal_autocheckpoint=4000",)),
         Variant("wal_autocheckpoint=10000", pragmas=("PRAGMA wal_autocheckpoint=10000",)),
         Variant(
-            "rowid, autocheckpoint 1000",
+            "before issue 14's changes",
             revision=ROWID_REVISION,
-            pragmas=("PRAGMA wal_autocheckpoint=1000", "PRAGMA journal_size_limit=-1"),
-        ),
-        Variant(
-            "WITHOUT ROWID, ckpt 10000",
-            schema=_without_rowid_actions(),
-            pragmas=("PRAGMA wal_autocheckpoint=10000", "PRAGMA journal_size_limit=67108864"),
+            pragmas=(
+                "PRAGMA wal_autocheckpoint=1000",
+                "PRAGMA journal_size_limit=-1",
+                "PRAGMA temp_store=DEFAULT",
+            ),
+            append=_append_executemany,
         ),
     ]
 
@@ -186,7 +189,7 @@ class Run:
         else:
             command.upgrade(_alembic_config(url), variant.revision)
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        for statement in (*sqlite_pragmas("FULL"), *variant.schema, *variant.pragmas):
+        for statement in (*writer_pragmas("FULL"), *variant.schema, *variant.pragmas):
             self.conn.execute(statement)
         self.conn.execute("INSERT INTO players VALUES ('p', 'bench', 'h', ?)", (STARTED,))
         self.versions: dict[str, int] = {}
@@ -230,18 +233,20 @@ class Run:
                 self._start_game()
 
     def commit_round(self, commits: int, batch: int, *, measured: bool) -> None:
-        commit_cpu = checkpoint_cpu = 0.0
+        commit_cpu = commit_wall = checkpoint_cpu = 0.0
         for _ in range(commits):
             rows = self._batch(batch)
-            started = time.thread_time()
+            started, wall_started = time.thread_time(), time.perf_counter()
             self.variant.append(self.conn, rows)
             commit_cpu += time.thread_time() - started
+            commit_wall += time.perf_counter() - wall_started
             self.since_checkpoint += 1
             checkpoint_cpu += self._checkpoint_if_due(measured=measured)
             self._replace_full_games()
             self.figures.largest_wal = max(self.figures.largest_wal, self._wal_size())
         if measured:
             self.figures.commit_cpu.append(commit_cpu)
+            self.figures.commit_wall.append(commit_wall)
             self.figures.checkpoint_cpu.append(checkpoint_cpu)
             self.figures.rows.append(commits * batch)
             self.figures.commits.append(commits)
@@ -271,21 +276,23 @@ class Run:
         self.conn.close()
 
 
-def _print_table(runs: Sequence[Run], batch: int) -> None:
+def _print_table(runs: Sequence[Run]) -> None:
     baseline = runs[0].figures
     base_total = baseline.per_row(baseline.commit_cpu) + baseline.per_row(baseline.checkpoint_cpu)
     print(
         f"{'variant':<28} {'µs CPU/row':>10} {'µs CPU/commit':>13} {'ckpt µs/row':>11} "
-        f"{'total µs/row':>12} {'ratio':>6} {'max WAL MiB':>11}"
+        f"{'total µs/row':>12} {'ratio':>6} {'max WAL MiB':>11} {'ms wall/commit':>14}"
     )
     for run in runs:
         figures = run.figures
         commit = figures.per_row(figures.commit_cpu)
         checkpoint = figures.per_row(figures.checkpoint_cpu)
+        per_commit = figures.per_commit(figures.commit_cpu)
         print(
-            f"{run.variant.name:<28} {commit * 1e6:>10.2f} {figures.per_commit() * 1e6:>13.0f} "
+            f"{run.variant.name:<28} {commit * 1e6:>10.2f} {per_commit * 1e6:>13.0f} "
             f"{checkpoint * 1e6:>11.2f} {(commit + checkpoint) * 1e6:>12.2f} "
-            f"{(commit + checkpoint) / base_total:>6.2f} {figures.largest_wal / 2**20:>11.1f}"
+            f"{(commit + checkpoint) / base_total:>6.2f} {figures.largest_wal / 2**20:>11.1f} "
+            f"{figures.per_commit(figures.commit_wall) * 1e3:>14.2f}"
         )
         if figures.wal_commits:
             print(
@@ -293,6 +300,27 @@ def _print_table(runs: Sequence[Run], batch: int) -> None:
                 f"a checkpoint: median {statistics.median(figures.checkpoint_walls) * 1e3:.1f} ms, "
                 f"longest {max(figures.checkpoint_walls) * 1e3:.1f} ms wall)"
             )
+
+
+@contextlib.contextmanager
+def _busy_gil(*, enabled: bool) -> Iterator[None]:
+    """A thread running Python bytecode without pause, as a loaded event loop does: the writer gets the
+    GIL back after each statement it steps only when this thread yields it (every switch interval)."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(100))
+
+    thread = threading.Thread(target=spin, daemon=True)
+    if enabled:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if enabled:
+            thread.join()
 
 
 @contextlib.contextmanager
@@ -312,6 +340,11 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=100, help="commits per round (default 100)")
     parser.add_argument("--rounds", type=int, default=15, help="measured rounds (default 15)")
     parser.add_argument("--only", nargs="*", help="variant names to run (the first is the baseline)")
+    parser.add_argument(
+        "--gil-busy",
+        action="store_true",
+        help="a Python thread keeps the GIL busy during the measured rounds (the event loop's stand-in)",
+    )
     args = parser.parse_args()
     if args.batch > args.games:
         parser.error("--batch must not exceed --games: the rows of a commit are of distinct games")
@@ -326,15 +359,17 @@ def main() -> None:
     ):
         for run in runs:
             run.commit_round(WARM_UP_COMMITS, args.batch, measured=False)
-        for _ in range(args.rounds):
-            for run in runs:
-                run.commit_round(args.commits, args.batch, measured=True)
+        with _busy_gil(enabled=args.gil_busy):
+            for _ in range(args.rounds):
+                for run in runs:
+                    run.commit_round(args.commits, args.batch, measured=True)
         print(
             f"SQLite {sqlite3.sqlite_version}, synchronous=FULL, {args.games} games, {args.batch} rows per "
             f"commit, {args.rounds} rounds x {args.commits} commits after {WARM_UP_COMMITS} warm-up; "
-            f"medians over rounds; writer statement: {_INSERT_SQL}"
+            f"medians over rounds; current: INSERTs of up to {ROWS_PER_INSERT} rows"
+            + ("; a busy Python thread contends for the GIL" if args.gil_busy else "")
         )
-        _print_table(runs, args.batch)
+        _print_table(runs)
     print(f"process CPU for the whole run: {time.process_time() - process_started:.1f} s")
 
 

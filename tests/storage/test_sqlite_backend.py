@@ -1,6 +1,7 @@
 """The SQLite writer (`SqliteBackend`) on its own connection, under a server's load of appends: the
 write-ahead log is checkpointed into the database file as it fills, stays bounded, and no committed
-action is lost on the way; the clustered actions table still fences versions and finished games."""
+action is lost on the way; the clustered actions table still fences versions and finished games; a
+batch written in several multi-row INSERTs is still one transaction."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import dbutil
 import pytest
 
 from server.storage import ActionRecord
-from server.storage.commit_backends import SqliteBackend, Write, WriteConflict
+from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
 
 GAMES = [f"game-{index:03}" for index in range(100)]
@@ -134,3 +135,21 @@ def test_the_clustered_actions_table_still_fences_versions_and_finished_games(
     assert stored_actions(path) == [(GAMES[0], 1)]
     backend.commit([Write(actions=[ActionRecord(GAMES[2], 1, "t1-c5")])])
     assert stored_actions(path) == [(GAMES[0], 1), (GAMES[2], 1)]
+
+
+def test_a_batch_of_several_inserts_commits_whole_or_not_at_all(backend: SqliteBackend, path: Path) -> None:
+    """A batch longer than `ROWS_PER_INSERT` goes in several statements of one transaction: a row
+    refused in the last one (here a version already stored) takes the earlier statements' rows with
+    it; the same batch without it is stored whole."""
+    rows = [ActionRecord(game, v, "t1-c5") for v in (1, 2) for game in GAMES[:90]]
+    assert len(rows) > 2 * ROWS_PER_INSERT
+    backend.commit([Write(actions=[ActionRecord(GAMES[89], 3, "undo")])])
+
+    with pytest.raises(WriteConflict, match="UNIQUE constraint failed"):
+        backend.commit(
+            [Write(actions=rows[:100]), Write(actions=[*rows[100:], ActionRecord(GAMES[89], 3, "x")])]
+        )
+    assert stored_actions(path) == [(GAMES[89], 3)]
+
+    backend.commit([Write(actions=rows[:100]), Write(actions=rows[100:])])
+    assert stored_actions(path) == sorted([(row.game_id, row.v) for row in rows] + [(GAMES[89], 3)])
