@@ -11,16 +11,15 @@ import importlib.resources
 import json
 import logging
 import signal
+import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import unquote
 
-from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
-from websockets.typing import Subprotocol
 
 import protocol
 from server import __version__
@@ -35,14 +34,7 @@ from server.admission import (
 from server.bus import LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings, needs
-from server.connection import (
-    ConnectionLoop,
-    Fanout,
-    MeteredConnection,
-    metered_connection,
-    select_subprotocol,
-    too_many_connections,
-)
+from server.connection import ConnectionLoop, Fanout
 from server.errors import ErrorCode, Refusal, storage_failures_refused
 from server.hints import SolvingService
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
@@ -54,6 +46,7 @@ from server.rooms import RoomRegistry
 from server.storage import Database, StorageUnavailable, upgrade_to_head
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.db import sqlite_file
+from server.transport import WebSocketServer
 
 __all__ = ["App", "Services", "run"]
 
@@ -143,7 +136,7 @@ class App:
     """A running server: the listening socket and the services behind it."""
 
     services: Services
-    server: Server
+    server: WebSocketServer
     sweeper: asyncio.Task[None]
     expirer: asyncio.Task[None]
 
@@ -176,8 +169,9 @@ class App:
         return self.services.unfinished
 
     @classmethod
-    async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening.
+    async def start(cls, settings: Settings, sock: socket.socket | None = None) -> App:
+        """Migrate the database to head, open it and start listening: on ``sock`` when given (a bound
+        socket, shared by several workers with SO_REUSEPORT), else on the configured host and port.
 
         Raises:
             server.config.Unavailable: the database, Redis or the address to listen on.
@@ -188,22 +182,17 @@ class App:
         http = _HttpRoutes(
             services.metrics, services.leaderboards, services.database, OriginPolicy.parse(settings.origins)
         )
-        gate = _connection_gate(settings)
+        server = WebSocketServer(
+            services.loop.open,
+            http,
+            _connection_gate(settings),  # issue 11: connection caps
+            # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
+            # stops the transport from even buffering anything much larger.
+            max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
+            server_header=f"eightoff/{__version__}",
+        )
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
-            server = await serve(
-                services.loop,
-                settings.host,
-                settings.port,
-                subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
-                select_subprotocol=select_subprotocol,
-                process_request=http,
-                # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
-                # stops websockets from even buffering anything much larger.
-                max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
-                compression=None,
-                server_header=f"eightoff/{__version__}",
-                create_connection=metered_connection(gate),  # issue 11: connection caps
-            )
+            await server.listen(settings.host, settings.port, sock)
         sweeper = asyncio.get_running_loop().create_task(
             services.loop.close_idle_forever(), name="idle-sweeper"
         )
@@ -216,18 +205,17 @@ class App:
 
     @property
     def port(self) -> int:
-        sockets = self.server.sockets
-        return int(sockets[0].getsockname()[1]) if sockets else self.settings.port
+        port = self.server.port
+        return self.settings.port if port is None else port
 
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight actions commit, close every connection with 1001."""
-        self.server.server.close()
+        self.server.stop_accepting()
         self.sweeper.cancel()
         self.expirer.cancel()
         self.loop.draining = True
         await self.loop.wait_idle(self.settings.shutdown_grace)
-        self.server.close(close_connections=True)
-        await self.server.wait_closed()
+        await self.server.close_all(1001, "the server is shutting down")
         await self.services.stop()
 
 
@@ -246,8 +234,8 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
 
 
 class _HttpRoutes:
-    """``process_request``: plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web
-    client).
+    """Plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web client), and the
+    origin check of a WebSocket handshake (``server.transport.HttpRoutes``).
 
     ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
     ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
@@ -269,14 +257,11 @@ class _HttpRoutes:
         self._origins = origins
         self._log = ThrottledLog()
 
-    async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
+    def check_handshake(self, request: Request) -> Response | None:
+        return self._check_origin(request)
+
+    async def respond(self, request: Request) -> Response:
         path, _, query = request.path.partition("?")
-        if path == "/ws":
-            if isinstance(connection, MeteredConnection) and not connection.admit_forwarded(
-                request.headers.get("X-Forwarded-For")
-            ):
-                return too_many_connections()
-            return self._check_origin(request)
         if path == "/healthz":
             return await self._health()
         if path == "/metrics":
