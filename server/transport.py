@@ -318,6 +318,11 @@ class WebSocketConnection(asyncio.Protocol):
         self._flush()
 
     @property
+    def waiting(self) -> int:
+        """Messages received and not served yet (reading pauses past ``MAX_WAITING``)."""
+        return len(self._waiting)
+
+    @property
     def is_open(self) -> bool:
         return self._protocol.state is State.OPEN and not self.transport.is_closing()
 
@@ -437,10 +442,7 @@ class WebSocketConnection(asyncio.Protocol):
             return
         self._answered = True
         self.transport.write(too_many_connections().serialize())
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-        else:
-            self.transport.close()
+        self._write_eof()
 
     # Writing, keepalive, timers
 
@@ -448,10 +450,8 @@ class WebSocketConnection(asyncio.Protocol):
         for data in self._protocol.data_to_send():
             if data:
                 self.transport.write(data)
-            elif self.transport.can_write_eof():
-                self.transport.write_eof()  # our FIN after the close frame (or HTTP response)
             else:
-                self.transport.close()
+                self._write_eof()  # our FIN after the close frame (or the HTTP response)
         if self._protocol.state is State.CLOSED:
             self.transport.close()
         elif self._protocol.close_expected():
@@ -477,6 +477,15 @@ class WebSocketConnection(asyncio.Protocol):
         self._keepalive_timer = asyncio.get_running_loop().call_later(
             max(0.0, PING_INTERVAL - PING_TIMEOUT), self._keepalive
         )
+
+    def _write_eof(self) -> None:
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        try:
+            self.transport.write_eof()
+        except OSError:  # the peer is gone already
+            self.transport.abort()
 
     def _abort_later(self, delay: float) -> None:
         """Drop the socket ``delay`` seconds from now, unless it is gone by then (once)."""
