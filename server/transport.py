@@ -203,6 +203,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._counted = False
         self._refused = False  # over a cap at accept: only the 503 is sent
         self._answered = False  # the 503 of a refused connection or the 400 of a bad request
+        self._plain_http = False  # a request for another path than /ws: no WebSocket
+        self._peer_done = False  # its client half-closed after the request
         self._lingering = False
         self._fragments: list[bytes] = []
         self._fragmented_text = False
@@ -237,6 +239,8 @@ class WebSocketConnection(asyncio.Protocol):
         if self._refused:
             self._answer_refused()
             return
+        if self._plain_http:
+            return  # one request per connection: what follows it is not read
         self._protocol.receive_data(data)
         events = self._protocol.events_received()
         if events:
@@ -246,6 +250,8 @@ class WebSocketConnection(asyncio.Protocol):
                 self._frame(event)
             elif isinstance(event, Request):
                 self._handshake(event)
+                if self._plain_http:
+                    return  # the HTTP routes answer it; nothing the protocol made is sent
         if isinstance(self._protocol.handshake_exc, InvalidMessage) and not self._answered:
             # not an HTTP request: websockets only hangs up (its FIN waits in data_to_send)
             self._answered = True
@@ -255,6 +261,9 @@ class WebSocketConnection(asyncio.Protocol):
         self._flush()
 
     def eof_received(self) -> bool | None:
+        if self._plain_http:
+            self._peer_done = True
+            return True  # its response is still to come
         if not self._refused:
             self._protocol.receive_eof()
             self._flush()
@@ -286,7 +295,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     def write_frame(self, frame: bytes) -> None:
         """Write a frame made by ``wire_frame``, unless the connection is closing."""
-        if self._protocol.state is State.OPEN:
+        if self._protocol.state is State.OPEN and not self.transport.is_closing():
             self.transport.write(frame)
 
     def write_buffer_size(self) -> int:
@@ -391,8 +400,11 @@ class WebSocketConnection(asyncio.Protocol):
     def _handshake(self, request: Request) -> None:
         path = request.path.partition("?")[0]
         if path != "/ws":
+            self._plain_http = True
             self._http_task = asyncio.get_running_loop().create_task(self._serve_http(request))
             return
+        if self._protocol.eof_sent:
+            return  # what came with the request was no WebSocket frame: hung up already
         response = self._refusal(request) or self._protocol.accept(request)
         response.headers["Server"] = self._server.server_header
         self._protocol.send_response(response)
@@ -415,21 +427,23 @@ class WebSocketConnection(asyncio.Protocol):
         return self._server.routes.check_handshake(request)
 
     async def _serve_http(self, request: Request) -> None:
+        """Answer a plain HTTP request from the routes, then hang up (the response says how long
+        its body is; our FIN follows it)."""
         try:
             response = await self._server.routes.respond(request)
         except Exception:
             logger.exception("HTTP %s failed", request.path)
             response = self._protocol.reject(http.HTTPStatus.INTERNAL_SERVER_ERROR, "the server failed\n")
         self._http_task = None
-        if not self.transport.is_closing():
-            self._send_http(response)
-            self._flush()
-
-    def _send_http(self, response: Response) -> None:
+        if self.transport.is_closing():
+            return
         response.headers["Server"] = self._server.server_header
-        if self._protocol.state is State.CONNECTING:
-            self._protocol.send_response(response)
-            self._close_after_response()
+        self.transport.write(response.serialize())
+        if self._peer_done:
+            self.transport.close()
+            return
+        self._write_eof()
+        self._close_after_response()
 
     def _close_after_response(self) -> None:
         self._abort_later(CLOSE_LINGER)
@@ -447,6 +461,8 @@ class WebSocketConnection(asyncio.Protocol):
     # Writing, keepalive, timers
 
     def _flush(self) -> None:
+        if self.transport.is_closing():
+            return
         for data in self._protocol.data_to_send():
             if data:
                 self.transport.write(data)

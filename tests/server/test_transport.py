@@ -280,3 +280,16 @@ async def test_shutdown_closes_1001_after_the_in_flight_action_commits(tmp_path:
         assert await client.close_code() == 1001
         await asyncio.wait_for(shutdown, 10)
         assert open_connections(app) == (0, 0, 0)
+
+
+async def test_pipelined_http_requests_get_one_response(app: App) -> None:
+    """Two HTTP requests in one packet, then a half-close: the first is answered (200), the second,
+    which would be garbage as WebSocket frames, is ignored; then the server hangs up."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write_eof()
+    response = await asyncio.wait_for(reader.read(), 5)
+    assert response.startswith(b"HTTP/1.1 200 OK\r\n"), response
+    assert response.endswith(b"\r\n\r\nok\n")
+    writer.close()
+    assert await settled(app) == (0, 0, 0)
