@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import unquote
 
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
-
 import protocol
 from server import __version__
 from server.admission import (
@@ -46,7 +43,7 @@ from server.rooms import RoomRegistry
 from server.storage import Database, StorageUnavailable, upgrade_to_head
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.db import sqlite_file
-from server.transport import WebSocketServer
+from server.transport import Request, Response, WebSocketServer, http_response
 
 __all__ = ["App", "Services", "run"]
 
@@ -65,11 +62,6 @@ def _commit_backend(settings: Settings, database: Database) -> CommitBackend:
     if sqlite_path is None:
         return engine_backend
     return SqliteBackend(sqlite_path, engine_backend, synchronous=settings.sqlite_synchronous)
-
-
-def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
-    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body)))])
-    return Response(status.value, status.phrase, headers, body)
 
 
 @dataclass(slots=True)
@@ -265,7 +257,7 @@ class _HttpRoutes:
         if path == "/healthz":
             return await self._health()
         if path == "/metrics":
-            return _response(
+            return http_response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
             )
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
@@ -279,10 +271,10 @@ class _HttpRoutes:
         try:
             await self._database.ping()
         except StorageUnavailable:
-            return _response(
+            return http_response(
                 HTTPStatus.SERVICE_UNAVAILABLE, b"database unavailable\n", "text/plain; charset=utf-8"
             )
-        return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+        return http_response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
 
     def _check_origin(self, request: Request) -> Response | None:
         """None when the handshake may go on; else HTTP 403 (a web page of another site must not
@@ -291,7 +283,7 @@ class _HttpRoutes:
         if self._origins.allows(origin, request.headers.get("Host")):
             return None
         self._log.warning("origin refused", f"{origin!r} is not an allowed origin")
-        return _response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
+        return http_response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
 
     async def _api(self, path: str, query: str) -> Response:
         try:
@@ -319,7 +311,7 @@ class _HttpRoutes:
     @staticmethod
     def _json(status: HTTPStatus, body: dict[str, object]) -> Response:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        response = _response(status, data, "application/json")
+        response = http_response(status, data, "application/json")
         response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -328,8 +320,8 @@ class _HttpRoutes:
         name = "index.html" if path == "/" else path.lstrip("/")
         target = (WEB_ROOT / name).resolve()
         if WEB_ROOT in target.parents and target.is_file() and target.suffix in _STATIC_TYPES:
-            return _response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
-        return _response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+            return http_response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
+        return http_response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
 
 
 async def run(settings: Settings) -> None:

@@ -14,7 +14,7 @@ HTTP routes and closed), keepalive pings, close handshakes and lingering closes,
 request that is not HTTP. Admission (``server.admission``) is asked at accept, before anything is
 read, and again at the handshake for the client behind a trusted proxy.
 
-The only module that imports ``websockets`` with ``connection.py``.
+The only module that imports ``websockets``: the HTTP routes take its ``Request`` and ``Response`` from here.
 """
 
 from __future__ import annotations
@@ -42,8 +42,11 @@ from server.admission import ConnectionGate
 __all__ = [
     "Channel",
     "HttpRoutes",
+    "Request",
+    "Response",
     "WebSocketConnection",
     "WebSocketServer",
+    "http_response",
     "too_many_connections",
     "wire_frame",
 ]
@@ -63,6 +66,12 @@ MAX_WAITING = 16
 
 _SUBPROTOCOLS = [Subprotocol(sub.value) for sub in protocol.Subprotocol]
 _TOO_MANY = b"too many connections; retry later\n"
+
+
+def http_response(status: http.HTTPStatus, body: bytes, content_type: str) -> Response:
+    """A plain HTTP response (for the routes: they need not import websockets)."""
+    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body)))])
+    return Response(status.value, status.phrase, headers, body)
 
 
 def too_many_connections() -> Response:
