@@ -23,6 +23,7 @@ import pytest
 import serverutil
 from websockets.frames import Close, Frame, Opcode
 
+from server import transport
 from server.app import App
 from server.config import Settings
 from server.transport import MAX_WAITING
@@ -293,3 +294,23 @@ async def test_pipelined_http_requests_get_one_response(app: App) -> None:
     assert response.endswith(b"\r\n\r\nok\n")
     writer.close()
     assert await settled(app) == (0, 0, 0)
+
+
+async def test_keepalive_closes_1011_when_pings_go_unanswered(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pings every 0.2 s (20 s in production): a client that answers them stays open; one that reads
+    them but never answers is closed with 1011 once a pong is overdue."""
+    monkeypatch.setattr(transport, "PING_INTERVAL", 0.2)
+    monkeypatch.setattr(transport, "PING_TIMEOUT", 0.2)
+    polite, silent = await RawClient.open(app), await RawClient.open(app)
+    for _ in range(3):
+        opcode, data = await polite.frame()
+        assert opcode is Opcode.PING
+        polite.send(Opcode.PONG, data)
+    assert (await silent.frame())[0] is Opcode.PING
+    assert await silent.close_code() == 1011
+    polite.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    while (message := await polite.frame())[0] is Opcode.PING:
+        polite.send(Opcode.PONG, message[1])
+    assert msgpack.unpackb(message[1])["type"] == "welcome"
