@@ -53,6 +53,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+OPEN_TIMEOUT = 10.0
+"""Seconds a new connection has to send its request (websockets' default, which the server used
+before): a socket that says nothing does not hold a connection slot for long."""
 PING_INTERVAL = 20.0
 """Seconds between keepalive pings (websockets' default, which the server used before)."""
 PING_TIMEOUT = 20.0
@@ -196,6 +199,32 @@ class WebSocketConnection(asyncio.Protocol):
     ``subprotocol`` the one agreed at the handshake.
     """
 
+    __slots__ = (
+        "_abort_timer",
+        "_answered",
+        "_counted",
+        "_dispatching",
+        "_fragmented_text",
+        "_fragments",
+        "_http_task",
+        "_lingering",
+        "_peer_done",
+        "_plain_http",
+        "_pong_awaited",
+        "_protocol",
+        "_reading_paused",
+        "_refused",
+        "_server",
+        "_serving",
+        "_timer",
+        "_waiting",
+        "channel",
+        "client_address",
+        "last_frame_at",
+        "subprotocol",
+        "transport",
+    )
+
     transport: asyncio.Transport
 
     def __init__(self, server: WebSocketServer) -> None:
@@ -222,7 +251,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._dispatching = False
         self._reading_paused = False
         self._pong_awaited = False
-        self._keepalive_timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the open timeout, then the keepalive's
         self._abort_timer: asyncio.TimerHandle | None = None
         self._http_task: asyncio.Task[None] | None = None
 
@@ -235,6 +264,7 @@ class WebSocketConnection(asyncio.Protocol):
         self.client_address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         if self._server.gate.accept(self.client_address) is None:
             self._counted = True
+            self._timer = asyncio.get_running_loop().call_later(OPEN_TIMEOUT, self._open_timed_out)
             return
         self._refused = True
         if self._server.gate.start_lingering():  # answered when its request comes (data_received)
@@ -279,7 +309,7 @@ class WebSocketConnection(asyncio.Protocol):
         return None  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._keepalive_timer, self._abort_timer):
+        for timer in (self._timer, self._abort_timer):
             if timer is not None:
                 timer.cancel()
         self._waiting.clear()
@@ -406,7 +436,13 @@ class WebSocketConnection(asyncio.Protocol):
 
     # The opening handshake and plain HTTP
 
+    def _open_timed_out(self) -> None:
+        if self._protocol.state is State.CONNECTING and not self._plain_http:
+            self.transport.abort()
+
     def _handshake(self, request: Request) -> None:
+        if self._timer is not None:
+            self._timer.cancel()  # the open timeout: the request came
         path = request.path.partition("?")[0]
         if path != "/ws":
             self._plain_http = True
@@ -422,7 +458,7 @@ class WebSocketConnection(asyncio.Protocol):
             return
         if self._protocol.subprotocol is not None:
             self.subprotocol = protocol.Subprotocol(self._protocol.subprotocol)
-        self._keepalive_timer = asyncio.get_running_loop().call_later(PING_INTERVAL, self._keepalive)
+        self._timer = asyncio.get_running_loop().call_later(PING_INTERVAL, self._keepalive)
         self.channel = self._server.open_channel(self)
 
     def _refusal(self, request: Request) -> Response | None:
@@ -489,7 +525,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._pong_awaited = True
         self._protocol.send_ping(b"")
         self._flush()
-        self._keepalive_timer = asyncio.get_running_loop().call_later(PING_TIMEOUT, self._check_pong)
+        self._timer = asyncio.get_running_loop().call_later(PING_TIMEOUT, self._check_pong)
 
     def _check_pong(self) -> None:
         if self._protocol.state is not State.OPEN:
@@ -499,7 +535,7 @@ class WebSocketConnection(asyncio.Protocol):
             self._flush()
             return
         # a ping every PING_INTERVAL (from one ping to the next, as websockets does it)
-        self._keepalive_timer = asyncio.get_running_loop().call_later(
+        self._timer = asyncio.get_running_loop().call_later(
             max(0.0, PING_INTERVAL - PING_TIMEOUT), self._keepalive
         )
 

@@ -314,3 +314,16 @@ async def test_keepalive_closes_1011_when_pings_go_unanswered(
     while (message := await polite.frame())[0] is Opcode.PING:
         polite.send(Opcode.PONG, message[1])
     assert msgpack.unpackb(message[1])["type"] == "welcome"
+
+
+async def test_a_socket_that_sends_no_request_is_dropped(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket that connects and says nothing, and one that sends half a request line and stalls
+    (slowloris): both are dropped after the open timeout (0.2 s here, 10 s in production) and give
+    their connection slot back."""
+    monkeypatch.setattr(transport, "OPEN_TIMEOUT", 0.2)
+    silent = await asyncio.open_connection("127.0.0.1", app.port)
+    stalling = await asyncio.open_connection("127.0.0.1", app.port)
+    stalling[1].write(b"GET /ws HTTP/1.1\r\nHost: 127.0")
+    for reader, _ in (silent, stalling):
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+    assert await settled(app) == (0, 0, 0)
