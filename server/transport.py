@@ -10,8 +10,8 @@ so a flood cannot queue memory.
 
 What the asyncio server gave for free and is done here: the handshake (``/ws`` with subprotocol
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
-HTTP routes and closed), keepalive pings, close handshakes and lingering closes, HTTP 400 for a
-request that is not HTTP. Admission (``server.admission``) is asked at accept, before anything is
+HTTP routes and closed), the open timeout, keepalive pings, close handshakes and lingering closes,
+HTTP 400 for a request that is not HTTP. Admission (``server.admission``) is asked at accept, before anything is
 read, and again at the handshake for the client behind a trusted proxy.
 
 The only module that imports ``websockets``: the HTTP routes take its ``Request`` and ``Response`` from here.
