@@ -327,3 +327,20 @@ async def test_a_socket_that_sends_no_request_is_dropped(app: App, monkeypatch: 
     for reader, _ in (silent, stalling):
         assert await asyncio.wait_for(reader.read(), 5) == b""
     assert await settled(app) == (0, 0, 0)
+
+
+async def test_start_on_a_socket_bound_elsewhere(tmp_path: Path) -> None:
+    """App.start on an already bound socket (as workers sharing a port with SO_REUSEPORT do): it
+    listens there, whatever the settings' port says, and App.port tells which."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", 0))
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        app = await App.start(Settings(host="127.0.0.1", port=1, database_url=url), sock=sock)
+        try:
+            assert app.port == sock.getsockname()[1]
+            client = await RawClient.open(app)
+            client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+            assert (await client.message())["type"] == "welcome"
+        finally:
+            await app.shutdown()
