@@ -5,6 +5,7 @@ Run from the project root::
     .venv/bin/python -m bench.bench_load                  (N = 1, 100, 1000; well under a minute)
     .venv/bin/python -m bench.bench_load --quick          (short windows, for a smoke run)
     .venv/bin/python -m bench.bench_load --n 100 --duration 10
+    .venv/bin/python -m bench.bench_load --idle-only --idle-n 1000 10000   (idle plus active; 2-4 minutes)
 
 For each N it runs two targets, one after the other, each in its own process:
 
@@ -34,11 +35,32 @@ history grows by one action per round trip (up to the bound of 2,000 at N = 1), 
 cost that grows with a game's length shows up here.
 
 It prints one table (N, server actions/s, echo messages/s, their ratio, p50 / p99 round trip of each,
-the p99 ratio), a second table of CPU use during the window (server, echo, driver: a driver near 100 %
+the p99 ratio), a second table of CPU use during the window (server and echo: all the processes and
+threads of each; driver: a driver near 100 %
 means the figures are driver-bound; "other" is the rest of the machine, and a warning is printed when
 another load took a noticeable share, which skews everything) and the server's group-commit figures
 from its ``/metrics``, and the command line. Targets (the issue): at N = 100 the server keeps ≥ 60 % of
 the echo's throughput and a p99 within 2x of the echo's.
+
+With ``--idle-n N …`` (``--idle-only`` skips the tables above) it also runs the idle-plus-active table,
+printed as Markdown to paste into an issue note: for each N, each target in turn, all N connect
+(their handshakes alone, paced as always: ``CONNECT_CONCURRENCY`` in flight over all the drivers,
+under the listen backlog), then say ``hello`` and open a game (``new_game``), untimed; then only the first
+``--active`` connections (100 by default) run the closed move/undo loop while the rest stay connected
+and idle (a ``websockets`` client answers the server's pings by itself). The server is also given
+``--max-connections`` above N (its cap is 10,000 by default). Per target: the active connections'
+replies a second, p50 / p99, the target's CPU per reply (the idle connections' keepalive included),
+and its resident memory (``VmRSS`` of the process and any it forked, threads included) before the
+connections, once all connected and once all had a game; hence the memory per connection (connected
+minus before, over N) and per live game (games minus connected, over N: a player, its session, a
+room; the echo keeps none, its figure is buffers only), and each figure's ratio to the echo's. At
+small N the first connections' one-off costs (lazy imports, caches) weigh on the per-connection
+figures: read them at 10,000. An ``idle lost`` count above 0 means the target closed idle connections
+before the window ended. A ``hello`` or ``new_game`` answered ``unavailable`` during the setup (a
+storm of new players and games can keep the database past the server's timeout on a busy machine) is
+sent again after a pause, as the protocol says a client should, up to ``SETUP_ATTEMPTS`` times in all,
+and counted (``setup retries``). N = 10,000 needs 10,000 descriptors on each side: the soft ``RLIMIT_NOFILE``
+is raised to the hard limit, and more driver processes are started when one cannot hold its share.
 
 Only loopback traffic; every subprocess is stopped (SIGTERM, then SIGKILL) when the run ends,
 fails or is interrupted, and each one is told by the kernel to die with this process
@@ -68,14 +90,15 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.protocol import State
 from websockets.typing import Subprotocol
 
 from bench.echo_server import raise_nofile_limit
@@ -87,10 +110,15 @@ ECHO_SERVER = Path(__file__).resolve().parent / "echo_server.py"
 SUBPROTOCOL = Subprotocol("eightoff.v1.msgpack")
 CODE = "EO1-C8-AAAAAFA"  # an 8-cell deal: cells 5-8 are empty, so t1 → c5 is legal at the deal
 DEFAULT_NS = (1, 100, 1000)
+DEFAULT_ACTIVE = 100  # the idle-plus-active table: connections that play; the rest stay idle
+IDLE_SETTLE = 1.0  # seconds between the target's start and its first memory reading
+DEFAULT_MAX_CONNECTIONS = 10_000  # the server's own cap; raised above N for the idle-plus-active table
 RATE_PER_SECOND = "1000000000"
 RATE_BURST = "1000000000"
-CONNECT_CONCURRENCY = 64  # handshakes in flight per driver: stays under the listen backlog (100)
+CONNECT_CONCURRENCY = 64  # handshakes in flight, all drivers together: under the listen backlog (100)
 SETUP_TIMEOUT = 120.0
+SETUP_ATTEMPTS = 8  # a setup request answered "unavailable" is sent again, up to this many times in all
+SETUP_SECONDS_PER_CONNECTION = 0.03  # more setup time for the idle-plus-active table's big N
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
 MAX_ERRORS_PER_CONNECTION = 100
@@ -98,6 +126,7 @@ ACTIONS_PER_GAME = MAX_GAME_ACTIONS - MAX_GAME_ACTIONS % 2  # even: the game is 
 TARGET_THROUGHPUT_RATIO = 0.60
 TARGET_P99_RATIO = 2.0
 
+_T = TypeVar("_T")
 _SERVING = re.compile(r"serving ws://[^\s:]+:(\d+)/ws")
 
 
@@ -112,13 +141,55 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process, all its threads included (Linux ``/proc``)."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (field 3, the state, comes first)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants still running (a server started with ``--workers`` forks its
+    workers): the processes whose CPU and memory are the server's. It scans ``/proc`` (milliseconds on
+    a busy machine): find the tree before a timed window, not at its edges."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat_fields(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    tree, index = [pid], 0
+    while index < len(tree):
+        tree.extend(children.get(tree[index], ()))
+        index += 1
+    return tree
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process and its descendants, all their threads included (Linux
+    ``/proc``); None if the process is gone."""
+    return tree_cpu_seconds(process_tree(pid))
+
+
+def tree_cpu_seconds(members: Sequence[int]) -> float | None:
+    """User + system CPU time of the processes ``members`` (a `process_tree`) still running."""
+    total = None
+    for member in members:
+        fields = _stat_fields(member)
+        if fields is not None:
+            total = (total or 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def rss_bytes(pid: int) -> int | None:
+    """Resident memory (``VmRSS``) of a process and its descendants: a process's threads share its
+    RSS; forked workers' shared pages count once per worker. None if the process is gone."""
+    total = None
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError, ValueError, StopIteration):
+            status = Path(f"/proc/{member}/status").read_text().splitlines()
+            line = next(line for line in status if line.startswith("VmRSS:"))
+            total = (total or 0) + int(line.split()[1]) * 1024  # kB
+    return total
 
 
 def busy_cpu_seconds() -> float | None:
@@ -144,10 +215,14 @@ class Target:
     command: list[str]
 
 
-def _server_command(database: Path, launcher: str | None = None, extra: str | None = None) -> list[str]:
+def _server_command(
+    database: Path, launcher: str | None = None, extra: str | None = None, capacity: int | None = None
+) -> list[str]:
     # ``python -m server`` (the ``eightoff`` command) from the project root: the working tree's code,
     # whatever the state of the editable install.
     head = shlex.split(launcher) if launcher else [sys.executable, "-m", "server"]
+    # The cap on open connections in all (10,000 by default) must leave room for N and /metrics.
+    cap = [] if capacity is None else ["--max-connections", str(max(DEFAULT_MAX_CONNECTIONS, capacity + 100))]
     return [
         *head,
         "serve",
@@ -159,15 +234,24 @@ def _server_command(database: Path, launcher: str | None = None, extra: str | No
         "--max-connections-per-address", "off",  # every connection comes from 127.0.0.1
         "--guests-per-address-per-minute", "off",  # and says hello as a new guest
         "--new-connections-per-address-per-second", "off",  # all at once
+        *cap,
         *shlex.split(extra or ""),
     ]  # fmt: skip
 
 
-def start_target(kind: str, workdir: Path, launcher: str | None = None, extra: str | None = None) -> Target:
-    """Start the server or the echo server, wait until it listens, return how to reach it."""
+def start_target(
+    kind: str,
+    workdir: Path,
+    launcher: str | None = None,
+    extra: str | None = None,
+    *,
+    capacity: int | None = None,
+) -> Target:
+    """Start the server or the echo server, wait until it listens, return how to reach it; the server
+    admits ``capacity`` connections at once (None: its default cap)."""
     workdir.mkdir(parents=True, exist_ok=True)
     if kind == "server":
-        command = _server_command(workdir / "bench.sqlite3", launcher, extra)
+        command = _server_command(workdir / "bench.sqlite3", launcher, extra, capacity)
     else:
         command = [sys.executable, str(ECHO_SERVER), "--host", "127.0.0.1", "--port", "0"]
     env = {key: value for key, value in os.environ.items() if not key.startswith("EIGHTOFF_")}
@@ -227,6 +311,9 @@ class DriverPlan:
     duration: float
     target_pid: int | None  # read its CPU time at the window's edges (driver 0 only)
     metrics_url: str | None  # scrape /metrics at the window's edges (driver 0 only)
+    active: int | None = None  # connections that play (the first ones); None: all; the rest stay idle
+    staged: bool = False  # report "connected" once all connected, and say hello only on "open"
+    connect_concurrency: int = CONNECT_CONCURRENCY  # handshakes (then hello + new_game) in flight
 
 
 def _frames(game: str) -> tuple[bytes, bytes]:
@@ -245,26 +332,82 @@ class _Window:
         self.first_error: str | None = None
 
 
-async def _open(url: str, gate: asyncio.Semaphore, index: int) -> tuple[ClientConnection, str]:
+async def _connect(url: str) -> ClientConnection:
+    """The WebSocket handshake; the client answers the server's pings by itself, and sends none."""
+    return await connect(
+        url,
+        subprotocols=[SUBPROTOCOL],
+        compression=None,
+        open_timeout=SETUP_TIMEOUT,
+        ping_interval=None,
+        max_size=None,
+    )
+
+
+@dataclass
+class _Retries:
+    """Setup requests answered ``unavailable`` and sent again (a storm of new players and games can
+    keep the database past the server's timeout on a busy machine; the protocol says: retry)."""
+
+    count: int = 0
+
+
+async def _ask(ws: ClientConnection, request: dict[str, Any], retries: _Retries) -> dict[str, Any]:
+    """Send a setup request and return its reply, sent again (after a pause) while ``unavailable``."""
+    for attempt in range(1, SETUP_ATTEMPTS + 1):
+        await ws.send(msgpack.packb(request))
+        reply: dict[str, Any] = msgpack.unpackb(await ws.recv())
+        if reply.get("code") != "unavailable" or attempt == SETUP_ATTEMPTS:
+            break
+        retries.count += 1
+        await asyncio.sleep(0.25 * attempt)
+    return reply
+
+
+async def _greet(ws: ClientConnection, index: int, retries: _Retries) -> tuple[ClientConnection, str]:
+    """hello (a new guest), new_game: a live player with a game; returns the connection and its game."""
+    welcome = await _ask(ws, {"type": "hello", "protocol": 1, "id": 1, "name": f"bench-{index}"}, retries)
+    if welcome.get("type") == "error":
+        raise RuntimeError(f"hello refused: {welcome}")
+    snapshot = await _ask(ws, {"type": "new_game", "id": 2, "code": CODE}, retries)
+    if snapshot.get("type") == "error" or not isinstance(snapshot.get("game"), str):
+        raise RuntimeError(f"new_game refused: {snapshot}")
+    return ws, snapshot["game"]
+
+
+async def _open(
+    url: str, gate: asyncio.Semaphore, index: int, retries: _Retries
+) -> tuple[ClientConnection, str]:
     """Connect, hello, new_game: the untimed setup of one connection; returns it and its game."""
     async with gate:
-        ws = await connect(
-            url,
-            subprotocols=[SUBPROTOCOL],
-            compression=None,
-            open_timeout=SETUP_TIMEOUT,
-            ping_interval=None,
-            max_size=None,
+        return await _greet(await _connect(url), index, retries)
+
+
+async def _gated(gate: asyncio.Semaphore, step: Awaitable[_T]) -> _T:
+    async with gate:
+        return await step
+
+
+async def _setup(plan: DriverPlan, pipe: Connection, retries: _Retries) -> list[tuple[ClientConnection, str]]:
+    """Every connection of the plan connected, said hello and opened a game. Staged: all connect,
+    "connected" goes to the parent (it reads the server's memory), and the greetings start on "open"."""
+    gate = asyncio.Semaphore(plan.connect_concurrency)
+    timeout = SETUP_TIMEOUT + SETUP_SECONDS_PER_CONNECTION * plan.connections
+    started = time.monotonic()
+    if not plan.staged:
+        return await asyncio.wait_for(
+            asyncio.gather(*(_open(plan.url, gate, i, retries) for i in range(plan.connections))), timeout
         )
-        await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1, "name": f"bench-{index}"}))
-        welcome = msgpack.unpackb(await ws.recv())
-        if welcome.get("type") == "error":
-            raise RuntimeError(f"hello refused: {welcome}")
-        await ws.send(msgpack.packb({"type": "new_game", "id": 2, "code": CODE}))
-        snapshot = msgpack.unpackb(await ws.recv())
-        if snapshot.get("type") == "error" or not isinstance(snapshot.get("game"), str):
-            raise RuntimeError(f"new_game refused: {snapshot}")
-        return ws, snapshot["game"]
+    sockets = await asyncio.wait_for(
+        asyncio.gather(*(_gated(gate, _connect(plan.url)) for _ in range(plan.connections))), timeout
+    )
+    pipe.send(("connected", time.monotonic() - started))
+    command, _ = await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+    if command != "open":
+        raise RuntimeError(f"unexpected command {command!r}")
+    return await asyncio.wait_for(
+        asyncio.gather(*(_gated(gate, _greet(ws, i, retries)) for i, ws in enumerate(sockets))), timeout
+    )
 
 
 async def _next_game(ws: ClientConnection, game: str) -> str:
@@ -324,11 +467,9 @@ def _scrape(url: str) -> dict[str, float]:
 
 
 async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
-    gate = asyncio.Semaphore(CONNECT_CONCURRENCY)
     setup_started = time.monotonic()
-    opened = await asyncio.wait_for(
-        asyncio.gather(*(_open(plan.url, gate, i) for i in range(plan.connections))), SETUP_TIMEOUT
-    )
+    retries = _Retries()
+    opened = await _setup(plan, pipe, retries)
     setup_seconds = time.monotonic() - setup_started
     pipe.send(("ready", setup_seconds))
     loop = asyncio.get_running_loop()
@@ -337,20 +478,22 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         raise RuntimeError(f"unexpected command {command!r}")
     window = _Window()
     await asyncio.sleep(max(0.0, go_at - time.monotonic()))
-    players = [asyncio.create_task(_play(ws, game, window)) for ws, game in opened]
+    target = process_tree(plan.target_pid) if plan.target_pid else []  # before the window: a /proc scan
+    playing, idle = opened[: plan.active], opened[len(opened) if plan.active is None else plan.active :]
+    players = [asyncio.create_task(_play(ws, game, window)) for ws, game in playing]
     await asyncio.sleep(max(0.0, go_at + plan.warmup - time.monotonic()))
 
     before = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
     window.phase = 1
     started = time.perf_counter()
     own_cpu = time.process_time()
-    target_cpu = cpu_seconds(plan.target_pid) if plan.target_pid else None
+    target_cpu = tree_cpu_seconds(target) if target else None
     machine_cpu = busy_cpu_seconds() if plan.target_pid else None
     await asyncio.sleep(max(0.0, go_at + plan.warmup + plan.duration - time.monotonic()))
     window.phase = 2
     elapsed = time.perf_counter() - started
     own_cpu = time.process_time() - own_cpu
-    target_end = cpu_seconds(plan.target_pid) if plan.target_pid else None
+    target_end = tree_cpu_seconds(target) if target else None
     target_cpu = None if target_cpu is None or target_end is None else target_end - target_cpu
     machine_end = busy_cpu_seconds() if plan.target_pid else None
     machine_cpu = None if machine_cpu is None or machine_end is None else machine_end - machine_cpu
@@ -360,6 +503,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     for task in pending:
         task.cancel()
     failures = [task.exception() for task in done if not task.cancelled() and task.exception()]
+    idle_lost = sum(ws.state is not State.OPEN for ws, _ in idle)  # closed by the server meanwhile?
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.gather(*(ws.close() for ws, _ in opened), return_exceptions=True), 30)
     if failures:
@@ -373,6 +517,8 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         "target_cpu": target_cpu,
         "machine_cpu": machine_cpu,
         "metrics": {key: after[key] - before.get(key, 0.0) for key in after},
+        "idle_lost": idle_lost,
+        "setup_retries": retries.count,
     }
 
 
@@ -407,6 +553,13 @@ class Measurement:
     driver_cpu: float  # fraction of one core, all drivers together
     other_cpu: float | None = None  # the rest of the machine (other processes), fraction of one core
     metrics: dict[str, float] = field(default_factory=dict)
+    active: int | None = None  # connections that played (None: all N)
+    #: the target's RSS in bytes: "before" any connection, once all "connected", once all said hello
+    #: and opened a game ("games"); staged runs only
+    rss: dict[str, int | None] = field(default_factory=dict)
+    connect_s: float = float("nan")  # staged: the connections' handshakes alone
+    idle_lost: int = 0  # idle connections the target closed before the end of the window
+    setup_retries: int = 0  # staged: hello / new_game answered "unavailable" and sent again
 
 
 def _cpu_per_reply(measurement: Measurement) -> float:
@@ -451,11 +604,24 @@ def _py_spy(pid: int, seconds: float, output: Path, fmt: str) -> subprocess.Pope
     )
 
 
-def measure(target: Target, n: int, args: argparse.Namespace, label: str) -> Measurement:
-    """Drive ``target`` with ``n`` connections split over ``args.drivers`` processes."""
+def _split(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def measure(
+    target: Target, n: int, args: argparse.Namespace, label: str, *, active: int | None = None
+) -> Measurement:
+    """Drive ``target`` with ``n`` connections split over ``args.drivers`` processes (more if one
+    process cannot hold its share under the open-files limit). With ``active``, only that many play
+    (split over the drivers too) and the rest stay idle; the connections are then set up in stages,
+    the target's memory read before, once connected, and once every connection opened a game."""
     context = multiprocessing.get_context("spawn")
-    drivers = max(1, min(args.drivers, n))
-    shares = [n // drivers + (1 if i < n % drivers else 0) for i in range(drivers)]
+    drivers = max(1, min(max(args.drivers, _drivers_needed(n)), n))
+    shares = _split(n, drivers)
+    actives: list[int | None] = [None] * drivers if active is None else list(_split(min(active, n), drivers))
+    staged = active is not None
+    rss: dict[str, int | None] = {"before": rss_bytes(target.process.pid)} if staged else {}
+    connect = float("nan")
     started: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
     profiler: subprocess.Popen[bytes] | None = None
     finished = False
@@ -469,12 +635,23 @@ def measure(target: Target, n: int, args: argparse.Namespace, label: str) -> Mea
                 duration=args.duration,
                 target_pid=target.process.pid if index == 0 else None,
                 metrics_url=target.metrics_url if index == 0 else None,
+                active=actives[index],
+                staged=staged,
+                connect_concurrency=max(1, CONNECT_CONCURRENCY // drivers),
             )
             driver = context.Process(target=driver_main, args=(plan, child_end), name=f"driver-{index}")
             driver.start()
             child_end.close()
             started.append((driver, parent_end))
-        setup = max(_receive(pipe, process, SETUP_TIMEOUT + 30) for process, pipe in started)
+        setup_timeout = SETUP_TIMEOUT + SETUP_SECONDS_PER_CONNECTION * max(shares) + 30
+        if staged:
+            connect = max(_receive(pipe, process, setup_timeout) for process, pipe in started)
+            rss["connected"] = rss_bytes(target.process.pid)
+            for _, pipe in started:
+                pipe.send(("open", None))
+        setup = max(_receive(pipe, process, setup_timeout) for process, pipe in started)
+        if staged:
+            rss["games"] = rss_bytes(target.process.pid)
         go_at = time.monotonic() + 0.2
         for _, pipe in started:
             pipe.send(("go", go_at))
@@ -522,13 +699,19 @@ def measure(target: Target, n: int, args: argparse.Namespace, label: str) -> Mea
         target_cpu=None if first["target_cpu"] is None else first["target_cpu"] / elapsed,
         driver_cpu=sum(result["driver_cpu"] for result in results) / elapsed,
         metrics=first["metrics"],
+        active=active,
+        rss=rss,
+        connect_s=connect,
+        idle_lost=sum(result["idle_lost"] for result in results),
+        setup_retries=sum(result["setup_retries"] for result in results),
     )
     if first["machine_cpu"] is not None and first["target_cpu"] is not None:
         driver_seconds = sum(result["driver_cpu"] for result in results)
         other = first["machine_cpu"] - first["target_cpu"] - driver_seconds
         measurement.other_cpu = max(0.0, other / elapsed)
+    playing = "" if active is None else f" ({min(active, n)} active)"
     print(
-        f"  {label:6} N={n:<5} {measurement.rate:9.0f}/s  p50 {measurement.p50_ms:7.2f} ms  "
+        f"  {label:6} N={n:<5}{playing} {measurement.rate:9.0f}/s  p50 {measurement.p50_ms:7.2f} ms  "
         f"p99 {measurement.p99_ms:7.2f} ms  errors {errors}  (setup {setup:.1f} s)",
         file=sys.stderr,
         flush=True,
@@ -536,10 +719,30 @@ def measure(target: Target, n: int, args: argparse.Namespace, label: str) -> Mea
     return measurement
 
 
+def _drivers_needed(n: int) -> int:
+    """Driver processes needed for ``n`` connections under this process's open-files limit (the
+    drivers raise theirs the same way)."""
+    room = raise_nofile_limit() - 100  # the driver's own files: the event loop, pipes, modules
+    return max(1, math.ceil(n / room)) if room > 0 else 1
+
+
 def run_one(kind: str, n: int, args: argparse.Namespace, root: Path) -> Measurement:
     target = start_target(kind, root / f"{kind}-n{n}", args.server_launcher, args.server_args)
     try:
         return measure(target, n, args, kind)
+    finally:
+        stop_process(target.process)
+
+
+def run_idle(kind: str, n: int, args: argparse.Namespace, root: Path) -> Measurement:
+    """The idle-plus-active run of one target: ``n`` connections with a game each, ``args.active`` of
+    them playing."""
+    target = start_target(
+        kind, root / f"{kind}-idle-n{n}", args.server_launcher, args.server_args, capacity=n
+    )
+    try:
+        time.sleep(IDLE_SETTLE)  # start-up done (migrations, imports) before the memory is read
+        return measure(target, n, args, kind, active=args.active)
     finally:
         stop_process(target.process)
 
@@ -616,8 +819,12 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
         for measurement in (server, echo):
             if measurement.first_error:
                 print(f"first error ({measurement.kind}, N={measurement.n}): {measurement.first_error}")
+            if measurement.setup_retries:
+                retried = measurement.setup_retries
+                print(f"setup ({measurement.kind}, N={measurement.n}): {retried} hello / new_game retried")
     print()
-    print("CPU is the share of one core used during the window (server: all its threads, SQLite's included);")
+    print("CPU is the share of one core used during the window (server: all its processes and threads,")
+    print("SQLite's included);")
     print("'other' is the rest of the machine meanwhile: well above 0 means another load skewed the figures.")
     print("Server settings: defaults (SQLite WAL, synchronous=FULL, group commit of up to 1024 writes, ack")
     print(f"after commit), except --rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}: the")
@@ -640,6 +847,101 @@ def _pct(value: float | None) -> str:
     return "-" if value is None or value != value else f"{value * 100:.0f}%"
 
 
+def _grown(measurement: Measurement, start: str, end: str) -> float:
+    """Bytes the target's RSS grew by per connection between two readings; nan if unknown."""
+    before, after = measurement.rss.get(start), measurement.rss.get(end)
+    if before is None or after is None or not measurement.n:
+        return float("nan")
+    return (after - before) / measurement.n
+
+
+def _mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f}"
+
+
+def _kib(value: float) -> str:
+    return "-" if value != value else f"{value / 1024:.1f}"
+
+
+def _over(server: float, echo: float) -> str:
+    return _fmt_ratio(server / echo if echo and echo == echo else float("nan"))
+
+
+def report_idle(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespace, command: str) -> None:
+    """The idle-plus-active table, as Markdown (to paste into an issue note)."""
+    print()
+    print(
+        f"#### Idle plus active connections: N connected, each said hello and opened a game; {args.active} "
+        "of them play closed move/undo loops, the rest stay idle (they answer pings)"
+    )
+    print()
+    print(
+        f"window {args.duration:g} s after {args.warmup:g} s warm-up; {os.cpu_count()} CPUs; "
+        f"Python {sys.version.split()[0]}; RSS = VmRSS of the target's processes (threads included)"
+    )
+    print()
+    print(
+        "| N | target | active act/s | p50 / p99 ms | CPU µs/action | RSS MiB before / connected / games "
+        "| KiB per connection | KiB per live game | setup s (connect / greet) "
+        "| setup retries | idle lost | errors | CPU other |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for server, echo in pairs:
+        for m in (server, echo):
+            print(
+                f"| {m.n:,} | {m.kind} | {m.rate:,.0f} | {m.p50_ms:.2f} / {m.p99_ms:.2f} | "
+                f"{_cpu_per_reply(m):.1f} | {_mib(m.rss.get('before'))} / {_mib(m.rss.get('connected'))} / "
+                f"{_mib(m.rss.get('games'))} | {_kib(_grown(m, 'before', 'connected'))} | "
+                f"{_kib(_grown(m, 'connected', 'games'))} | "
+                f"{m.connect_s:.1f} / {m.setup_s - m.connect_s:.1f} | "
+                f"{m.setup_retries} | {m.idle_lost} | {m.errors} | {_pct(m.other_cpu)} |"
+            )
+        print(
+            f"| {server.n:,} | server / echo | {_over(server.rate, echo.rate)} | "
+            f"{_over(server.p50_ms, echo.p50_ms)} / {_over(server.p99_ms, echo.p99_ms)} | "
+            f"{_over(_cpu_per_reply(server), _cpu_per_reply(echo))} | | "
+            f"{_over(_grown(server, 'before', 'connected'), _grown(echo, 'before', 'connected'))} "
+            "| | | | | | |"
+        )
+    print()
+    for server, echo in pairs:
+        connection, game = _grown(server, "before", "connected"), _grown(server, "connected", "games")
+        bare = _grown(echo, "before", "connected")
+        print(
+            f"- N = {server.n:,}: the server holds {_kib(connection)} KiB per connection and "
+            f"{_kib(game)} KiB more per live game (hello + new_game: a player, a session, a room), "
+            f"{_kib(connection + game)} KiB in all; the echo {_kib(bare)} KiB per bare connection "
+            f"(ratio {_over(connection + game, bare)}). CPU per action of the {args.active} active: "
+            f"{_cpu_per_reply(server):.1f} µs, echo {_cpu_per_reply(echo):.1f} µs per message "
+            f"(ratio {_over(_cpu_per_reply(server), _cpu_per_reply(echo))})."
+        )
+    for server, echo in pairs:
+        for measurement in (server, echo):
+            if measurement.first_error:
+                print(f"first error ({measurement.kind}, N={measurement.n}): {measurement.first_error}")
+    print()
+    print(
+        "KiB per connection: RSS growth from before the connections to all connected, over N; per live "
+        "game: growth from connected to all greeted with a game, over N (the echo keeps no player or game:"
+    )
+    print(
+        "its figure is buffers only). CPU µs/action: the target's CPU (all processes and threads, the idle "
+        "connections' keepalive included) over the active connections' replies in the window."
+    )
+    print("'setup retries': hello / new_game answered 'unavailable' (the database past the server's timeout")
+    print("during the setup storm) and sent again; 'idle lost': idle connections the target closed before")
+    print("the end of the window (should be 0);")
+    print("'CPU other': the rest of the machine during the window, share of a core (well above 0: skewed).")
+    print(
+        f"Server settings: defaults except --rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}, "
+        "the per-address limits off, --max-connections N + 100 (at least 10,000, its default)."
+    )
+    if args.server_args or args.server_launcher:
+        launcher = args.server_launcher or "python -m server"
+        print(f"Experiment: server launcher {launcher}, extra flags: {args.server_args or 'none'}")
+    print(f"command: `{command}`")
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -654,6 +956,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=list(DEFAULT_NS),
         metavar="N",
         help="concurrent games (connections) to run, in order (default: 1 100 1000)",
+    )
+    parser.add_argument(
+        "--idle-n",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="also run the idle-plus-active table at these N (e.g. 1000 10000; a few minutes)",
+    )
+    parser.add_argument(
+        "--active",
+        type=int,
+        default=DEFAULT_ACTIVE,
+        help=f"connections that play in the idle-plus-active table (default {DEFAULT_ACTIVE})",
+    )
+    parser.add_argument(
+        "--idle-only", action="store_true", help="skip the first table (with --idle-n): only idle-plus-active"
     )
     parser.add_argument("--duration", type=float, default=None, help="measured window, seconds (default 5)")
     parser.add_argument("--warmup", type=float, default=None, help="warm-up before the window (default 1)")
@@ -681,8 +1000,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.duration = 1.5 if args.quick else 5.0
     if args.warmup is None:
         args.warmup = 0.5 if args.quick else 1.0
-    if args.duration <= 0 or args.warmup < 0 or any(n < 1 for n in args.n) or args.drivers < 1:
+    if (
+        args.duration <= 0
+        or args.warmup < 0
+        or any(n < 1 for n in [*args.n, *args.idle_n])
+        or args.drivers < 1
+    ):
         parser.error("durations must be positive and N and --drivers at least 1")
+    if args.active < 1:
+        parser.error("--active must be at least 1")
+    if args.idle_only and not args.idle_n:
+        parser.error("--idle-only needs --idle-n")
     return args
 
 
@@ -700,8 +1028,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = ["-m", "bench.bench_load"] if __spec__ is not None else [sys.argv[0]]
     command = shlex.join([str(python), *module, *given])
     limit = raise_nofile_limit()
-    if max(args.n) + 64 > limit:
-        print(f"warning: the open-file limit is {limit}, below N={max(args.n)}", file=sys.stderr)
+    if max([*args.n, *args.idle_n]) + 64 > limit:
+        n = max([*args.n, *args.idle_n])
+        print(
+            f"warning: the open-file limit is {limit}, below N={n}: the target cannot hold it",
+            file=sys.stderr,
+        )
     if args.py_spy:
         Path(args.py_spy).mkdir(parents=True, exist_ok=True)
 
@@ -710,17 +1042,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _terminate)
     pairs: list[tuple[Measurement, Measurement]] = []
+    idle_pairs: list[tuple[Measurement, Measurement]] = []
     with tempfile.TemporaryDirectory(prefix="eightoff-bench-") as tmp:
         root = Path(tmp)
         print(f"working in {root}", file=sys.stderr)
-        for n in args.n:
-            server = (
-                _nan_measurement("server", n) if args.only == "echo" else run_one("server", n, args, root)
+        for n in [] if args.idle_only else args.n:
+            pairs.append(
+                (_run_target("server", n, args, root, run_one), _run_target("echo", n, args, root, run_one))
             )
-            echo = _nan_measurement("echo", n) if args.only == "server" else run_one("echo", n, args, root)
-            pairs.append((server, echo))
-    report(pairs, args, command)
+        for n in args.idle_n:
+            idle_pairs.append(
+                (_run_target("server", n, args, root, run_idle), _run_target("echo", n, args, root, run_idle))
+            )
+    if pairs:
+        report(pairs, args, command)
+    if idle_pairs:
+        report_idle(idle_pairs, args, command)
     return 0
+
+
+def _run_target(
+    kind: str,
+    n: int,
+    args: argparse.Namespace,
+    root: Path,
+    run: Callable[[str, int, argparse.Namespace, Path], Measurement],
+) -> Measurement:
+    """``run`` the target, unless ``--only`` names the other one (then a measurement of nothing)."""
+    return _nan_measurement(kind, n) if args.only not in (None, kind) else run(kind, n, args, root)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,12 @@ import importlib.resources
 import json
 import logging
 import signal
+import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import unquote
-
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
-from websockets.typing import Subprotocol
 
 import protocol
 from server import __version__
@@ -32,17 +28,10 @@ from server.admission import (
     TrustedProxies,
     open_files_budget,
 )
-from server.bus import LocalBus, RedisBus
+from server.bus import Bus, LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings, needs
-from server.connection import (
-    ConnectionLoop,
-    Fanout,
-    MeteredConnection,
-    metered_connection,
-    select_subprotocol,
-    too_many_connections,
-)
+from server.connection import ConnectionLoop, Fanout
 from server.errors import ErrorCode, Refusal, storage_failures_refused
 from server.hints import SolvingService
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
@@ -54,6 +43,7 @@ from server.rooms import RoomRegistry
 from server.storage import Database, StorageUnavailable, upgrade_to_head
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.db import sqlite_file
+from server.transport import Request, Response, WebSocketServer, http_response
 
 __all__ = ["App", "Services", "run"]
 
@@ -74,11 +64,6 @@ def _commit_backend(settings: Settings, database: Database) -> CommitBackend:
     return SqliteBackend(sqlite_path, engine_backend, synchronous=settings.sqlite_synchronous)
 
 
-def _response(status: HTTPStatus, body: bytes, content_type: str) -> Response:
-    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body)))])
-    return Response(status.value, status.phrase, headers, body)
-
-
 @dataclass(slots=True)
 class Services:
     """Everything behind the listening socket, built and started without binding a port."""
@@ -95,8 +80,9 @@ class Services:
     unfinished: UnfinishedGames
 
     @classmethod
-    async def start(cls, settings: Settings) -> Services:
-        """Open the (migrated) database, start the write pipeline and the bus.
+    async def start(cls, settings: Settings, *, bus: Bus | None = None) -> Services:
+        """Open the (migrated) database, start the write pipeline and the bus (``bus``, else Redis with
+        ``redis_url``, else none).
 
         Raises:
             server.config.Unavailable: Redis cannot be reached.
@@ -110,7 +96,7 @@ class Services:
         committer = Committer(_commit_backend(settings, database), metrics, max_batch=settings.commit_batch)
         committer.start()
         fanout = Fanout(metrics, settings.max_write_buffer_bytes)
-        bus = RedisBus(settings.redis_url) if settings.redis_url else LocalBus()
+        bus = bus or (RedisBus(settings.redis_url) if settings.redis_url else LocalBus())
         registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()
@@ -143,7 +129,7 @@ class App:
     """A running server: the listening socket and the services behind it."""
 
     services: Services
-    server: Server
+    server: WebSocketServer
     sweeper: asyncio.Task[None]
     expirer: asyncio.Task[None]
 
@@ -176,34 +162,33 @@ class App:
         return self.services.unfinished
 
     @classmethod
-    async def start(cls, settings: Settings) -> App:
-        """Migrate the database to head, open it and start listening.
+    async def start(
+        cls, settings: Settings, *, sock: socket.socket | None = None, bus: Bus | None = None
+    ) -> App:
+        """Migrate the database to head, open it and start listening: on ``sock`` when given (a bound
+        socket, shared by the workers of `server.workers` with SO_REUSEPORT), else on the configured
+        host and port; ``bus`` is the one between those workers (default: as the settings say).
 
         Raises:
             server.config.Unavailable: the database, Redis or the address to listen on.
         """
         with needs("database_url", what="cannot open and migrate the database"):
             await asyncio.to_thread(upgrade_to_head, settings.database_url)
-        services = await Services.start(settings)
+        services = await Services.start(settings, bus=bus)
         http = _HttpRoutes(
             services.metrics, services.leaderboards, services.database, OriginPolicy.parse(settings.origins)
         )
-        gate = _connection_gate(settings)
+        server = WebSocketServer(
+            services.loop.open,
+            http,
+            _connection_gate(settings),  # issue 11: connection caps
+            # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
+            # stops the transport from even buffering anything much larger.
+            max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
+            server_header=f"eightoff/{__version__}",
+        )
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
-            server = await serve(
-                services.loop,
-                settings.host,
-                settings.port,
-                subprotocols=[Subprotocol(sub.value) for sub in protocol.Subprotocol],
-                select_subprotocol=select_subprotocol,
-                process_request=http,
-                # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
-                # stops websockets from even buffering anything much larger.
-                max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
-                compression=None,
-                server_header=f"eightoff/{__version__}",
-                create_connection=metered_connection(gate),  # issue 11: connection caps
-            )
+            await server.listen(settings.host, settings.port, sock)
         sweeper = asyncio.get_running_loop().create_task(
             services.loop.close_idle_forever(), name="idle-sweeper"
         )
@@ -216,18 +201,17 @@ class App:
 
     @property
     def port(self) -> int:
-        sockets = self.server.sockets
-        return int(sockets[0].getsockname()[1]) if sockets else self.settings.port
+        port = self.server.port
+        return self.settings.port if port is None else port
 
     async def shutdown(self) -> None:
         """Stop accepting, let in-flight actions commit, close every connection with 1001."""
-        self.server.server.close()
+        self.server.stop_accepting()
         self.sweeper.cancel()
         self.expirer.cancel()
         self.loop.draining = True
         await self.loop.wait_idle(self.settings.shutdown_grace)
-        self.server.close(close_connections=True)
-        await self.server.wait_closed()
+        await self.server.close_all(1001, "the server is shutting down")
         await self.services.stop()
 
 
@@ -246,8 +230,8 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
 
 
 class _HttpRoutes:
-    """``process_request``: plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web
-    client).
+    """Plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web client), and the
+    origin check of a WebSocket handshake (``server.transport.HttpRoutes``).
 
     ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
     ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
@@ -269,18 +253,15 @@ class _HttpRoutes:
         self._origins = origins
         self._log = ThrottledLog()
 
-    async def __call__(self, connection: ServerConnection, request: Request) -> Response | None:
+    def check_handshake(self, request: Request) -> Response | None:
+        return self._check_origin(request)
+
+    async def respond(self, request: Request) -> Response:
         path, _, query = request.path.partition("?")
-        if path == "/ws":
-            if isinstance(connection, MeteredConnection) and not connection.admit_forwarded(
-                request.headers.get("X-Forwarded-For")
-            ):
-                return too_many_connections()
-            return self._check_origin(request)
         if path == "/healthz":
             return await self._health()
         if path == "/metrics":
-            return _response(
+            return http_response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
             )
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
@@ -294,10 +275,10 @@ class _HttpRoutes:
         try:
             await self._database.ping()
         except StorageUnavailable:
-            return _response(
+            return http_response(
                 HTTPStatus.SERVICE_UNAVAILABLE, b"database unavailable\n", "text/plain; charset=utf-8"
             )
-        return _response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+        return http_response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
 
     def _check_origin(self, request: Request) -> Response | None:
         """None when the handshake may go on; else HTTP 403 (a web page of another site must not
@@ -306,7 +287,7 @@ class _HttpRoutes:
         if self._origins.allows(origin, request.headers.get("Host")):
             return None
         self._log.warning("origin refused", f"{origin!r} is not an allowed origin")
-        return _response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
+        return http_response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
 
     async def _api(self, path: str, query: str) -> Response:
         try:
@@ -334,7 +315,7 @@ class _HttpRoutes:
     @staticmethod
     def _json(status: HTTPStatus, body: dict[str, object]) -> Response:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-        response = _response(status, data, "application/json")
+        response = http_response(status, data, "application/json")
         response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -343,8 +324,8 @@ class _HttpRoutes:
         name = "index.html" if path == "/" else path.lstrip("/")
         target = (WEB_ROOT / name).resolve()
         if WEB_ROOT in target.parents and target.is_file() and target.suffix in _STATIC_TYPES:
-            return _response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
-        return _response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+            return http_response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
+        return http_response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
 
 
 async def run(settings: Settings) -> None:

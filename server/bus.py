@@ -1,6 +1,8 @@
 """The cross-node bus: committed actions of every game, for the nodes whose spectators watch it.
 
-One node alone needs no bus (``LocalBus``: its rooms push to their own followers). With
+One node alone needs no bus (``LocalBus``: its rooms push to their own followers). The workers of
+``eightoff serve --workers N`` without Redis use ``RelayBus``: a socket to their supervisor, which
+relays each worker's events to the others (`server.workers`). With
 ``--redis-url`` every node publishes each committed action on ``eightoff:game:<id>`` and listens to
 the pattern ``eightoff:game:*``; a node holding the same game for its own spectators replays the
 action through its engine and pushes the diff itself, in both subprotocols. One pattern subscription
@@ -15,13 +17,25 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import socket
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import msgpack  # type: ignore[import-untyped]
 
-__all__ = ["Bus", "BusEvent", "LocalBus", "RedisBus"]
+__all__ = [
+    "Bus",
+    "BusEvent",
+    "FrameReader",
+    "LocalBus",
+    "RedisBus",
+    "RelayBus",
+    "frame",
+    "pack_event",
+    "unpack_event",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +51,71 @@ class BusEvent:
     v: int
     action: str | None
     finished_at_ms: int | None = None
+
+
+def pack_event(event: BusEvent) -> bytes:
+    """``event`` as a msgpack array (the relay's frame payload)."""
+    packed: bytes = msgpack.packb([event.node, event.game, event.v, event.action, event.finished_at_ms])
+    return packed
+
+
+def unpack_event(data: bytes) -> BusEvent:
+    """The event `pack_event` made.
+
+    Raises:
+        ValueError: ``data`` is not one (a bug of the sender: the relay carries our own processes' frames).
+    """
+    try:
+        node, game, v, action, finished_at_ms = msgpack.unpackb(data)
+    except Exception as exc:
+        raise ValueError(f"not a bus event: {exc}") from None
+    if not (
+        isinstance(node, str)
+        and isinstance(game, str)
+        and type(v) is int
+        and (action is None or isinstance(action, str))
+        and (finished_at_ms is None or type(finished_at_ms) is int)
+    ):
+        raise ValueError("not a bus event: a field of the wrong type")
+    return BusEvent(node, game, v, action, finished_at_ms)
+
+
+_LENGTH: Final = struct.Struct("!I")
+#: The largest relay frame: an event is ~100 bytes; a bigger length means the stream is corrupt.
+MAX_FRAME_BYTES: Final = 64 * 1024
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` behind its 4-byte big-endian length: the relay's framing on a stream socket."""
+    return _LENGTH.pack(len(payload)) + payload
+
+
+class FrameReader:
+    """Splits a byte stream into the payloads of `frame` (sans-I/O: feed it what the socket gave)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        """The payloads ``data`` completes, in order.
+
+        Raises:
+            ValueError: a frame announces more than `MAX_FRAME_BYTES` (the stream is corrupt).
+        """
+        self._buffer += data
+        payloads: list[bytes] = []
+        while len(self._buffer) >= _LENGTH.size:
+            (length,) = _LENGTH.unpack_from(self._buffer)
+            if length > MAX_FRAME_BYTES:
+                raise ValueError(f"a relay frame of {length} bytes (at most {MAX_FRAME_BYTES})")
+            end = _LENGTH.size + length
+            if len(self._buffer) < end:
+                break
+            payloads.append(bytes(self._buffer[_LENGTH.size : end]))
+            del self._buffer[:end]
+        return payloads
 
 
 class Bus(Protocol):
@@ -134,3 +213,92 @@ class RedisBus:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self._redis.aclose()
+
+
+#: Unsent relay bytes past which a worker drops events instead of buffering more (~100 bytes each).
+RELAY_BACKLOG_BYTES: Final = 16 * 1024 * 1024
+
+
+class RelayBus:
+    """A worker's end of the supervisor's relay: events go out on a stream socket, length-prefixed
+    msgpack (`frame`, `pack_event`), and the other workers' events come in the same way.
+
+    Hand-written because nothing off the shelf fits: Redis is the bus when a node has one, and without
+    it the workers are our own processes on one machine, which need a few lines over a socketpair
+    (multiprocessing's queues pickle, have no asyncio side and would need a thread per worker). The
+    supervisor relays frames without decoding them, so each worker's events reach the others in the
+    order it committed them. Publishing never blocks: the events of one turn of the event loop (a
+    commit's batch) leave in one write, and a backlog past `RELAY_BACKLOG_BYTES` drops them with a
+    warning (spectators elsewhere then see a version gap and reload the game).
+    """
+
+    def __init__(self, sock: socket.socket, *, on_lost: Callable[[], None] | None = None) -> None:
+        self._sock = sock
+        self._on_lost = on_lost
+        self._transport: asyncio.Transport | None = None
+        self._outbox: list[bytes] = []  # frames of this turn of the loop, written at its end
+
+    async def start(self, deliver: Callable[[BusEvent], None]) -> None:
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_unix_connection(
+            lambda: _RelayProtocol(deliver, self._lost), sock=self._sock
+        )
+        self._transport = transport
+
+    def publish(self, event: BusEvent) -> None:
+        if self._transport is None:
+            return
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(frame(pack_event(event)))
+
+    def _flush(self) -> None:
+        frames, self._outbox = self._outbox, []
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if transport.get_write_buffer_size() > RELAY_BACKLOG_BYTES:
+            logger.warning("relay backlog full; dropping %d events (spectators will resync)", len(frames))
+            return
+        transport.write(b"".join(frames))
+
+    def _lost(self) -> None:
+        if self._transport is not None and self._on_lost is not None:
+            self._on_lost()
+
+    async def close(self) -> None:
+        transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
+
+
+class _RelayProtocol(asyncio.Protocol):
+    """Reads the supervisor's frames and delivers their events; says when the relay is gone."""
+
+    def __init__(self, deliver: Callable[[BusEvent], None], lost: Callable[[], None]) -> None:
+        self._deliver = deliver
+        self._lost = lost
+        self._reader = FrameReader()
+        self._transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            payloads = self._reader.feed(data)
+        except ValueError as exc:
+            logger.error("the relay stream is corrupt (%s); closing it", exc)
+            if self._transport is not None:
+                self._transport.close()
+            return
+        for payload in payloads:
+            try:
+                event = unpack_event(payload)
+            except ValueError as exc:
+                logger.warning("ignoring a malformed relay frame: %s", exc)
+                continue
+            self._deliver(event)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost()

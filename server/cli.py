@@ -102,13 +102,26 @@ def _winnable(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
+    if settings.workers > 1:
+        from server.workers import Supervisor  # after the settings, as below
+
+        configure_logging("supervisor")
+        with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
+            return runner.run(Supervisor(settings).run())
     from server.app import run  # after the settings: a bad one is refused without loading the server
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
+    configure_logging(None)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         runner.run(run(settings))
     return 0
+
+
+def configure_logging(process: str | None) -> None:
+    """Log lines on stderr, naming ``process`` (a worker's node, or the supervisor) when there are
+    several."""
+    where = f" [{process}]" if process else ""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{where} %(name)s: %(message)s")
+    logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
 
 
 def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:

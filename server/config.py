@@ -161,7 +161,20 @@ class Settings:
     host: str = field(default="127.0.0.1", metadata={"help": "interface to listen on"})
     port: int = field(default=8765, metadata={"help": "TCP port (0 picks a free one)", "check": _port})
     node: str = field(
-        default="node-1", metadata={"help": "this node's name, sent in welcome", "check": _node}
+        default="node-1",
+        metadata={
+            "help": "this node's name, sent in welcome (with --workers N > 1, worker i is NODE-wI)",
+            "check": _node,
+        },
+    )
+    workers: int = field(
+        default=1,
+        metadata={
+            "help": "server processes sharing the port (SO_REUSEPORT), the database and a bus relayed "
+            "by a supervisor (Redis with --redis-url); 1: this process serves alone. A worker that dies "
+            "stops them all (exit 1): never a silent half-capacity node (docs/scaling.md)",
+            "check": _at_least(1),
+        },
     )
     # Storage
     database_url: str = field(
@@ -297,6 +310,12 @@ class Settings:
             problem = check(getattr(self, setting.name)) if check else None
             if problem is not None:
                 raise SettingError(setting.name, problem)
+        if self.workers > 1 and _node(self.worker_node(self.workers)) is not None:
+            raise SettingError("node", f"{self.node!r} leaves no room for the worker suffix -w{self.workers}")
+
+    def worker_node(self, index: int) -> str:
+        """The node name of worker ``index`` (1-based) of ``--workers N``: each tells clients apart."""
+        return f"{self.node}-w{index}"
 
 
 def _env_name(name: str) -> str:

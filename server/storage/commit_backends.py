@@ -11,12 +11,21 @@ writer thread, and says how it failed:
   the event loop and the driver's thread; here it is none); anything else goes to the SQLAlchemy
   backend. The statements are the Core ones of `repository`, compiled for SQLite once. Both paths are
   driven by the same one thread, so they never contend for SQLite's write lock.
+
+  The actions of a batch go in multi-row INSERTs of up to `ROWS_PER_INSERT` rows, not one statement
+  per row: the driver releases the GIL around every statement it steps, and with ``executemany`` that
+  was once per action, each time a chance for the event loop to take the GIL and the writer to wait
+  for it back; now a commit steps a few statements whatever its size, for the same CPU. A multi-row
+  statement that may fail half-way keeps a journal of the pages it changed, to undo just itself: the
+  writer's is kept in memory (``temp_store=MEMORY``), else past 64 KiB it spills to a temporary file,
+  which costs half as much again as the whole commit (bench/bench_sqlite_append.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,7 +40,7 @@ from server.storage.db import Database, StorageUnavailable, sqlite_pragmas
 from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord
 from server.storage.tables import games
 
-__all__ = ["CommitBackend", "SqlAlchemyBackend", "SqliteBackend", "Write", "WriteConflict"]
+__all__ = ["ROWS_PER_INSERT", "CommitBackend", "SqlAlchemyBackend", "SqliteBackend", "Write", "WriteConflict"]
 
 
 class WriteConflict(Exception):
@@ -105,7 +114,9 @@ class SqlAlchemyBackend:
 
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
-_INSERT_SQL = str(repository.INSERT_ACTIONS.compile(dialect=_DIALECT, column_keys=["game_id", "v", "action"]))
+#: Action rows per INSERT statement of the SQLite writer: a batch of n rows takes ceil(n / 64)
+#: statements, of at most 64 shapes (each prepared once, all within the driver's cache of 128).
+ROWS_PER_INSERT = 64
 _PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
 #: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
 _STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
@@ -147,9 +158,22 @@ class SqliteBackend:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
-        for pragma in sqlite_pragmas(self._synchronous):
+        for pragma in writer_pragmas(self._synchronous):
             conn.execute(pragma)
         return conn
+
+
+def writer_pragmas(synchronous: str) -> tuple[str, ...]:
+    """The set-up of the writer's connection: the server's (`sqlite_pragmas`), and statement journals
+    in memory for its multi-row INSERTs."""
+    return (*sqlite_pragmas(synchronous), "PRAGMA temp_store=MEMORY")
+
+
+@functools.cache
+def _insert_sql(count: int) -> str:
+    """`repository.INSERT_ACTIONS` for ``count`` rows at once, compiled for the sqlite3 driver."""
+    rows = [{"game_id": "", "v": 0, "action": ""}] * count
+    return str(repository.INSERT_ACTIONS.values(rows).compile(dialect=_DIALECT))
 
 
 def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
@@ -157,7 +181,10 @@ def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
     last = {row.game_id: row.progress for row in rows if row.progress is not None}
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.executemany(_INSERT_SQL, [(row.game_id, row.v, row.action) for row in rows])
+        for start in range(0, len(rows), ROWS_PER_INSERT):
+            chunk = rows[start : start + ROWS_PER_INSERT]
+            values = [value for row in chunk for value in (row.game_id, row.v, row.action)]
+            conn.execute(_insert_sql(len(chunk)), values)
         if last:
             conn.executemany(
                 _PROGRESS_SQL,

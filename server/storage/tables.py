@@ -144,11 +144,12 @@ class ActionRow(Base):
     """One accepted action of a game; its primary key (game_id, v) is the fence between writers.
 
     ``v`` is the version the action produced, from 1. Two writers can never both commit the same version of
-    a game: the second insert fails with an IntegrityError.
+    a game: the second insert fails with an IntegrityError. On SQLite the table is clustered on that key
+    (WITHOUT ROWID): an append updates one b-tree, not a table and its key's index.
     """
 
     __tablename__ = "actions"
-    __table_args__ = (CheckConstraint("v >= 1", name="v_positive"),)
+    __table_args__ = (CheckConstraint("v >= 1", name="v_positive"), {"sqlite_with_rowid": False})
 
     game_id: Mapped[str] = mapped_column(String(32), ForeignKey("games.id"), primary_key=True)
     v: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)

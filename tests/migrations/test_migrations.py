@@ -7,6 +7,7 @@ import importlib.util
 import io
 import itertools
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +16,14 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, inspect
+from sqlalchemy import Connection, insert, inspect, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from server.storage import current_revision, downgrade_to_base, head_revision, upgrade_to_head
 from server.storage.db import _alembic_config, migrations_directory
-from server.storage.tables import Base
+from server.storage.tables import Base, actions, games, players
 
 TABLES = {"players", "games", "actions"}
 FILE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-\d{4}_[a-z0-9_]+\.py$")
@@ -130,3 +132,74 @@ def test_config_keeps_percent_signs_in_urls() -> None:
     # A password with '%' (percent-encoded in the URL) must survive configparser interpolation.
     url = "postgresql+asyncpg://u:p%25ss%40x@h:5432/db"
     assert _alembic_config(url).get_main_option("sqlalchemy.url") == url
+
+
+# Revision 5c2f8e0d7a13: the actions table clustered on its key (SQLite) --------------------------------
+
+BEFORE_CLUSTERED_ACTIONS = "3b8e61d4a0c7"
+STARTED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+ACTION_ROWS = [("live", 1, "t1-c5"), ("live", 2, "undo"), ("live", 3, "t2-f"), ("over", 1, "resign")]
+
+
+def seed_games_and_actions(connection: Connection) -> None:
+    """A player, a game being played and a finished one, and their actions (made before it ended)."""
+    connection.execute(insert(players).values(id="p", name="p", token_hash="h", created_at=STARTED))
+    for game in ("live", "over"):
+        connection.execute(
+            insert(games).values(
+                id=game, player_id="p", code="EO1-C8-AAAAAFA", cells=8, status="playing", started_at=STARTED
+            )
+        )
+    connection.execute(insert(actions), [{"game_id": g, "v": v, "action": a} for g, v, a in ACTION_ROWS])
+    connection.execute(update(games).where(games.c.id == "over").values(status="resigned"))
+    connection.commit()
+
+
+def action_rows(connection: Connection) -> list[tuple[str, int, str]]:
+    rows = connection.execute(select(actions).order_by(actions.c.game_id, actions.c.v))
+    return [(row.game_id, row.v, row.action) for row in rows]
+
+
+def actions_table_sql(connection: Connection) -> str:
+    return str(connection.exec_driver_sql("SELECT sql FROM sqlite_master WHERE name = 'actions'").scalar())
+
+
+def insert_refused(url: str, game: str, v: int) -> bool:
+    """Whether the database refuses an action row (on a connection of its own, never committed)."""
+
+    def work(connection: Connection) -> bool:
+        if connection.dialect.name == "sqlite":
+            connection.exec_driver_sql("PRAGMA foreign_keys=ON")  # as every server connection has it
+        try:
+            connection.execute(insert(actions).values(game_id=game, v=v, action="t1-c5"))
+        except IntegrityError:
+            return True
+        return False
+
+    return bool(run_on(url, work))
+
+
+def assert_actions_fenced(url: str) -> None:
+    assert insert_refused(url, "live", 3)  # the (game, v) fence
+    assert insert_refused(url, "over", 2)  # a game no longer playing
+    assert insert_refused(url, "nowhere", 1)  # no such game
+    assert not insert_refused(url, "live", 4)
+
+
+def test_clustering_the_actions_keeps_their_rows_and_constraints(empty_database_url: str) -> None:
+    url = empty_database_url
+    command.upgrade(_alembic_config(url), BEFORE_CLUSTERED_ACTIONS)
+    run_on(url, seed_games_and_actions)
+    sqlite = url.startswith("sqlite")
+
+    upgrade_to_head(url)
+    assert run_on(url, action_rows) == ACTION_ROWS
+    assert_actions_fenced(url)
+    if sqlite:
+        assert "WITHOUT ROWID" in run_on(url, actions_table_sql)
+
+    command.downgrade(_alembic_config(url), BEFORE_CLUSTERED_ACTIONS)
+    assert run_on(url, action_rows) == ACTION_ROWS
+    assert_actions_fenced(url)
+    if sqlite:
+        assert "WITHOUT ROWID" not in run_on(url, actions_table_sql)

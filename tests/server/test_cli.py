@@ -73,6 +73,8 @@ def busy_port() -> Iterator[int]:
         (["--sqlite-synchronous", "SOMETIMES"], {}, "--sqlite-synchronous", "'SOMETIMES' is not one of"),
         ([], {"EIGHTOFF_DATABASE_URL": "mysql://u:secret@h/db"}, "--database-url", "unknown scheme 'mysql'"),
         (["--redis-url", "http://127.0.0.1:6379"], {}, "--redis-url", "unknown scheme 'http'"),
+        (["--workers", "0"], {}, "--workers (EIGHTOFF_WORKERS)", "0 is not a number of at least 1"),
+        ([], {"EIGHTOFF_WORKERS": "two"}, "--workers (EIGHTOFF_WORKERS)", "'two' is not a valid int"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it_and_exit_2(
@@ -113,8 +115,13 @@ def test_port_zero_picks_a_free_port_and_the_banner_gives_both_urls(sqlite_url: 
         assert server.wait(timeout=30) == 0
 
 
-def test_a_port_in_use_is_one_line_and_exit_1(busy_port: int, sqlite_url: str, tmp_path: Path) -> None:
-    result = run_eightoff("serve", "--port", str(busy_port), "--database-url", sqlite_url, cwd=tmp_path)
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_port_in_use_is_one_line_and_exit_1(
+    workers: str, busy_port: int, sqlite_url: str, tmp_path: Path
+) -> None:
+    result = run_eightoff(
+        "serve", "--workers", workers, "--port", str(busy_port), "--database-url", sqlite_url, cwd=tmp_path
+    )
     assert result.returncode == 1, result.stderr
     line = the_one_line(result.stderr)
     assert line.startswith("eightoff serve: --host (EIGHTOFF_HOST), --port (EIGHTOFF_PORT):")
@@ -138,10 +145,14 @@ def test_an_unreachable_database_is_one_line_and_exit_1(url: str, why: str, tmp_
     assert why in line and "secret" not in line, line
 
 
-def test_an_unreachable_redis_is_one_line_and_exit_1(sqlite_url: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_an_unreachable_redis_is_one_line_and_exit_1(workers: str, sqlite_url: str, tmp_path: Path) -> None:
+    """With workers, each worker meets the refusal; the supervisor says it once and stops them all."""
     redis_url = f"redis://127.0.0.1:{CLOSED_PORT}/0"
     result = run_eightoff(
-        "serve", "--port", "0", "--database-url", sqlite_url, "--redis-url", redis_url, cwd=tmp_path
+        "serve",
+        *("--workers", workers, "--port", "0", "--database-url", sqlite_url, "--redis-url", redis_url),
+        cwd=tmp_path,
     )
     assert result.returncode == 1, result.stderr
     line = the_one_line(result.stderr)

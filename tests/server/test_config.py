@@ -42,6 +42,8 @@ from server.config import SettingError, Settings, add_arguments, settings_from_a
         ("idle_timeout", 0.0, "not a positive number"),
         ("idle_timeout", -1.0, "not a positive number"),
         ("shutdown_grace", -0.5, "-0.5 is not a number of at least 0"),
+        ("workers", 0, "0 is not a number of at least 1"),
+        ("workers", -2, "-2 is not a number of at least 1"),
         ("shutdown_grace", math.nan, "nan is not a number of at least 0"),
     ],
 )
@@ -72,6 +74,7 @@ def test_an_unusable_value_is_refused_naming_its_flag_and_variable(name: str, va
         ("idle_timeout", None),
         ("shutdown_grace", 0.0),
         ("rate_per_second", 0.001),
+        ("workers", 1),
     ],
 )
 def test_the_values_at_each_bound_are_accepted(name: str, value: Any) -> None:
@@ -105,3 +108,17 @@ def test_off_on_the_command_line_turns_an_optional_limit_off(name: str) -> None:
     assert getattr(settings_from_args(parser.parse_args([]), environ=variable), name) is None
     # the flag wins over the variable, and an absent flag leaves the default
     assert getattr(settings_from_args(parser.parse_args([]), environ={}), name) == getattr(Settings(), name)
+
+
+def test_workers_name_themselves_after_the_node() -> None:
+    settings = Settings(node="eu-1", workers=3)
+    assert [settings.worker_node(i) for i in (1, 2, 3)] == ["eu-1-w1", "eu-1-w2", "eu-1-w3"]
+    assert Settings(node="n" * 61, workers=9).worker_node(9) == "n" * 61 + "-w9"  # 64 characters
+
+
+def test_a_node_name_that_leaves_no_room_for_the_worker_suffix_is_refused() -> None:
+    Settings(node="n" * 64)  # one process: its name as given
+    with pytest.raises(SettingError) as refused:
+        Settings(node="n" * 61, workers=10)
+    assert str(refused.value).startswith("--node (EIGHTOFF_NODE): ")
+    assert "leaves no room for the worker suffix -w10" in str(refused.value)

@@ -68,7 +68,14 @@ async def sqlite_pragmas(database: Database) -> dict[str, object]:
     async with database.connection() as conn:
         return {
             name: (await conn.exec_driver_sql(f"PRAGMA {name}")).scalar()
-            for name in ("journal_mode", "synchronous", "foreign_keys", "busy_timeout")
+            for name in (
+                "journal_mode",
+                "synchronous",
+                "foreign_keys",
+                "busy_timeout",
+                "wal_autocheckpoint",
+                "journal_size_limit",
+            )
         }
 
 
@@ -81,6 +88,8 @@ async def test_sqlite_pragmas_set_on_every_connection(tmp_path: Path) -> None:
             "synchronous": 2,  # FULL
             "foreign_keys": 1,
             "busy_timeout": 5000,
+            "wal_autocheckpoint": 10_000,
+            "journal_size_limit": 64 * 2**20,
         }
     finally:
         await database.dispose()

@@ -1,0 +1,377 @@
+"""SQLite append micro-benchmark: the writer thread's CPU per action row and per commit, variant by variant.
+
+Each variant gets a database file of its own, migrated by the real migrations (``server.storage``), with
+one player and ``--games`` games (100) being played; then commits of ``--batch`` action rows (51: what
+the pipeline commits at bench_load N = 100), each row the next version of a distinct game, go through
+the writer's own ``sqlite3`` connection as the server's ``SqliteBackend`` sets it up (WAL,
+``synchronous=FULL``, foreign keys, busy timeout, checkpoints, statement journals in memory) and
+appends them (``_append``: BEGIN IMMEDIATE, the INSERT, the progress UPDATE when one is due, COMMIT).
+One commit in ``PROGRESS_EVERY`` also updates one game's figures, about the server's rate. A game that
+reaches ``MAX_GAME_ACTIONS`` is finished and a new one starts (outside the timing), so the table grows
+as a server's does: full games behind, live tails spread over the index.
+
+Variants change one thing each against ``current`` (the head schema and the server's own statements):
+
+- ``executemany``: the one-row INSERT stepped once per row (the writer's statement before issue 14),
+  instead of multi-row INSERTs of up to ``ROWS_PER_INSERT`` rows.
+- ``multi-row, journal on disk``: ``temp_store`` left at its default: the statement journal of a
+  multi-row INSERT spills to a temporary file past 64 KiB.
+- ``no finished-game trigger``: the trigger of migration ``live_games_and_finished_fence`` dropped.
+- ``no foreign keys``: ``PRAGMA foreign_keys=OFF`` on the writer.
+- ``rowid actions`` / ``WITHOUT ROWID actions``: the actions table as a rowid table plus the primary
+  key's index (the schema before revision ``actions_without_rowid``), or clustered on its key.
+- ``checkpoints apart, N``: the writer's automatic checkpoint off, a PASSIVE checkpoint run every N
+  WAL frames (1000 is SQLite's default automatic checkpoint) and timed in a column of its own: the
+  checkpoints' share of the writer's CPU, which a checkpoint thread would pay instead.
+- ``wal_autocheckpoint=N``: automatic checkpoints every N frames (bounded WAL: its largest size is
+  reported).
+- ``before issue 14's changes``: all of the above as they were (rowid table, checkpoints every 1000
+  frames, ``executemany``).
+
+Warm-up commits first (the WAL file reaches its full size and is reused, as on a running server), then
+``--rounds`` rounds of ``--commits`` commits, the variants taking turns within each round so that a
+busy moment of the shared machine hits them alike. It prints, per variant, the median over the rounds of
+the writer thread's CPU (``time.thread_time``: user + system, fsync included) per row and per commit,
+the checkpoints' CPU per row when timed apart, the ratio of the total to ``current`` (the baseline,
+measured in the same run), the largest WAL file seen and the wall-clock time of a commit.
+
+``--gil-busy`` runs the measured rounds with another thread executing Python all along, as a loaded
+event loop does: the driver releases the GIL around each statement it steps and must then wait for it,
+so the number of statements per commit shows in the commit's wall-clock time (and in CPU).
+
+Run: ``.venv/bin/python -m bench.bench_sqlite_append [--rounds 15] [--commits 100] [--only NAME ...]``
+(``--gil-busy`` for the contended figures)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import secrets
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from alembic import command
+
+from server.storage import upgrade_to_head
+from server.storage.commit_backends import ROWS_PER_INSERT, _append, _insert_sql, _stored_time, writer_pragmas
+from server.storage.db import _alembic_config
+from server.storage.records import ActionRecord, GameProgress
+
+#: The revision before ``actions_without_rowid``: the actions table as a rowid table with an index.
+ROWID_REVISION = "3b8e61d4a0c7"
+TRIGGER = "tr_actions_refuse_finished_games"
+MAX_GAME_ACTIONS = 2000
+PROGRESS_EVERY = 24
+WARM_UP_COMMITS = 400
+STARTED = "2026-11-30 00:00:00.000000"
+
+Append = Callable[[sqlite3.Connection, Sequence[ActionRecord]], None]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    revision: str = "head"
+    schema: tuple[str, ...] = ()
+    pragmas: tuple[str, ...] = ()
+    append: Append = _append
+    #: When set, the writer's automatic checkpoint is off and a PASSIVE one runs every this many WAL
+    #: frames, timed apart.
+    checkpoints_apart: int = 0
+
+
+@dataclass
+class Figures:
+    """One variant's measured rounds."""
+
+    commit_cpu: list[float] = field(default_factory=list)
+    commit_wall: list[float] = field(default_factory=list)
+    checkpoint_cpu: list[float] = field(default_factory=list)
+    #: WAL frames the timed-apart checkpoints found (SQLite's own count), and the commits that wrote them.
+    wal_frames: int = 0
+    wal_commits: int = 0
+    #: Wall-clock seconds of each timed-apart checkpoint: how long the commit that ran it would wait.
+    checkpoint_walls: list[float] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    commits: list[int] = field(default_factory=list)
+    largest_wal: int = 0
+
+    def per_row(self, values: list[float]) -> float:
+        return statistics.median(value / rows for value, rows in zip(values, self.rows, strict=True))
+
+    def per_commit(self, values: list[float]) -> float:
+        return statistics.median(value / commits for value, commits in zip(values, self.commits, strict=True))
+
+
+def _append_executemany(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """`_append` as it was: ``executemany`` of the one-row INSERT (the driver steps it once per row)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(_insert_sql(1), [(row.game_id, row.v, row.action) for row in rows])
+        _update_progress(conn, rows)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _update_progress(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    last = {row.game_id: row.progress for row in rows if row.progress is not None}
+    if last:
+        conn.executemany(
+            "UPDATE games SET score=?, moves=?, undos=?, active_at=? WHERE games.id = ?",
+            [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
+        )
+
+
+def variants() -> list[Variant]:
+    no_autocheckpoint = ("PRAGMA wal_autocheckpoint=0",)
+    return [
+        Variant("current"),
+        Variant("executemany", append=_append_executemany),
+        Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),
+        Variant("no finished-game trigger", schema=(f"DROP TRIGGER {TRIGGER}",)),
+        Variant("no foreign keys", pragmas=("PRAGMA foreign_keys=OFF",)),
+        Variant("rowid actions", revision=ROWID_REVISION),
+        Variant("WITHOUT ROWID actions", schema=_without_rowid_actions()),
+        Variant("checkpoints apart, 1000", pragmas=no_autocheckpoint, checkpoints_apart=1000),
+        Variant("checkpoints apart, 10000", pragmas=no_autocheckpoint, checkpoints_apart=10000),
+        Variant("wal_autocheckpoint=1000", pragmas=("PRAGMA wal_autocheckpoint=1000",)),
+        Variant("wal_autocheckpoint=4000", pragmas=("PRAGMA wal_autocheckpoint=4000",)),
+        Variant("wal_autocheckpoint=10000", pragmas=("PRAGMA wal_autocheckpoint=10000",)),
+        Variant(
+            "before issue 14's changes",
+            revision=ROWID_REVISION,
+            pragmas=(
+                "PRAGMA wal_autocheckpoint=1000",
+                "PRAGMA journal_size_limit=-1",
+                "PRAGMA temp_store=DEFAULT",
+            ),
+            append=_append_executemany,
+        ),
+    ]
+
+
+def _without_rowid_actions() -> tuple[str, ...]:
+    """The actions table rebuilt clustered on (game_id, v), whatever the head schema has."""
+    return (
+        f"DROP TRIGGER {TRIGGER}",
+        "CREATE TABLE actions_clustered (game_id VARCHAR(32) NOT NULL, v INTEGER NOT NULL, "
+        "action VARCHAR(16) NOT NULL, CONSTRAINT pk_actions PRIMARY KEY (game_id, v), "
+        "CONSTRAINT ck_actions_v_positive CHECK (v >= 1), "
+        "CONSTRAINT fk_actions_game_id_games FOREIGN KEY(game_id) REFERENCES games (id)) WITHOUT ROWID",
+        "DROP TABLE actions",
+        "ALTER TABLE actions_clustered RENAME TO actions",
+        f"CREATE TRIGGER {TRIGGER} BEFORE INSERT ON actions "
+        "WHEN (SELECT status FROM games WHERE id = NEW.game_id) <> 'playing' "
+        "BEGIN SELECT RAISE(ABORT, 'the game is finished: no more actions'); END",
+    )
+
+
+class Run:
+    """One variant's database, writer connection and live games."""
+
+    def __init__(self, variant: Variant, directory: Path, games: int) -> None:
+        self.variant = variant
+        self.path = directory / f"{secrets.token_hex(4)}.db"
+        url = f"sqlite+aiosqlite:///{self.path}"
+        if variant.revision == "head":
+            upgrade_to_head(url)
+        else:
+            command.upgrade(_alembic_config(url), variant.revision)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        for statement in (*writer_pragmas("FULL"), *variant.schema, *variant.pragmas):
+            self.conn.execute(statement)
+        self.conn.execute("INSERT INTO players VALUES ('p', 'bench', 'h', ?)", (STARTED,))
+        self.versions: dict[str, int] = {}
+        for _ in range(games):
+            self._start_game()
+        self.turn = 0
+        self.commits = 0
+        self.since_checkpoint = 0
+        #: WAL frames a commit writes, as the last timed-apart checkpoint found (a first guess until then).
+        self.frames_per_commit = 50.0
+        self.figures = Figures()
+
+    def _start_game(self) -> None:
+        game = secrets.token_urlsafe(12)
+        self.conn.execute(
+            "INSERT INTO games (id, player_id, code, cells, status, started_at, active_at) "
+            "VALUES (?, 'p', 'EO1-C8-AAAAAFA', 8, 'playing', ?, ?)",
+            (game, STARTED, STARTED),
+        )
+        self.versions[game] = 0
+
+    def _batch(self, size: int) -> list[ActionRecord]:
+        games = list(self.versions)
+        rows = []
+        for index in range(size):
+            game = games[(self.turn + index) % len(games)]
+            self.versions[game] += 1
+            rows.append(ActionRecord(game_id=game, v=self.versions[game], action="t1-c5"))
+        self.turn += size
+        self.commits += 1
+        if self.commits % PROGRESS_EVERY == 0:
+            progress = GameProgress(score=10, moves=rows[-1].v, undos=0, at=datetime.now(UTC))
+            rows[-1] = ActionRecord(rows[-1].game_id, rows[-1].v, rows[-1].action, progress)
+        return rows
+
+    def _replace_full_games(self) -> None:
+        for game, v in list(self.versions.items()):
+            if v >= MAX_GAME_ACTIONS:
+                self.conn.execute("UPDATE games SET status = 'won' WHERE id = ?", (game,))
+                del self.versions[game]
+                self._start_game()
+
+    def commit_round(self, commits: int, batch: int, *, measured: bool) -> None:
+        commit_cpu = commit_wall = checkpoint_cpu = 0.0
+        for _ in range(commits):
+            rows = self._batch(batch)
+            started, wall_started = time.thread_time(), time.perf_counter()
+            self.variant.append(self.conn, rows)
+            commit_cpu += time.thread_time() - started
+            commit_wall += time.perf_counter() - wall_started
+            self.since_checkpoint += 1
+            checkpoint_cpu += self._checkpoint_if_due(measured=measured)
+            self._replace_full_games()
+            self.figures.largest_wal = max(self.figures.largest_wal, self._wal_size())
+        if measured:
+            self.figures.commit_cpu.append(commit_cpu)
+            self.figures.commit_wall.append(commit_wall)
+            self.figures.checkpoint_cpu.append(checkpoint_cpu)
+            self.figures.rows.append(commits * batch)
+            self.figures.commits.append(commits)
+
+    def _checkpoint_if_due(self, *, measured: bool) -> float:
+        """A timed-apart checkpoint when the WAL holds ``checkpoints_apart`` frames; its CPU seconds."""
+        every = self.variant.checkpoints_apart
+        if not every or self.since_checkpoint * self.frames_per_commit < every:
+            return 0.0
+        started, wall_started = time.thread_time(), time.perf_counter()
+        _, frames, _ = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        cpu = time.thread_time() - started
+        wall = time.perf_counter() - wall_started
+        self.frames_per_commit = max(1.0, frames / self.since_checkpoint)
+        if measured:
+            self.figures.wal_frames += frames
+            self.figures.wal_commits += self.since_checkpoint
+            self.figures.checkpoint_walls.append(wall)
+        self.since_checkpoint = 0
+        return cpu
+
+    def _wal_size(self) -> int:
+        wal = self.path.with_name(self.path.name + "-wal")
+        return wal.stat().st_size if wal.exists() else 0
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _print_table(runs: Sequence[Run]) -> None:
+    baseline = runs[0].figures
+    base_total = baseline.per_row(baseline.commit_cpu) + baseline.per_row(baseline.checkpoint_cpu)
+    print(
+        f"{'variant':<28} {'µs CPU/row':>10} {'µs CPU/commit':>13} {'ckpt µs/row':>11} "
+        f"{'total µs/row':>12} {'ratio':>6} {'max WAL MiB':>11} {'ms wall/commit':>14}"
+    )
+    for run in runs:
+        figures = run.figures
+        commit = figures.per_row(figures.commit_cpu)
+        checkpoint = figures.per_row(figures.checkpoint_cpu)
+        per_commit = figures.per_commit(figures.commit_cpu)
+        print(
+            f"{run.variant.name:<28} {commit * 1e6:>10.2f} {per_commit * 1e6:>13.0f} "
+            f"{checkpoint * 1e6:>11.2f} {(commit + checkpoint) * 1e6:>12.2f} "
+            f"{(commit + checkpoint) / base_total:>6.2f} {figures.largest_wal / 2**20:>11.1f} "
+            f"{figures.per_commit(figures.commit_wall) * 1e3:>14.2f}"
+        )
+        if figures.wal_commits:
+            print(
+                f"{'':<28} (WAL frames per commit: {figures.wal_frames / figures.wal_commits:.1f}; "
+                f"a checkpoint: median {statistics.median(figures.checkpoint_walls) * 1e3:.1f} ms, "
+                f"longest {max(figures.checkpoint_walls) * 1e3:.1f} ms wall)"
+            )
+
+
+@contextlib.contextmanager
+def _busy_gil(*, enabled: bool) -> Iterator[None]:
+    """A thread running Python bytecode without pause, as a loaded event loop does: the writer gets the
+    GIL back after each statement it steps only when this thread yields it (every switch interval)."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(100))
+
+    thread = threading.Thread(target=spin, daemon=True)
+    if enabled:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if enabled:
+            thread.join()
+
+
+@contextlib.contextmanager
+def _runs(chosen: Sequence[Variant], directory: Path, games: int) -> Iterator[list[Run]]:
+    runs = [Run(variant, directory, games) for variant in chosen]
+    try:
+        yield runs
+    finally:
+        for run in runs:
+            run.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--games", type=int, default=100, help="games being played (default 100)")
+    parser.add_argument("--batch", type=int, default=51, help="action rows per commit (default 51)")
+    parser.add_argument("--commits", type=int, default=100, help="commits per round (default 100)")
+    parser.add_argument("--rounds", type=int, default=15, help="measured rounds (default 15)")
+    parser.add_argument("--only", nargs="*", help="variant names to run (the first is the baseline)")
+    parser.add_argument(
+        "--gil-busy",
+        action="store_true",
+        help="a Python thread keeps the GIL busy during the measured rounds (the event loop's stand-in)",
+    )
+    args = parser.parse_args()
+    if args.batch > args.games:
+        parser.error("--batch must not exceed --games: the rows of a commit are of distinct games")
+    chosen = variants()
+    if args.only:
+        by_name = {variant.name: variant for variant in chosen}
+        chosen = [by_name[name] for name in args.only]
+    process_started = time.process_time()
+    with (
+        tempfile.TemporaryDirectory(prefix="eightoff-bench-append-") as tmp,
+        _runs(chosen, Path(tmp), args.games) as runs,
+    ):
+        for run in runs:
+            run.commit_round(WARM_UP_COMMITS, args.batch, measured=False)
+        with _busy_gil(enabled=args.gil_busy):
+            for _ in range(args.rounds):
+                for run in runs:
+                    run.commit_round(args.commits, args.batch, measured=True)
+        print(
+            f"SQLite {sqlite3.sqlite_version}, synchronous=FULL, {args.games} games, {args.batch} rows per "
+            f"commit, {args.rounds} rounds x {args.commits} commits after {WARM_UP_COMMITS} warm-up; "
+            f"medians over rounds; current: INSERTs of up to {ROWS_PER_INSERT} rows"
+            + ("; a busy Python thread contends for the GIL" if args.gil_busy else "")
+        )
+        _print_table(runs)
+    print(f"process CPU for the whole run: {time.process_time() - process_started:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

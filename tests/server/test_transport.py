@@ -1,0 +1,346 @@
+"""The transport itself (server/transport.py) over real sockets, with raw clients that frame what they
+send by hand: fragments, pings between them, pipelined frames, frames too big, text that is not UTF-8,
+requests that are not HTTP, peers that vanish, floods that do not read, and a shutdown mid-action.
+
+The transport does not depend on the database: these run on SQLite only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import os
+import socket
+import struct
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import dbutil
+import msgpack
+import pytest
+import serverutil
+from websockets.frames import Close, Frame, Opcode
+
+from server import transport
+from server.app import App
+from server.config import Settings
+from server.transport import MAX_WAITING
+
+LIVE = msgpack.packb({"type": "live", "id": 1})
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[App]:
+    """A server on SQLite with no rate limit to speak of (floods must reach the transport's limits)."""
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        limits = {"rate_per_second": 1e6, "rate_burst": 10**6, "sqlite_synchronous": "NORMAL"}
+        async with serverutil.running_app(url, **limits) as app:
+            yield app
+
+
+class RawClient:
+    """A WebSocket client on a bare TCP stream: frames are built (masked) and read byte by byte."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, app: App, subprotocol: str = "eightoff.v1.msgpack") -> RawClient:
+        reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(
+            (
+                f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                f"Sec-WebSocket-Protocol: {subprotocol}\r\n\r\n"
+            ).encode()
+        )
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        assert b"\r\nServer: eightoff/" in head
+        return cls(reader, writer)
+
+    def send(self, opcode: Opcode, data: bytes, *, fin: bool = True) -> None:
+        self.writer.write(Frame(opcode, data, fin).serialize(mask=True))
+
+    async def frame(self, timeout: float = 5.0) -> tuple[Opcode, bytes]:
+        """The next frame the server sent (servers never mask nor fragment theirs)."""
+        head = await asyncio.wait_for(self.reader.readexactly(2), timeout)
+        length = head[1] & 0x7F
+        if length == 126:
+            (length,) = struct.unpack("!H", await self.reader.readexactly(2))
+        elif length == 127:
+            (length,) = struct.unpack("!Q", await self.reader.readexactly(8))
+        return Opcode(head[0] & 0x0F), await asyncio.wait_for(self.reader.readexactly(length), timeout)
+
+    async def message(self) -> dict[str, Any]:
+        opcode, data = await self.frame()
+        assert opcode is Opcode.BINARY, (opcode, data)
+        return msgpack.unpackb(data)  # type: ignore[no-any-return]
+
+    async def close_code(self) -> int:
+        """Read until the server's close frame; its code."""
+        while True:
+            opcode, data = await self.frame()
+            if opcode is Opcode.CLOSE:
+                return Close.parse(data).code
+
+
+def open_connections(app: App) -> tuple[float, int, int]:
+    """What the server holds for connections: the gauge, the sessions, the sockets counted by the gate."""
+    return app.metrics.connections._value.get(), len(app.loop.clients), app.server.gate.caps.open_connections
+
+
+async def settled(app: App) -> tuple[float, int, int]:
+    for _ in range(300):
+        if open_connections(app) == (0, 0, 0):
+            break
+        await asyncio.sleep(0.01)
+    return open_connections(app)
+
+
+async def test_fragmented_message_with_a_ping_in_the_middle(app: App) -> None:
+    """A hello split into three fragments with a ping between two of them: the pong comes at once
+    (control frames may interleave), the welcome once the last fragment is in."""
+    client = await RawClient.open(app)
+    hello = msgpack.packb({"type": "hello", "protocol": 1, "id": 7})
+    client.send(Opcode.BINARY, hello[:3], fin=False)
+    client.send(Opcode.PING, b"are you there")
+    client.send(Opcode.CONT, hello[3:6], fin=False)
+    assert await client.frame() == (Opcode.PONG, b"are you there")
+    client.send(Opcode.CONT, hello[6:])
+    welcome = await client.message()
+    assert (welcome["type"], welcome["id"]) == ("welcome", 7)
+
+
+async def test_pipelined_frames_are_answered_in_order(app: App) -> None:
+    """Forty requests written at once, an undecodable-but-not-fatal one (unknown type) and requests
+    refused before hello among them: every reply comes, in the order of the requests."""
+    client = await RawClient.open(app)
+    frames = [msgpack.packb({"type": "hello", "protocol": 1, "id": 0})]
+    for index in range(1, 40):
+        kind = ("live", "games", "no_such_type")[index % 3]
+        frames.append(msgpack.packb({"type": kind, "id": index}))
+    client.writer.write(b"".join(Frame(Opcode.BINARY, frame).serialize(mask=True) for frame in frames))
+    replies = [await client.message() for _ in frames]
+    assert [reply["id"] for reply in replies] == list(range(40))
+    assert replies[0]["type"] == "welcome"
+    assert replies[2]["type"] == "error"  # the unknown type: an error reply, the connection goes on
+
+
+async def test_peer_that_disappears_mid_request(app: App, caplog: pytest.LogCaptureFixture) -> None:
+    """A player sends a move and resets its socket before the commit answers: nothing is logged as an
+    error, and the server lets go of the connection (gauge, session, admission count all back to 0)."""
+    client = await RawClient.open(app)
+    client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    await client.message()
+    client.send(Opcode.BINARY, msgpack.packb({"type": "new_game", "code": "EO1-C8-AAAAAFA", "id": 2}))
+    game = (await client.message())["game"]
+    caplog.set_level(logging.WARNING)
+    for index in range(20):
+        fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
+        client.send(Opcode.BINARY, msgpack.packb({"type": "move", "game": game, "id": 3 + index, **fields}))
+    await client.writer.drain()
+    sock = client.writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
+    client.writer.transport.abort()
+    assert await settled(app) == (0, 0, 0)
+    await asyncio.sleep(0.2)  # the in-flight move's commit completes and finds the connection gone
+    assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+async def test_close_handshake_echoes_the_clients_code(app: App) -> None:
+    """The client closes with 4000 and a reason, with a request still unanswered: the server answers
+    the close frame with the same code, then hangs up, and releases the connection."""
+    client = await RawClient.open(app)
+    client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    await client.message()
+    client.send(Opcode.CLOSE, Close(4000, "bye now").serialize())
+    assert await client.close_code() == 4000
+    assert await asyncio.wait_for(client.reader.read(), 5) == b""  # then the server's FIN
+    client.writer.close()
+    assert await settled(app) == (0, 0, 0)
+
+
+async def test_a_frame_over_the_hard_cap_closes_1009_unread(app: App) -> None:
+    """A frame header announcing 1 MiB (over the transport's cap of 16 x max_frame_bytes): closed with
+    1009 from the header alone, before the server buffers any of it."""
+    client = await RawClient.open(app)
+    client.writer.write(bytes([0x82, 0xFF]) + struct.pack("!Q", 1 << 20) + os.urandom(4))
+    assert await client.close_code() == 1009
+
+
+async def test_a_fragmented_message_over_the_hard_cap_closes_1009(app: App) -> None:
+    """Fragments each under the cap that add up to more than it: closed with 1009 too."""
+    client = await RawClient.open(app)
+    piece = b"\x00" * 30_000
+    client.send(Opcode.BINARY, piece, fin=False)
+    client.send(Opcode.CONT, piece, fin=False)
+    client.send(Opcode.CONT, piece, fin=False)
+    assert await client.close_code() == 1009
+
+
+async def test_text_that_is_not_utf8_closes_1007(app: App) -> None:
+    """A text frame whose bytes are not UTF-8 (JSON subprotocol): closed with 1007, whole or fragmented."""
+    for fragmented in (False, True):
+        client = await RawClient.open(app, "eightoff.v1.json")
+        if fragmented:
+            client.send(Opcode.TEXT, b'{"type": "\xc3', fin=False)
+            client.send(Opcode.CONT, b'\x28"}')
+        else:
+            client.send(Opcode.TEXT, b'{"type": "\xff\xfe"}')
+        assert await client.close_code() == 1007
+
+
+async def test_a_request_that_is_not_http_gets_400(app: App) -> None:
+    """A request line that is not HTTP (and a header block of garbage): HTTP 400, then the server
+    hangs up."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    writer.write(b"HELLO THERE\r\n\x00\x01 garbage\r\n\r\n")
+    response = await asyncio.wait_for(reader.read(), 5)
+    assert response.startswith(b"HTTP/1.1 400 Bad Request\r\n"), response
+    writer.close()
+    assert await settled(app) == (0, 0, 0)
+
+
+async def test_a_flood_that_does_not_read_pauses_reading(app: App) -> None:
+    """200,000 pipelined requests (about 3 MB) from a client that reads none of its replies: the
+    server stops reading from it (the requests wait in the kernel's buffers and the client's, not in
+    the server's memory), and what it queued is bounded by one read of the socket."""
+    client = await RawClient.open(app)
+    flood = Frame(Opcode.BINARY, LIVE).serialize(mask=True) * 200_000
+    client.writer.write(flood)
+    (connection,) = list(app.server.connections)
+    paused = False
+    most_waiting = 0
+    for _ in range(300):
+        await asyncio.sleep(0.01)
+        assert connection in app.server.connections, "dropped before reading paused"
+        most_waiting = max(most_waiting, connection.waiting)
+        if not connection.transport.is_reading():
+            paused = True
+            break
+    assert paused, "the server never stopped reading the flood"
+    one_read = 256 * 1024 // len(Frame(Opcode.BINARY, LIVE).serialize(mask=True))
+    assert most_waiting <= one_read + MAX_WAITING
+    client.writer.transport.abort()
+    assert await settled(app) == (0, 0, 0)
+
+
+async def test_a_slow_reader_is_dropped(tmp_path: Path) -> None:
+    """A client that pipelines requests whose replies are big (resume: a whole snapshot) and reads
+    none of them: once 16 KiB wait unsent for it, the server drops it."""
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        limits = {"max_write_buffer_bytes": 16 * 1024, "rate_per_second": 1e6, "rate_burst": 10**6}
+        async with serverutil.running_app(url, **limits) as app:
+            client = await RawClient.open(app)
+            client.writer.transport.set_write_buffer_limits(high=1 << 30)
+            client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+            await client.message()
+            client.send(Opcode.BINARY, msgpack.packb({"type": "new_game", "code": "EO1-C8-AAAAAFA", "id": 2}))
+            game = (await client.message())["game"]
+            client.writer.transport.pause_reading()
+            resume = Frame(Opcode.BINARY, msgpack.packb({"type": "resume", "game": game, "id": 3}))
+            client.writer.write(resume.serialize(mask=True) * 20_000)
+            for _ in range(500):
+                if app.metrics.dropped_slow_readers._value.get():
+                    break
+                await asyncio.sleep(0.01)
+            assert app.metrics.dropped_slow_readers._value.get() == 1
+            assert await settled(app) == (0, 0, 0)
+
+
+async def test_shutdown_closes_1001_after_the_in_flight_action_commits(tmp_path: Path) -> None:
+    """A move is in flight when the server shuts down: it is acked (after its commit), a request that
+    comes while draining is refused ``unavailable``, then the connection is closed with 1001."""
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        app = await App.start(Settings(host="127.0.0.1", port=0, database_url=url, sqlite_synchronous="FULL"))
+        client = await RawClient.open(app)
+        client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+        await client.message()
+        client.send(Opcode.BINARY, msgpack.packb({"type": "new_game", "code": "EO1-C8-AAAAAFA", "id": 2}))
+        game = (await client.message())["game"]
+        move = {"type": "move", "game": game, "from": "t1", "to": "c5", "id": 3}
+        client.send(Opcode.BINARY, msgpack.packb(move))
+        await client.writer.drain()
+        for _ in range(10_000):  # until the move is with the handler (its commit takes a while)
+            if app.loop.in_flight:
+                break
+            await asyncio.sleep(0)
+        assert app.loop.in_flight == 1
+        shutdown = asyncio.create_task(app.shutdown())
+        await asyncio.sleep(0)  # shutdown starts: no new request is served from now on
+        client.send(Opcode.BINARY, msgpack.packb({"type": "live", "id": 4}))
+        ack = await client.message()
+        assert (ack["type"], ack["id"]) == ("ack", 3)
+        refused = await client.message()
+        assert (refused["id"], refused["type"], refused["code"]) == (4, "error", "unavailable")
+        assert await client.close_code() == 1001
+        await asyncio.wait_for(shutdown, 10)
+        assert open_connections(app) == (0, 0, 0)
+
+
+async def test_pipelined_http_requests_get_one_response(app: App) -> None:
+    """Two HTTP requests in one packet, then a half-close: the first is answered (200), the second,
+    which would be garbage as WebSocket frames, is ignored; then the server hangs up."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    writer.write_eof()
+    response = await asyncio.wait_for(reader.read(), 5)
+    assert response.startswith(b"HTTP/1.1 200 OK\r\n"), response
+    assert response.endswith(b"\r\n\r\nok\n")
+    writer.close()
+    assert await settled(app) == (0, 0, 0)
+
+
+async def test_keepalive_closes_1011_when_pings_go_unanswered(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pings every 0.2 s (20 s in production): a client that answers them stays open; one that reads
+    them but never answers is closed with 1011 once a pong is overdue."""
+    monkeypatch.setattr(transport, "PING_INTERVAL", 0.2)
+    monkeypatch.setattr(transport, "PING_TIMEOUT", 0.2)
+    polite, silent = await RawClient.open(app), await RawClient.open(app)
+    for _ in range(3):
+        opcode, data = await polite.frame()
+        assert opcode is Opcode.PING
+        polite.send(Opcode.PONG, data)
+    assert (await silent.frame())[0] is Opcode.PING
+    assert await silent.close_code() == 1011
+    polite.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    while (message := await polite.frame())[0] is Opcode.PING:
+        polite.send(Opcode.PONG, message[1])
+    assert msgpack.unpackb(message[1])["type"] == "welcome"
+
+
+async def test_a_socket_that_sends_no_request_is_dropped(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket that connects and says nothing, and one that sends half a request line and stalls
+    (slowloris): both are dropped after the open timeout (0.2 s here, 10 s in production) and give
+    their connection slot back."""
+    monkeypatch.setattr(transport, "OPEN_TIMEOUT", 0.2)
+    silent = await asyncio.open_connection("127.0.0.1", app.port)
+    stalling = await asyncio.open_connection("127.0.0.1", app.port)
+    stalling[1].write(b"GET /ws HTTP/1.1\r\nHost: 127.0")
+    for reader, _ in (silent, stalling):
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+    assert await settled(app) == (0, 0, 0)
+
+
+async def test_start_on_a_socket_bound_elsewhere(tmp_path: Path) -> None:
+    """App.start on an already bound socket (as workers sharing a port with SO_REUSEPORT do): it
+    listens there, whatever the settings' port says, and App.port tells which."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", 0))
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        app = await App.start(Settings(host="127.0.0.1", port=1, database_url=url), sock=sock)
+        try:
+            assert app.port == sock.getsockname()[1]
+            client = await RawClient.open(app)
+            client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+            assert (await client.message())["type"] == "welcome"
+        finally:
+            await app.shutdown()
