@@ -1,12 +1,16 @@
 """Group commit: the node's one write pipeline, with a backend per database.
 
 A request's ``Write`` is atomic (a new player, a new game, an action and the result it ends the game
-with commit together or not at all), and the future ``submit()`` returns is done only after its
-transaction committed: that is what makes an ``ack`` mean "durable". The writes of one event-loop
-iteration are handed to the writer thread together; it takes everything queued, has the backend
-(`server.storage.commit_backends`) commit it as one transaction, and hands the whole batch back to the
-event loop in one callback: no task per write, and the thread is woken, and the GIL changes hands, about
-once per commit, not once per write. While a commit is in flight the next batch gathers, so commits
+with commit together or not at all), and the callback ``submit()`` takes is called only after its
+transaction committed (or failed): that is what makes an ``ack`` mean "durable". The writes of one
+event-loop iteration are handed to the writer thread together; it takes everything queued, has the
+backend (`server.storage.commit_backends`) commit it as one transaction, and hands the whole batch back
+to the event loop in one callback, which calls each write's callback in batch order: no task and no
+future per write (an action's ack is written from its callback), and the thread is woken, and the GIL
+changes hands, about once per commit, not once per write. ``stored()`` wraps a write's outcome in a
+future, for the callers that await it (hello, new_game, resign, the hint mark).
+
+While a commit is in flight the next batch gathers, so commits
 per second stay flat while writes per commit grow with the load, and the next batch starts as soon as
 the previous one ends, without waiting for a busy event loop.
 
@@ -18,21 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from server.metrics import Metrics
 from server.storage import StorageUnavailable
 from server.storage.commit_backends import CommitBackend, Write, WriteConflict
 
-__all__ = ["Committer", "Write", "WriteConflict"]
+__all__ = ["Committer", "Done", "Write", "WriteConflict", "settle_future"]
 
 logger = logging.getLogger(__name__)
 
-_Pending = tuple[Write, "asyncio.Future[None]"]
+#: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
+Done = Callable[[Exception | None], None]
+_Pending = tuple[Write, Done]
 _STOP = object()  # queued by stop(): commit what came before, then end the thread
 
 
@@ -64,20 +71,31 @@ class Committer:
             self._queue.put(_STOP)
             await asyncio.to_thread(self._thread.join)
 
-    def submit(self, write: Write) -> asyncio.Future[None]:
-        """Queue ``write``; the future is done once it is committed (a future, not a coroutine: this is
-        the hot path of every action).
+    def submit(self, write: Write, done: Done) -> None:
+        """Queue ``write``; ``done`` is called on the event loop with its outcome, later (never from
+        here), in the order writes were submitted within a batch: None once committed, else
+        `StorageUnavailable` (the database is unreachable or failed) or `WriteConflict` (the write
+        contradicts what is stored); either way nothing of it was stored. An exception ``done`` raises is
+        logged; the rest of the batch is answered all the same.
 
-        Raises (from the future, or at once when stopping):
-            StorageUnavailable: the database is unreachable or failed; nothing was stored.
-            WriteConflict: the write contradicts what is stored; nothing was stored.
+        Raises:
+            StorageUnavailable: at once, when stopping (``done`` is never called then).
         """
         if self._stopping or self._loop is None:
             raise StorageUnavailable("the server is stopping")
-        future = self._loop.create_future()
         if not self._submitted:
             self._loop.call_soon(self._hand_over)
-        self._submitted.append((write, future))
+        self._submitted.append((write, done))
+
+    def stored(self, write: Write) -> asyncio.Future[None]:
+        """``submit(write)`` for a caller that awaits the outcome: the future is done once the write is
+        committed, or raises as ``submit`` says (at once when stopping). Cancelling it does not
+        withdraw the write.
+        """
+        if self._loop is None:
+            raise StorageUnavailable("the server is stopping")
+        future = self._loop.create_future()
+        self.submit(write, functools.partial(settle_future, future))
         return future
 
     def _hand_over(self) -> None:
@@ -156,13 +174,22 @@ class Committer:
 
     def _settle(self, batch: list[_Pending], errors: list[Exception | None], seconds: float) -> None:
         stored = 0
-        for (write, future), error in zip(batch, errors, strict=True):
+        for (write, done), error in zip(batch, errors, strict=True):
             if error is None:
                 stored += len(write.actions)
-            if future.done():  # its request was cancelled (the connection closed)
-                continue
-            if error is None:
-                future.set_result(None)
-            else:
-                future.set_exception(error)
+            try:
+                done(error)
+            except Exception:  # one caller's bug must not leave the rest of the batch unanswered
+                logger.exception("the callback of a committed write failed")
         self._metrics.observe_commit(len(batch), seconds, actions=stored)
+
+
+def settle_future(future: asyncio.Future[None], error: Exception | None) -> None:
+    """A `Done` that settles ``future`` with the write's outcome (unless it was cancelled: its caller
+    went away; the write was committed or failed all the same)."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)

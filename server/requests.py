@@ -1,15 +1,20 @@
 """What the server does with each client request: one method per message type, one route per type.
 
 This layer knows players, games and rooms, but no sockets: it takes a decoded request and the
-`Session` it came from and returns the messages to send back to that session, in order. Pushes to
+`Session` it came from and answers the messages to send back to that session, in order. Pushes to
 other connections (diffs, game_over) are the rooms' business. Adding a request is one entry in
 ``_routes`` plus its method.
+
+The hot path is an action on a game in memory whose room is free: ``serve`` has the room apply and
+submit it at once and answers from the commit's callback, with no task, future or lock per action.
+Anything else (the room busy or not loaded, any other request) is served by a task around ``handle``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -21,7 +26,7 @@ from server.clock import utc_now
 from server.committer import Committer, Write
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
-from server.errors import ErrorCode, Refusal, storage_failures_refused
+from server.errors import ErrorCode, Refusal, storage_failures_refused, unavailable
 from server.hints import SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
@@ -30,7 +35,7 @@ from server.ratelimit import BucketsByKey
 from server.room import FinishedGame, GameRoom, PlayerRef
 from server.rooms import RoomRegistry
 from server.session import Session
-from server.storage import Database, LiveGame, PlayerRecord, repository
+from server.storage import Database, LiveGame, PlayerRecord, StorageUnavailable, repository
 
 __all__ = ["Outcome", "Reply", "RequestHandler", "Respond"]
 
@@ -42,6 +47,7 @@ Outcome = Reply | Refusal
 #: Called exactly once per served request, with its outcome.
 Respond = Callable[[Outcome], None]
 _RANDOM = secrets.SystemRandom()
+_ACTIONS = (protocol.MoveRequest, protocol.TapRequest, protocol.AutoRequest, protocol.UndoRequest)
 
 
 class RequestHandler:
@@ -89,10 +95,14 @@ class RequestHandler:
         }
 
     def serve(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
-        """Serve ``request``; ``respond`` is called exactly once with its outcome, later (from a task)
-        or, when nothing needs waiting for, before this returns. A connection serves its next frame
-        only after ``respond``, so one connection's requests are answered in order. A failure of the
-        server itself is logged and answered ``internal``."""
+        """Serve ``request``; ``respond`` is called exactly once with its outcome, later (from a task,
+        or an action's commit callback) or, when nothing needs waiting for, before this returns. A
+        connection serves its next frame only after ``respond``, so one connection's requests are
+        answered in order. A failure of the server itself is logged and answered ``internal``."""
+        if isinstance(request, _ACTIONS) and session.player is not None:
+            room = self._registry.room(request.game)
+            if room is not None and self._act_at_once(session, request, room, respond):
+                return
         task = asyncio.get_running_loop().create_task(self._outcome(session, request, respond))
         self._tasks.add(task)  # held until done: the loop keeps only a weak reference
         task.add_done_callback(self._tasks.discard)
@@ -104,7 +114,7 @@ class RequestHandler:
             outcome = refusal
         except Exception:
             logger.exception("request %s failed", request.TYPE)
-            outcome = Refusal(ErrorCode.INTERNAL, "the server failed on this request")
+            outcome = _internal()
         respond(outcome)
 
     async def handle(self, session: Session, request: protocol.ClientMessage) -> Reply:
@@ -144,7 +154,7 @@ class RequestHandler:
                 token_hash=hash_token(token),
                 created_at=utc_now(),
             )
-            await self._committer.submit(Write(player=record))
+            await self._committer.stored(Write(player=record))
             games, more = [], None
         session.player = PlayerRef(record.id, record.name)
         return [
@@ -187,8 +197,45 @@ class RequestHandler:
         finally:
             self._registry.forget_if_idle(room)
 
+    def _act_at_once(
+        self, session: Session, request: protocol.ActionRequest, room: GameRoom, respond: Respond
+    ) -> bool:
+        """``_act`` without a task, for a room in memory whose turn is free: the same checks and
+        refusals (answered now), the action applied and submitted now and answered from its commit's
+        callback. False, with nothing answered, when the room is busy: the action waits its turn."""
+        try:
+            _check_owner(session, room.owner.id, room.id)
+            self._check_games_limit(session, room.id)
+            session.viewing[room.id] = room
+            answer = functools.partial(self._acted, room, respond)
+            return room.try_act(session, request.action, request.v, request.request_id, answer)
+        except Refusal as refusal:
+            outcome = refusal
+        except IllegalMoveError as exc:
+            outcome = Refusal(ErrorCode.ILLEGAL_MOVE, str(exc))
+        except Exception:
+            logger.exception("request %s failed", request.TYPE)
+            outcome = _internal()
+        self._registry.forget_if_idle(room)
+        respond(outcome)
+        return True
+
+    def _acted(self, room: GameRoom, respond: Respond, outcome: Reply | Exception) -> None:
+        """An action's answer from its commit's callback (the room's turn is released): the room may go
+        if nobody follows it any more (the requester's connection closed meanwhile)."""
+        self._registry.forget_if_idle(room)
+        if isinstance(outcome, Refusal):
+            respond(outcome)
+        elif isinstance(outcome, StorageUnavailable):
+            respond(unavailable())
+        elif isinstance(outcome, Exception):
+            logger.error("an action failed after its commit", exc_info=outcome)
+            respond(_internal())
+        else:
+            respond(outcome)
+
     async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
-        """The solver's verdict from the game as it stands (committed, under the room's lock); the game
+        """The solver's verdict from the game as it stands (committed, in the room's turn); the game
         is stored as hinted first, while it is still being played."""
         room = await self._own_room(session, request.game)
         try:
@@ -326,6 +373,10 @@ class RequestHandler:
         if isinstance(found, FinishedGame):
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {game_id} is over")
         return found
+
+
+def _internal() -> Refusal:
+    return Refusal(ErrorCode.INTERNAL, "the server failed on this request")
 
 
 def _player(session: Session) -> PlayerRef:

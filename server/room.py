@@ -1,14 +1,19 @@
 """A game room: one game in memory, the connections that follow it, and every operation on it.
 
 The room is the single writer of its game. Each operation (act, resign, watch, view, a remote commit, a
-reload) runs under the room's lock (through ``turn``, which counts them for the registry), so they
-happen one at a time in arrival order, and every reader of ``room.game`` holds the lock: what they see
-is committed state. An action is applied in place by the
-operation holding the lock, committed through the write pipeline, and only then acknowledged and
-pushed; if the commit fails, the game is rebuilt without it before the lock is released (rare, and a
-bounded replay: `MAX_GAME_ACTIONS`). So a given (game, v) means one position everywhere, and nothing a
-client sees was refused by the database. (Applying to a copy instead would cost every action a copy of
-the whole game, its log included.)
+reload) runs in the room's ``turn``, so they happen one at a time in arrival order (first come, first
+served), and every reader of ``room.game`` holds the turn: what they see is committed state. An action
+is applied in place by the operation holding the turn, committed through the write pipeline, and only
+then acknowledged and pushed; if the commit fails, the game is rebuilt without it before the turn is
+released (rare, and a bounded replay: `MAX_GAME_ACTIONS`). So a given (game, v) means one position
+everywhere, and nothing a client sees was refused by the database. (Applying to a copy instead would
+cost every action a copy of the whole game, its log included.)
+
+An action is the hot path, so it needs no task: when the turn is free, ``try_act`` takes it, checks,
+applies and submits the action at once, and the commit's callback announces it (or undoes it), releases
+the turn and answers the requester. ``act`` is the same pieces for a caller that awaits (the room was
+busy). A write conflict is the one outcome that needs awaiting (the stored game is read again): a task
+then holds the turn until the room has taken the stored game.
 
 Every change of a game passes the (game, v) fence of the ``actions`` table: a move, an undo, and a
 resignation too (stored as a ``resign`` row at the next version, see `RESIGN`).
@@ -18,31 +23,35 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine import Action, Deal, EngineError, Game, Layout, Status, parse_action
+from engine import Action, Deal, EngineError, Game, Layout, Status, Transfer, parse_action
 from protocol import Ack, Diff, GameOver, Player, ServerMessage, Snapshot
 from protocol.errors import RequestId
 from protocol.limits import MAX_GAME_ACTIONS
 from server.bus import BusEvent
 from server.clock import utc_now
-from server.committer import Write, WriteConflict
+from server.committer import Done, Write, WriteConflict
 from server.errors import ErrorCode, Refusal
 from server.storage import ActionRecord, GameProgress, GameResult, StoredGame
 from server.storage.unfinished import ABANDONED
 
 __all__ = [
     "RESIGN",
+    "Answer",
     "FinishedGame",
     "Follower",
     "GameRoom",
     "PlayerRef",
     "Pusher",
     "RoomServices",
+    "Turn",
     "UnreplayableAction",
     "WriteSink",
     "replay_stored",
@@ -72,10 +81,18 @@ class Follower(Protocol):
 
 
 class WriteSink(Protocol):
-    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline (its awaitable
-    is done once the write is committed)."""
+    """Stores writes: `server.committer.Committer`, the node's group-commit pipeline. ``submit`` calls
+    ``done`` on the event loop with the outcome (never from inside ``submit``); ``stored``'s awaitable
+    is done once the write is committed."""
 
-    def submit(self, write: Write) -> Awaitable[None]: ...
+    def submit(self, write: Write, done: Done) -> None: ...
+
+    def stored(self, write: Write) -> Awaitable[None]: ...
+
+
+#: Told an action's outcome, once: the requester's replies, or why it was refused (`Refusal`,
+#: `StorageUnavailable`, or a bug's exception).
+Answer = Callable[[list[ServerMessage] | Exception], None]
 
 
 class Pusher(Protocol):
@@ -123,15 +140,12 @@ class GameRoom:
     services: RoomServices
     viewers: set[Follower] = field(default_factory=set)
     spectators: set[Follower] = field(default_factory=set)
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    turn: Turn = field(default_factory=lambda: Turn())
     ended: FinishedGame | None = None
     replaced: bool = False  # the registry let it go (idle, or its reload failed): find the game again
     hinted: bool = False  # this room stored the game as hinted (a hint is asked once more per reload)
-    turn: _Turn = field(init=False)
     progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
-
-    def __post_init__(self) -> None:
-        self.turn = _Turn(self.lock)
+    reloading: asyncio.Task[None] | None = None  # taking the stored game after a conflict (holds the turn)
 
     @property
     def code(self) -> str:
@@ -144,14 +158,14 @@ class GameRoom:
         return self.ended is None and not self.replaced
 
     def is_busy(self) -> bool:
-        """An operation holds the room or waits for it (``lock.locked()`` alone misses a waiter in the
-        moment between a release and its wake-up)."""
-        return self.turn.users > 0
+        """An operation holds the room's turn or waits for it (an action in flight holds it until its
+        commit's outcome is handled)."""
+        return self.turn.is_busy()
 
     # ------------------------------------------------------------------ followers
 
     async def view(self, viewer: Follower, request_id: RequestId | None) -> Snapshot | None:
-        """``viewer`` (a connection of the owner) follows the game; its snapshot, taken under the lock so
+        """``viewer`` (a connection of the owner) follows the game; its snapshot, taken in the turn so
         that the next diff it gets is of the next version. None when the room closed meanwhile (the game
         ended or was reloaded): find the game again."""
         async with self.turn:
@@ -173,7 +187,7 @@ class GameRoom:
         self.spectators.discard(follower)
 
     def snapshot(self, request_id: RequestId | None) -> Snapshot:
-        """The committed position; call under the lock (or where no action can be in flight)."""
+        """The committed position; call in the turn (or where no action can be in flight)."""
         return Snapshot.of(
             self.id, self.game, player=self.owner, started_at=self.started_at, request_id=request_id
         )
@@ -197,6 +211,28 @@ class GameRoom:
 
     # ------------------------------------------------------------------ changes
 
+    def try_act(
+        self,
+        requester: Follower,
+        resolve: Callable[[Game], Action],
+        expected_v: int | None,
+        request_id: RequestId | None,
+        answer: Answer,
+    ) -> bool:
+        """``act`` without awaiting, when the room's turn is free (and nobody waits for it): the action
+        is checked, applied and submitted now, and ``answer`` gets the outcome from the commit's
+        callback (or at once when the pipeline refuses it). False, and nothing done, when the room is
+        busy: await ``act`` instead.
+
+        Raises (at once, with nothing changed):
+            Refusal: stale, illegal_move (the game is over or at `MAX_GAME_ACTIONS`).
+            engine.IllegalMoveError: the rules refuse it.
+        """
+        if not self.turn.try_enter():
+            return False
+        self._begin(requester, resolve, expected_v, request_id, answer)
+        return True
+
     async def act(
         self,
         requester: Follower,
@@ -205,43 +241,113 @@ class GameRoom:
         request_id: RequestId | None,
     ) -> list[ServerMessage]:
         """Check, apply, commit and announce one action of the owner; the requester's replies (its ack,
-        and game_over when the action won). The requester becomes a viewer of the game.
+        and game_over when the action won). The requester becomes a viewer of the game. Once its
+        write is submitted, the room follows the commit's outcome even if the caller is cancelled (the
+        cancellation is raised once the room agrees with the database).
 
         Raises:
             Refusal: stale, illegal_move (the game is over or at `MAX_GAME_ACTIONS`).
             engine.IllegalMoveError: the rules refuse it.
             StorageUnavailable: nothing was stored; the room is as it was before.
         """
-        async with self.turn:
-            self._check_open()
-            self.viewers.add(requester)
-            self._check_version(expected_v)
-            if self.game.v >= MAX_GAME_ACTIONS:
-                raise Refusal(
-                    ErrorCode.ILLEGAL_MOVE,
-                    f"game {self.id} has its {MAX_GAME_ACTIONS} actions, the most a game may have; resign it",
-                )
-            game = self.game
-            action = resolve(game)
-            transfer = game.play(action)  # in place: nobody else reads it before the lock is released
-            notation = action.symbol()
-            write = Write(actions=[self._record(game, game.v, notation)])
-            if game.is_over():
-                write.result = self._result(game, utc_now())
-            try:
-                cancelled = await self._commit(write, requester)
-            except BaseException:
-                if self.game is game:  # not replaced by the stored game after a conflict
-                    self.game = Game.replay(game.deal, game.log[:-1])
-                raise
-            self._publish(game.v, notation, write.result)
-            replies: list[ServerMessage] = [Ack.of(self.id, game, transfer, request_id)]
-            self._announce(lambda: Diff.of(self.id, game, transfer), skip=requester)
-            if write.result is not None:
-                replies.append(self._end(write.result, skip=requester))
-            if cancelled is not None:
-                raise cancelled  # committed and announced: the room matches the database
-            return replies
+        await self.turn.enter()
+        outcome: asyncio.Future[list[ServerMessage]] = asyncio.get_running_loop().create_future()
+        self._begin(requester, resolve, expected_v, request_id, functools.partial(_settle, outcome))
+        return await _outcome(outcome)
+
+    # ------------------------------------------------------------------ an action, in the turn
+
+    def _begin(
+        self,
+        requester: Follower,
+        resolve: Callable[[Game], Action],
+        expected_v: int | None,
+        request_id: RequestId | None,
+        answer: Answer,
+    ) -> None:
+        """In the turn: apply the action and submit its write; the commit's callback ends the turn. A
+        refusal ends it here and is raised."""
+        try:
+            pending = self._apply(requester, resolve, expected_v, request_id, answer)
+        except BaseException:
+            self.turn.leave()
+            raise
+        try:
+            self.services.committer.submit(pending.write, functools.partial(self._committed, pending))
+        except Exception as refused:  # the pipeline is stopping: nothing was stored
+            self._committed(pending, refused)
+
+    def _apply(
+        self,
+        requester: Follower,
+        resolve: Callable[[Game], Action],
+        expected_v: int | None,
+        request_id: RequestId | None,
+        answer: Answer,
+    ) -> _PendingAction:
+        self._check_open()
+        self.viewers.add(requester)
+        self._check_version(expected_v)
+        if self.game.v >= MAX_GAME_ACTIONS:
+            raise Refusal(
+                ErrorCode.ILLEGAL_MOVE,
+                f"game {self.id} has its {MAX_GAME_ACTIONS} actions, the most a game may have; resign it",
+            )
+        game = self.game
+        action = resolve(game)
+        transfer = game.play(action)  # in place: nobody else reads it before the turn is released
+        notation = action.symbol()
+        write = Write(actions=[self._record(game, game.v, notation)])
+        if game.is_over():
+            write.result = self._result(game, utc_now())
+        return _PendingAction(requester, request_id, answer, game, transfer, notation, write)
+
+    def _committed(self, pending: _PendingAction, error: Exception | None) -> None:
+        """The commit's outcome: announce the action (or undo it), end the turn, answer the requester
+        (whose connection may have closed meanwhile: the room follows the commit all the same). A
+        conflict first takes the game as stored, in a task that holds the turn until it is done."""
+        if isinstance(error, WriteConflict):
+            self.reloading = asyncio.get_running_loop().create_task(self._take_stored_game(pending))
+            return
+        outcome: list[ServerMessage] | Exception
+        try:
+            if error is None:
+                outcome = self._announce_action(pending)
+            else:
+                self._undo_in_place(pending.game)
+                outcome = error
+        except Exception as bug:  # the requester is answered all the same (internal)
+            outcome = bug
+        finally:
+            self.turn.leave()
+        pending.answer(outcome)
+
+    def _announce_action(self, pending: _PendingAction) -> list[ServerMessage]:
+        """The action is committed: tell the other nodes and the followers; the requester's replies."""
+        game, transfer, write, requester = pending.game, pending.transfer, pending.write, pending.requester
+        self._publish(game.v, pending.notation, write.result)
+        replies: list[ServerMessage] = [Ack.of(self.id, game, transfer, pending.request_id)]
+        self._announce(lambda: Diff.of(self.id, game, transfer), skip=requester)
+        if write.result is not None:
+            replies.append(self._end(write.result, skip=requester))
+        return replies
+
+    async def _take_stored_game(self, pending: _PendingAction) -> None:
+        """Another node stored this version first: take the game as stored (the other followers get its
+        snapshot), end the turn, and refuse the action as stale."""
+        try:
+            await self._reload_after_conflict(pending.requester)
+        finally:
+            self._undo_in_place(pending.game)
+            self.reloading = None
+            self.turn.leave()
+            pending.answer(_stale_after_conflict(self.id))
+
+    def _undo_in_place(self, game: Game) -> None:
+        """Take back the uncommitted action applied to ``game``, unless the room holds another game now
+        (the stored one, after a conflict)."""
+        if self.game is game:
+            self.game = Game.replay(game.deal, game.log[:-1])
 
     async def resign(self, requester: Follower, request_id: RequestId | None) -> GameOver:
         """End the game as resigned, through the fence (a ``resign`` row at the next version); the
@@ -285,7 +391,7 @@ class GameRoom:
             elif event.v > self.game.v:
                 await self._reload()
 
-    # ------------------------------------------------------------------ inside the lock
+    # ------------------------------------------------------------------ in the turn
 
     def _check_open(self) -> None:
         if self.ended is not None:
@@ -305,7 +411,7 @@ class GameRoom:
         On a conflict (another node stored this version first) take the game as stored and refuse the
         request as stale (the other followers get the stored game's snapshot). Other failures
         propagate: the room is unchanged. A failure after a cancellation raises the cancellation."""
-        stored = asyncio.ensure_future(self.services.committer.submit(write))  # its future: no task
+        stored = asyncio.ensure_future(self.services.committer.stored(write))  # its future: no task
         cancelled: asyncio.CancelledError | None = None
         while not stored.done():
             try:
@@ -315,22 +421,25 @@ class GameRoom:
         try:
             stored.result()
         except WriteConflict:
-            try:
-                await self._reload(skip=requester)
-            except Exception:
-                logger.warning("reloading game %s after a conflict failed", self.id, exc_info=True)
-                self.replaced = True
-                self.services.ended(self)
+            await self._reload_after_conflict(requester)
             if cancelled is not None:
                 raise cancelled from None
-            raise Refusal(
-                ErrorCode.STALE, f"game {self.id} changed elsewhere; resume or watch it again"
-            ) from None
+            raise _stale_after_conflict(self.id) from None
         except BaseException as failure:
             if cancelled is not None:
                 raise cancelled from failure
             raise
         return cancelled
+
+    async def _reload_after_conflict(self, requester: Follower) -> None:
+        """Take the game as stored after a write conflict; if even that fails, the room is let go (its
+        callers find the game again)."""
+        try:
+            await self._reload(skip=requester)
+        except Exception:
+            logger.warning("reloading game %s after a conflict failed", self.id, exc_info=True)
+            self.replaced = True
+            self.services.ended(self)
 
     async def _reload(self, *, skip: Follower | None = None) -> None:
         """We missed commits of another node (a version gap, or a write conflict): take the game as the
@@ -399,26 +508,97 @@ class GameRoom:
         )
 
 
-class _Turn:
-    """``async with room.turn``: the room's lock, counting the operations that hold or wait for it."""
+class Turn:
+    """A room's turn: one operation at a time, first come, first served.
 
-    __slots__ = ("lock", "users")
+    ``try_enter`` takes it at once, without awaiting, but only when it is free and nobody waits for it
+    (so the hot path never jumps ahead of a waiting operation); ``enter`` awaits it (``async with``
+    does both ends). ``leave`` hands it straight to the first waiter, so it never looks free between a
+    release and that waiter's wake-up: ``is_busy`` is what the registry asks before letting a room go.
+    """
 
-    def __init__(self, lock: asyncio.Lock) -> None:
-        self.lock = lock
-        self.users = 0
+    __slots__ = ("held", "waiters")
 
-    async def __aenter__(self) -> None:
-        self.users += 1
+    def __init__(self) -> None:
+        self.held = False
+        self.waiters: deque[asyncio.Future[None]] = deque()
+
+    def is_busy(self) -> bool:
+        """An operation holds the turn or waits for it."""
+        return self.held or bool(self.waiters)
+
+    def try_enter(self) -> bool:
+        if self.held or self.waiters:
+            return False
+        self.held = True
+        return True
+
+    async def enter(self) -> None:
+        if self.try_enter():
+            return
+        handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(handed)
         try:
-            await self.lock.acquire()
-        except BaseException:
-            self.users -= 1
+            await handed
+        except asyncio.CancelledError:
+            if not handed.cancelled():  # cancelled after the turn was handed to us: pass it on
+                self.leave()
+            elif handed in self.waiters:  # else leave() has dropped it already
+                self.waiters.remove(handed)
             raise
 
+    def leave(self) -> None:
+        while self.waiters:
+            handed = self.waiters.popleft()
+            if not handed.done():  # a cancelled waiter leaves its future behind until it runs
+                handed.set_result(None)
+                return
+        self.held = False
+
+    async def __aenter__(self) -> None:
+        await self.enter()
+
     async def __aexit__(self, *exc_info: object) -> None:
-        self.lock.release()
-        self.users -= 1
+        self.leave()
+
+
+@dataclass(slots=True)
+class _PendingAction:
+    """An action applied in place and submitted, its commit's outcome awaited (the turn is held)."""
+
+    requester: Follower
+    request_id: RequestId | None
+    answer: Answer
+    game: Game
+    transfer: Transfer
+    notation: str
+    write: Write
+
+
+def _settle(outcome: asyncio.Future[list[ServerMessage]], answer: list[ServerMessage] | Exception) -> None:
+    """An `Answer` for ``act``: into the future it awaits."""
+    if isinstance(answer, Exception):
+        outcome.set_exception(answer)
+    else:
+        outcome.set_result(answer)
+
+
+async def _outcome(outcome: asyncio.Future[list[ServerMessage]]) -> list[ServerMessage]:
+    """``outcome``'s result, awaited through cancellations (the room follows the commit whatever its
+    caller does): a cancellation is raised once it is done."""
+    cancelled: asyncio.CancelledError | None = None
+    while not outcome.done():
+        try:
+            await asyncio.wait((outcome,))  # unlike awaiting it, never cancels the future
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled from outcome.exception()
+    return outcome.result()
+
+
+def _stale_after_conflict(game_id: str) -> Refusal:
+    return Refusal(ErrorCode.STALE, f"game {game_id} changed elsewhere; resume or watch it again")
 
 
 def _game_over(result: GameResult, request_id: RequestId | None) -> GameOver:

@@ -79,7 +79,7 @@ class RoomRegistry:
         """Start a game for ``owner``; returns once the new game is stored."""
         started_at = utc_now()
         room = GameRoom(new_id(), Game(deal), owner, started_at, self.services)
-        await self.services.committer.submit(
+        await self.services.committer.stored(
             Write(
                 game=GameStart(
                     id=room.id,
@@ -218,7 +218,7 @@ class RemoteCommits:
         self._early.pop(game_id, None)
 
     def deliver_to(self, room: GameRoom, event: BusEvent) -> None:
-        """Apply ``event`` in a task; tasks take the room's FIFO lock in creation order, so the room
+        """Apply ``event`` in a task; tasks take the room's FIFO turn in creation order, so the room
         sees events in order."""
         task = asyncio.get_running_loop().create_task(room.apply_remote(event))
         self._tasks.add(task)

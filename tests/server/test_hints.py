@@ -13,7 +13,7 @@ from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
 from server.app import App
-from server.committer import Write, WriteConflict
+from server.committer import Done, Write, WriteConflict
 from server.hints import SolverBusy, SolvingService
 from server.storage import StorageUnavailable
 from server.storage.tables import games
@@ -162,17 +162,26 @@ class HeldActions:
         self._released = asyncio.Event()
         self._fail = False
         self.hinted: list[str] = []
+        self._holding: set[asyncio.Task[None]] = set()
         monkeypatch.setattr(app.committer, "submit", self._held)
 
-    async def _held(self, write: Write) -> None:
+    def _held(self, write: Write, done: Done) -> None:
         if write.hinted is not None:
             self.hinted.append(write.hinted)
-        if write.actions:
-            self.reached.set()
-            await self._released.wait()
-            if self._fail:
-                raise StorageUnavailable("the test's database failed")
-        await self._submit(write)
+        if not write.actions:
+            self._submit(write, done)
+            return
+        self.reached.set()
+        task = asyncio.get_running_loop().create_task(self._submit_when_released(write, done))
+        self._holding.add(task)
+        task.add_done_callback(self._holding.discard)
+
+    async def _submit_when_released(self, write: Write, done: Done) -> None:
+        await self._released.wait()
+        if self._fail:
+            done(StorageUnavailable("the test's database failed"))
+        else:
+            self._submit(write, done)
 
     def release(self, *, fail: bool) -> None:
         self._fail = fail
@@ -304,6 +313,6 @@ async def test_a_game_is_marked_hinted_once_and_never_once_finished(
     other = (await client.request("new_game", code=deal.code()))["game"]
     assert (await client.request("resign", game=other))["type"] == "game_over"
     with pytest.raises(WriteConflict):
-        await fast_app.committer.submit(Write(hinted=other))
+        await fast_app.committer.stored(Write(hinted=other))
     assert not await stored_hinted(fast_app, other)
     await client.close()

@@ -30,7 +30,7 @@ async def services(database_url: str) -> AsyncIterator[Services]:
     await asyncio.to_thread(upgrade_to_head, database_url)
     started = await Services.start(Settings(database_url=database_url, sqlite_synchronous="NORMAL"))
     now = dt.datetime.now(dt.UTC)
-    await started.committer.submit(Write(player=PlayerRecord(OWNER.id, OWNER.name, "3" * 64, now)))
+    await started.committer.stored(Write(player=PlayerRecord(OWNER.id, OWNER.name, "3" * 64, now)))
     try:
         yield started
     finally:
@@ -110,7 +110,7 @@ async def test_writes_submitted_together_share_commits_and_a_conflict_fails_only
         Write(actions=[ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now))]) for room in rooms
     ]
     writes.append(Write(actions=[ActionRecord(rooms[0].id, 1, "c5-t1")]))  # v 1 of rooms[0] twice
-    outcomes = await asyncio.gather(*(services.committer.submit(w) for w in writes), return_exceptions=True)
+    outcomes = await asyncio.gather(*(services.committer.stored(w) for w in writes), return_exceptions=True)
     assert outcomes[:-1] == [None] * 8
     assert isinstance(outcomes[-1], WriteConflict)
     async with services.database.connection() as conn:
@@ -123,7 +123,7 @@ async def test_the_database_refuses_an_action_after_the_resign_row(services: Ser
     room = await new_room(services)
     await room.resign(session(), None)
     with pytest.raises(WriteConflict):
-        await services.committer.submit(Write(actions=[ActionRecord(room.id, 2, "t1-c5")]))
+        await services.committer.stored(Write(actions=[ActionRecord(room.id, 2, "t1-c5")]))
     async with services.database.connection() as conn:
         stored = await repository.load_game(conn, room.id)
     assert stored is not None and stored.actions == (RESIGN,) and stored.status == "resigned"
@@ -211,14 +211,14 @@ async def test_a_watch_waiting_on_a_load_follows_the_room_the_registry_keeps(
     assert pushed[0][0] == {spectator}
 
 
-async def test_a_room_is_not_dropped_while_an_operation_waits_for_its_lock(services: Services) -> None:
+async def test_a_room_is_not_dropped_while_an_operation_waits_for_its_turn(services: Services) -> None:
     registry = services.registry
     room = await new_room(services)
     spectator = session()
-    async with room.lock:  # an operation in progress; the watch waits for it
+    async with room.turn:  # an operation in progress; the watch waits for it
         watching = asyncio.create_task(room.watch(spectator, None))
         await asyncio.sleep(0.01)
-    registry.forget_if_idle(room)  # right after the holder released the lock, before the watch runs
+    registry.forget_if_idle(room)  # right after the holder left the turn, before the watch runs
     assert await watching is not None
     assert registry.room(room.id) is room and spectator in room.spectators
 
@@ -229,3 +229,111 @@ async def test_a_dropped_room_sends_its_late_callers_back_to_the_registry(servic
     registry.forget_if_idle(room)
     assert registry.room(room.id) is None
     assert await room.watch(session(), None) is None and await room.view(session(), None) is None
+
+
+# ------------------------------------------------------------------------------------------- the fast path
+
+
+class Responses:
+    """A connection's ``respond``: collects each outcome and says when one came."""
+
+    def __init__(self) -> None:
+        self.got: list[Any] = []
+        self.arrived = asyncio.Event()
+
+    def __call__(self, outcome: Any) -> None:
+        self.got.append(outcome)
+        self.arrived.set()
+
+    async def one(self) -> Any:
+        await self.arrived.wait()
+        (outcome,) = self.got
+        return outcome
+
+
+async def served(services: Services, who: Session, request: Any) -> tuple[Any, bool]:
+    """``request`` through ``serve``, as a connection sends it: its outcome (replies or refusal), and
+    whether it took the task path."""
+    handler = services.handler
+    responses = Responses()
+    handler.serve(who, request, responses)
+    tasked = bool(handler._tasks)
+    return await responses.one(), tasked
+
+
+def as_compared(outcome: Any, game_id: str) -> Any:
+    """An outcome with its game's id left out, to compare two games' outcomes."""
+    if isinstance(outcome, Refusal):
+        return ("refused", outcome.code, outcome.message.replace(game_id, "G"))
+    return [{**message.to_wire(), "game": "G"} for message in outcome]
+
+
+async def handled(services: Services, who: Session, request: Any, game_id: str) -> Any:
+    try:
+        return as_compared(await services.handler.handle(who, request), game_id)
+    except Refusal as refusal:
+        return as_compared(refusal, game_id)
+
+
+async def test_an_action_on_a_free_room_in_memory_is_served_without_a_task_as_handle_serves_it(
+    services: Services,
+) -> None:
+    """The same requests, on two rooms at the same position: through ``serve`` (the fast path) and
+    through ``handle`` (the task path), the same replies and refusals: an ack, a stale v, an illegal
+    move, a stranger's move, an unknown game, and one over the open games limit."""
+    owner, stranger = player_session(OWNER), player_session(PlayerRef("p-eve", "Eve"))
+    fast_room, slow_room = await new_room(services), await new_room(services)
+
+    def requests(game: str) -> list[Any]:
+        return [
+            protocol.MoveRequest(game, Column(1), Cell(5), v=0, request_id=1),
+            protocol.UndoRequest(game, v=0, request_id=2),  # stale
+            protocol.MoveRequest(game, Cell(6), Column(1), request_id=3),  # c6 is empty
+            protocol.UndoRequest(game, v=1, request_id=4),
+        ]
+
+    fast, slow = [], []
+    for fast_request, slow_request in zip(requests(fast_room.id), requests(slow_room.id), strict=True):
+        outcome, tasked = await served(services, owner, fast_request)
+        assert not tasked, f"{fast_request} took the task path"
+        fast.append(as_compared(outcome, fast_room.id))
+        slow.append(await handled(services, owner, slow_request, slow_room.id))
+    assert fast == slow
+    assert [o[1] if isinstance(o, tuple) else o[0]["type"] for o in fast] == [
+        "ack",
+        ErrorCode.STALE,
+        ErrorCode.ILLEGAL_MOVE,
+        "ack",
+    ]
+    refused, tasked = await served(services, stranger, protocol.MoveRequest(fast_room.id, Column(1), Cell(5)))
+    assert not tasked and isinstance(refused, Refusal) and refused.code is ErrorCode.FORBIDDEN
+    refused, tasked = await served(services, owner, protocol.MoveRequest("no-such-game", Column(1), Cell(5)))
+    assert tasked and isinstance(refused, Refusal) and refused.code is ErrorCode.NOT_FOUND
+    crowded = player_session(OWNER)
+    for _ in range(services.settings.max_games_per_connection):
+        other = await new_room(services)
+        crowded.viewing[other.id] = other
+    refused, tasked = await served(services, crowded, protocol.MoveRequest(fast_room.id, Column(1), Cell(5)))
+    assert not tasked and isinstance(refused, Refusal) and refused.code is ErrorCode.RATE_LIMITED
+    assert owner.viewing == {fast_room.id: fast_room, slow_room.id: slow_room}
+
+
+async def test_a_room_is_kept_while_a_fast_action_is_in_flight_and_let_go_after_its_answer(
+    services: Services,
+) -> None:
+    """The player's connection closes while its action's commit is in flight: the room is not dropped
+    under it (the commit's outcome is still the room's), and once answered, nobody following it, it
+    goes; the action was stored."""
+    registry, handler = services.registry, services.handler
+    room = await new_room(services)
+    owner = player_session(OWNER)
+    responses = Responses()
+    handler.serve(owner, protocol.MoveRequest(room.id, Column(1), Cell(5), v=0), responses)
+    assert not handler._tasks and room.is_busy()
+    owner.release(registry)  # the connection closed
+    assert registry.room(room.id) is room, "not dropped while its action is in flight"
+    (ack,) = await responses.one()
+    assert ack.v == 1
+    assert registry.room(room.id) is None, "let go once answered: nobody follows it"
+    found = await registry.find(room.id)
+    assert isinstance(found, GameRoom) and found.game.v == 1

@@ -3,12 +3,14 @@ action appends through the writer thread's own connection, other writes through 
 PostgreSQL: everything through the async engine), on a real migrated database: writes grouped in few
 commits, a conflict (the (game, v) fence, a finished game, a missing game, a game finished twice)
 failing only its own write, database failures and bugs failing their batch and the pipeline going on,
-and a stop that commits what was queued before it and refuses what comes after."""
+callbacks called in batch order (one raising stops none of the others), and a stop that commits what
+was queued before it and refuses what comes after."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -104,7 +106,7 @@ def finished(game: str) -> GameResult:
 async def test_concurrent_writes_are_grouped_into_few_commits(
     committer: Committer, backend: RecordingBackend, seeded: Database
 ) -> None:
-    await asyncio.gather(*(committer.submit(appended(game, v)) for v in (1, 2, 3) for game in GAMES))
+    await asyncio.gather(*(committer.stored(appended(game, v)) for v in (1, 2, 3) for game in GAMES))
     assert len(await stored_rows(seeded)) == 3 * len(GAMES)
     assert sum(backend.batches) == 3 * len(GAMES)
     assert len(backend.batches) < 3 * len(GAMES), "writes queued together must share commits"
@@ -118,9 +120,9 @@ async def test_a_batch_of_every_kind_of_write_commits_atomically(
     progress = GameProgress(score=7, moves=1, undos=0, at=NOW)
     new_player = PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)
     await asyncio.gather(
-        committer.submit(Write(player=new_player, game=GameStart("new", "newcomer", CODE, 8, None, NOW))),
-        committer.submit(Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5", progress)])),
-        committer.submit(Write(actions=[ActionRecord(GAMES[1], 1, "resign")], result=finished(GAMES[1]))),
+        committer.stored(Write(player=new_player, game=GameStart("new", "newcomer", CODE, 8, None, NOW))),
+        committer.stored(Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5", progress)])),
+        committer.stored(Write(actions=[ActionRecord(GAMES[1], 1, "resign")], result=finished(GAMES[1]))),
     )
     assert backend.batches == [3]
     async with seeded.connection() as conn:
@@ -137,8 +139,8 @@ async def test_a_conflict_fails_only_its_own_write(
     """Refused writes tried: a version already stored (the fence), an action of a game that does not
     exist, an action of a finished game, finishing a finished game. On SQLite a batch of appends only
     takes the plain driver, a batch with a new game the async engine: both isolate the conflict."""
-    await committer.submit(appended(GAMES[0], 1))
-    await committer.submit(Write(actions=[ActionRecord(GAMES[3], 1, "resign")], result=finished(GAMES[3])))
+    await committer.stored(appended(GAMES[0], 1))
+    await committer.stored(Write(actions=[ActionRecord(GAMES[3], 1, "resign")], result=finished(GAMES[3])))
     writes = [
         appended(GAMES[1], 1),
         appended(GAMES[0], 1, "undo"),  # v 1 of GAMES[0] is stored
@@ -149,7 +151,7 @@ async def test_a_conflict_fails_only_its_own_write(
     ]
     if with_other_writes:
         writes.append(Write(player=PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)))
-    outcomes = await asyncio.gather(*(committer.submit(write) for write in writes), return_exceptions=True)
+    outcomes = await asyncio.gather(*(committer.stored(write) for write in writes), return_exceptions=True)
     assert outcomes[0] is None and outcomes[2] is None
     assert all(isinstance(outcome, WriteConflict) for outcome in outcomes[1:2] + outcomes[3:6]), outcomes
     if with_other_writes:
@@ -187,9 +189,9 @@ async def test_a_database_failure_stores_nothing_and_the_next_write_works(
     else:
         monkeypatch.setattr(repository, "insert_actions", insert_failing_once)
     with pytest.raises(StorageUnavailable):
-        await committer.submit(appended(GAMES[0], 1))
+        await committer.stored(appended(GAMES[0], 1))
     assert await stored_rows(seeded) == []
-    await committer.submit(appended(GAMES[0], 1))  # the thread is alive (and reconnected)
+    await committer.stored(appended(GAMES[0], 1))  # the thread is alive (and reconnected)
     assert await stored_rows(seeded) == [(GAMES[0], 1, "t1-c5")]
 
 
@@ -198,8 +200,8 @@ async def test_a_bug_in_a_commit_answers_unavailable_and_the_pipeline_goes_on(
 ) -> None:
     backend.fail_next = ZeroDivisionError("a bug")
     with pytest.raises(StorageUnavailable, match="retry"):
-        await committer.submit(appended(GAMES[0], 1))
-    await committer.submit(appended(GAMES[0], 1))
+        await committer.stored(appended(GAMES[0], 1))
+    await committer.stored(appended(GAMES[0], 1))
     assert await stored_rows(seeded) == [(GAMES[0], 1, "t1-c5")]
 
 
@@ -208,20 +210,20 @@ async def test_stop_commits_what_was_queued_then_refuses_writes(
 ) -> None:
     pipeline = Committer(backend, Metrics())
     pipeline.start()
-    queued = [pipeline.submit(appended(game, 1)) for game in GAMES]
+    queued = [pipeline.stored(appended(game, 1)) for game in GAMES]
     await pipeline.stop()
     await asyncio.gather(*queued)
     assert len(await stored_rows(seeded)) == len(GAMES)
     assert backend.closed
     with pytest.raises(StorageUnavailable, match="stopping"):
-        await pipeline.submit(appended(GAMES[0], 2))
+        await pipeline.stored(appended(GAMES[0], 2))
 
 
 async def test_a_cancelled_waiter_does_not_stop_the_others(committer: Committer, seeded: Database) -> None:
     """A request whose connection closed stops waiting; its write is still committed (it was queued),
     and the rest of its batch is answered."""
-    cancelled = committer.submit(appended(GAMES[0], 1))
-    others = [committer.submit(appended(game, 1)) for game in GAMES[1:]]
+    cancelled = committer.stored(appended(GAMES[0], 1))
+    others = [committer.stored(appended(game, 1)) for game in GAMES[1:]]
     cancelled.cancel()
     await asyncio.gather(*others)
     assert len(await stored_rows(seeded)) == len(GAMES)
@@ -232,9 +234,48 @@ async def test_batches_hold_at_most_max_batch_writes(backend: RecordingBackend, 
     pipeline = Committer(backend, Metrics(), max_batch=8)
     pipeline.start()
     try:
-        await asyncio.gather(*(pipeline.submit(appended(game, v)) for v in (1, 2) for game in GAMES))
+        await asyncio.gather(*(pipeline.stored(appended(game, v)) for v in (1, 2) for game in GAMES))
     finally:
         await pipeline.stop()
     assert len(await stored_rows(seeded)) == 2 * len(GAMES)
     assert sum(backend.batches) == 2 * len(GAMES)
     assert max(backend.batches) == 8
+
+
+async def test_callbacks_come_in_batch_order_and_one_raising_does_not_stop_the_others(
+    committer: Committer, backend: RecordingBackend, seeded: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``submit``'s callbacks are called on the event loop, once each, in submission order, after the
+    commit, never from ``submit`` itself; a callback that raises is logged and the rest of its batch is
+    answered all the same (a conflict included)."""
+    loop_thread = asyncio.get_running_loop()
+    outcomes: list[tuple[int, type[Exception] | None]] = []
+    answered = asyncio.Event()
+    writes = [appended(game, 1) for game in GAMES[:6]] + [appended(GAMES[0], 1, "undo")]  # the last: conflict
+
+    def done(index: int, error: Exception | None) -> None:
+        assert asyncio.get_running_loop() is loop_thread
+        outcomes.append((index, None if error is None else type(error)))
+        if index == 2:
+            raise ZeroDivisionError("a bug in one callback")
+        if len(outcomes) == len(writes):
+            answered.set()
+
+    for index, write in enumerate(writes):
+        committer.submit(write, functools.partial(done, index))
+    assert outcomes == [], "never called back from submit"
+    await answered.wait()
+    assert outcomes == [(index, None) for index in range(6)] + [(6, WriteConflict)]
+    assert "callback" in caplog.text and "ZeroDivisionError" in caplog.text
+    assert len(await stored_rows(seeded)) == 6
+    await committer.stored(appended(GAMES[1], 2))  # the pipeline goes on
+
+
+async def test_submit_refuses_at_once_when_stopping(backend: RecordingBackend) -> None:
+    pipeline = Committer(backend, Metrics())
+    pipeline.start()
+    await pipeline.stop()
+    called: list[Exception | None] = []
+    with pytest.raises(StorageUnavailable, match="stopping"):
+        pipeline.submit(appended(GAMES[0], 1), called.append)
+    assert called == [], "refused at once, never called back"
