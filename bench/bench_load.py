@@ -180,6 +180,19 @@ def tree_cpu_seconds(members: Sequence[int]) -> float | None:
     return total
 
 
+def main_threads_cpu_seconds(members: Sequence[int]) -> float | None:
+    """User + system CPU time of the main threads of ``members`` (a thread's id is its process's id
+    for the main one): the servers' event loops, without the SQLite writer and driver threads."""
+    total = None
+    for member in members:
+        try:
+            fields = Path(f"/proc/{member}/task/{member}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total = (total or 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def rss_bytes(pid: int) -> int | None:
     """Resident memory (``VmRSS``) of a process and its descendants: a process's threads share its
     RSS; forked workers' shared pages count once per worker. None if the process is gone."""
@@ -488,6 +501,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     started = time.perf_counter()
     own_cpu = time.process_time()
     target_cpu = tree_cpu_seconds(target) if target else None
+    loop_cpu = main_threads_cpu_seconds(target) if target else None
     machine_cpu = busy_cpu_seconds() if plan.target_pid else None
     await asyncio.sleep(max(0.0, go_at + plan.warmup + plan.duration - time.monotonic()))
     window.phase = 2
@@ -495,6 +509,8 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     own_cpu = time.process_time() - own_cpu
     target_end = tree_cpu_seconds(target) if target else None
     target_cpu = None if target_cpu is None or target_end is None else target_end - target_cpu
+    loop_end = main_threads_cpu_seconds(target) if target else None
+    loop_cpu = None if loop_cpu is None or loop_end is None else loop_end - loop_cpu
     machine_end = busy_cpu_seconds() if plan.target_pid else None
     machine_cpu = None if machine_cpu is None or machine_end is None else machine_end - machine_cpu
     after = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
@@ -515,6 +531,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         "first_error": window.first_error,
         "driver_cpu": own_cpu,
         "target_cpu": target_cpu,
+        "loop_cpu": loop_cpu,
         "machine_cpu": machine_cpu,
         "metrics": {key: after[key] - before.get(key, 0.0) for key in after},
         "idle_lost": idle_lost,
@@ -550,6 +567,7 @@ class Measurement:
     first_error: str | None
     setup_s: float
     target_cpu: float | None  # fraction of one core
+    loop_cpu: float | None  # the same, of the main threads (the event loops) alone
     driver_cpu: float  # fraction of one core, all drivers together
     other_cpu: float | None = None  # the rest of the machine (other processes), fraction of one core
     metrics: dict[str, float] = field(default_factory=dict)
@@ -567,6 +585,13 @@ def _cpu_per_reply(measurement: Measurement) -> float:
     if measurement.target_cpu is None or not measurement.rate:
         return float("nan")
     return measurement.target_cpu / measurement.rate * 1e6
+
+
+def _loop_cpu_per_reply(measurement: Measurement) -> float:
+    """The part of `_cpu_per_reply` spent on the target's main threads (its event loops)."""
+    if measurement.loop_cpu is None or not measurement.rate:
+        return float("nan")
+    return measurement.loop_cpu / measurement.rate * 1e6
 
 
 def _percentile(ordered: Sequence[float], fraction: float) -> float:
@@ -697,6 +722,7 @@ def measure(
         first_error=first_error,
         setup_s=setup,
         target_cpu=None if first["target_cpu"] is None else first["target_cpu"] / elapsed,
+        loop_cpu=None if first["loop_cpu"] is None else first["loop_cpu"] / elapsed,
         driver_cpu=sum(result["driver_cpu"] for result in results) / elapsed,
         metrics=first["metrics"],
         active=active,
@@ -806,7 +832,9 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
         per_action, per_message = _cpu_per_reply(server), _cpu_per_reply(echo)
         print(
             f"N={server.n}: server CPU per action {per_action:.1f} µs, echo per message {per_message:.1f} µs"
-            f" (ratio {_fmt_ratio(per_action / per_message if per_message else float('nan'))})"
+            f" (ratio {_fmt_ratio(per_action / per_message if per_message else float('nan'))}); event loop"
+            f" {_loop_cpu_per_reply(server):.1f} µs, other threads (the SQLite writer)"
+            f" {per_action - _loop_cpu_per_reply(server):.1f} µs"
         )
     noisy = [m for pair in pairs for m in pair if m.other_cpu is not None and m.other_cpu > 0.25]
     if noisy:
@@ -1016,7 +1044,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _nan_measurement(kind: str, n: int) -> Measurement:
     nan = float("nan")
-    return Measurement(kind, n, nan, nan, nan, 0, 0, None, nan, None, nan)
+    return Measurement(kind, n, nan, nan, nan, 0, 0, None, nan, None, None, nan)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
