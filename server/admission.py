@@ -273,6 +273,9 @@ class OriginPolicy:
         if self.any_origin or origin in self.allowed:
             return True
         if self.same_origin and host:
-            parts = urlsplit(origin)
+            try:
+                parts = urlsplit(origin)
+            except ValueError:  # e.g. "http://[::1": no origin of ours
+                return False
             return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
         return False

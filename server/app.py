@@ -95,7 +95,7 @@ class Services:
         metrics = Metrics()
         committer = Committer(_commit_backend(settings, database), metrics, max_batch=settings.commit_batch)
         committer.start()
-        fanout = Fanout(metrics, settings.max_write_buffer_bytes)
+        fanout = Fanout()
         bus = bus or (RedisBus(settings.redis_url) if settings.redis_url else LocalBus())
         registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
         with needs("redis_url", what="cannot reach Redis"):
@@ -186,6 +186,8 @@ class App:
             # stops the transport from even buffering anything much larger.
             max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
             server_header=f"eightoff/{__version__}",
+            max_write_buffer=settings.max_write_buffer_bytes,
+            dropped=services.metrics.dropped_slow_readers.inc,
         )
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
             await server.listen(settings.host, settings.port, sock)

@@ -44,13 +44,8 @@ class _Verdict(enum.Enum):
 
 class Fanout:
     """Sends one message to one or many clients: rendered once, encoded once per subprotocol, framed
-    once, written at once, never awaited. A client whose unsent data passes ``max_write_buffer`` does
-    not read: it is dropped, so that it can neither hold memory nor slow anyone down (replies use this
-    too: a request is not answered any slower than a push)."""
-
-    def __init__(self, metrics: Metrics, max_write_buffer: int) -> None:
-        self._metrics = metrics
-        self._max_write_buffer = max_write_buffer
+    once, written at once, never awaited (a client that does not read is dropped by the transport:
+    replies use this too, so a request is not answered any slower than a push)."""
 
     def __call__(self, audience: Iterable[Any], message: protocol.ServerMessage) -> None:
         frames: dict[protocol.Subprotocol, bytes] = {}
@@ -65,12 +60,6 @@ class Fanout:
                 frame = frames[client.subprotocol] = wire_frame(protocol.encode(wire, client.subprotocol))
             connection: WebSocketConnection = client.transport
             connection.write_frame(frame)
-            if connection.write_buffer_size() > self._max_write_buffer:
-                logger.info(
-                    "dropping a connection that does not read", extra={"remote": connection.client_address}
-                )
-                self._metrics.dropped_slow_readers.inc()
-                connection.abort()
 
 
 class _Client:
@@ -167,7 +156,12 @@ class ConnectionLoop:
         if self._admit(client, request, metered) is not _Verdict.SERVE:
             return True  # refused with an error; the connection goes on
         self.in_flight += 1
-        self._handler.serve(client, request, lambda outcome: served.answer(request, started, outcome))
+        try:
+            self._handler.serve(client, request, lambda outcome: served.answer(request, started, outcome))
+        except Exception:  # a bug before any answer: answer internal, keep the count right
+            logger.exception("request %s failed", request.TYPE)
+            self.answered(client, request, started, Refusal(ErrorCode.INTERNAL, "the server failed"))
+            return True
         return False
 
     def answered(

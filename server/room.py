@@ -274,8 +274,9 @@ class GameRoom:
             raise
         try:
             self.services.committer.submit(pending.write, functools.partial(self._committed, pending))
-        except Exception as refused:  # the pipeline is stopping: nothing was stored
-            self._committed(pending, refused)
+        except Exception as refused:  # the pipeline is stopping: nothing was stored. Answered from
+            # the next loop iteration, as after a commit: never from inside the caller's call
+            asyncio.get_running_loop().call_soon(self._committed, pending, refused)
 
     def _apply(
         self,

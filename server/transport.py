@@ -6,7 +6,8 @@ through a reader queue and an awaited ``recv()``, most of the CPU a message cost
 bytes from the socket go through the protocol's parser and come out as whole messages handed to the
 connection's ``Channel`` at once; replies are written as soon as they exist. Per connection only one
 request is served at a time (its later messages wait in order) and reading pauses while a few wait,
-so a flood cannot queue memory.
+so a flood queues at most what one read of the socket holds; a peer that lets unsent frames (replies,
+pushes, the pongs of its own pings) pile up past ``max_write_buffer`` does not read and is dropped.
 
 What the asyncio server gave for free and is done here: the handshake (``/ws`` with subprotocol
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
@@ -23,6 +24,7 @@ import asyncio
 import collections
 import http
 import logging
+import os
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -37,7 +39,7 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 import protocol
-from server.admission import ConnectionGate
+from server.admission import ConnectionGate, ThrottledLog
 
 __all__ = [
     "Channel",
@@ -142,14 +144,20 @@ class WebSocketServer:
         *,
         max_size: int,
         server_header: str,
+        max_write_buffer: int,
+        dropped: Callable[[], None] = lambda: None,
     ) -> None:
         """``open_channel`` is called once per completed handshake; ``max_size`` is the hard cap on
-        an incoming message (bigger closes 1009 before it is buffered)."""
+        an incoming message (bigger closes 1009 before it is buffered); a connection whose unsent
+        data passes ``max_write_buffer`` does not read and is dropped (``dropped`` counts it)."""
         self.open_channel = open_channel
         self.routes = routes
         self.gate = gate
         self.max_size = max_size
         self.server_header = server_header
+        self.max_write_buffer = max_write_buffer
+        self.dropped = dropped
+        self.log = ThrottledLog()
         self.connections: set[WebSocketConnection] = set()
         self.accepting = True
         self._server: asyncio.Server | None = None
@@ -180,7 +188,13 @@ class WebSocketServer:
             connection.close(code, reason)
         if self.connections:
             self._all_closed = asyncio.get_running_loop().create_future()
-            await self._all_closed
+            try:  # each connection drops itself CLOSE_LINGER after its close frame: a bound, but
+                # not on a connection whose close waits for a peer that reads nothing
+                await asyncio.wait_for(asyncio.shield(self._all_closed), CLOSE_LINGER + 1.0)
+            except TimeoutError:
+                for connection in list(self.connections):
+                    connection.abort()
+                await self._all_closed
         if self._server is not None:
             await self._server.wait_closed()
 
@@ -209,6 +223,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_http_task",
         "_lingering",
         "_peer_done",
+        "_ping_payload",
         "_plain_http",
         "_pong_awaited",
         "_protocol",
@@ -251,6 +266,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._dispatching = False
         self._reading_paused = False
         self._pong_awaited = False
+        self._ping_payload = b""
         self._timer: asyncio.TimerHandle | None = None  # the open timeout, then the keepalive's
         self._abort_timer: asyncio.TimerHandle | None = None
         self._http_task: asyncio.Task[None] | None = None
@@ -321,10 +337,12 @@ class WebSocketConnection(asyncio.Protocol):
         if self._lingering:
             self._server.gate.stop_lingering()
             self._lingering = False
-        if self.channel is not None:
-            channel, self.channel = self.channel, None
-            channel.closed()
-        self._server.forget(self)
+        try:
+            if self.channel is not None:
+                channel, self.channel = self.channel, None
+                channel.closed()
+        finally:
+            self._server.forget(self)
 
     # Sending
 
@@ -335,7 +353,18 @@ class WebSocketConnection(asyncio.Protocol):
     def write_frame(self, frame: bytes) -> None:
         """Write a frame made by ``wire_frame``, unless the connection is closing."""
         if self._protocol.state is State.OPEN and not self.transport.is_closing():
-            self.transport.write(frame)
+            self._write(frame)
+
+    def _write(self, data: bytes) -> None:
+        """The one place frames are written: a peer that lets ``max_write_buffer`` of them pile up
+        (replies, pushes, or the pongs of its own pings) does not read; it is dropped, so that it
+        can neither hold memory nor slow anyone down."""
+        transport = self.transport
+        transport.write(data)
+        if transport.get_write_buffer_size() > self._server.max_write_buffer:
+            self._server.log.warning("dropping a connection that does not read", self.client_address)
+            self._server.dropped()
+            transport.abort()
 
     def write_buffer_size(self) -> int:
         return self.transport.get_write_buffer_size()
@@ -355,6 +384,7 @@ class WebSocketConnection(asyncio.Protocol):
         With ``read_more`` False nothing more is read (a flooder): its frames are not even parsed.
         """
         if self._protocol.state is State.CONNECTING:
+            self._abort_later(CLOSE_LINGER)  # close() waits for unsent data: bounded
             self.transport.close()
             return
         if self._protocol.state is not State.OPEN:
@@ -395,7 +425,12 @@ class WebSocketConnection(asyncio.Protocol):
         try:
             while self._waiting and not self._serving and self.channel is not None and self.is_open:
                 self._serving = True
-                self.channel.serve(self._waiting.popleft())
+                try:
+                    self.channel.serve(self._waiting.popleft())
+                except Exception:  # a bug: close this connection, not stall it (nor the loop)
+                    logger.exception("serving a message failed")
+                    self._serving = False
+                    self.close(CloseCode.INTERNAL_ERROR, "the server failed")
         finally:
             self._dispatching = False
         if self._reading_paused and len(self._waiting) <= MAX_WAITING // 2 and self.is_open:
@@ -418,8 +453,8 @@ class WebSocketConnection(asyncio.Protocol):
             if frame.fin:
                 whole, self._fragments = b"".join(self._fragments), []
                 self._whole(whole, self._fragmented_text)
-        elif opcode is Opcode.PONG:
-            self._pong_awaited = False
+        elif opcode is Opcode.PONG and data == self._ping_payload:
+            self._pong_awaited = False  # an unsolicited pong does not prove the peer reads
         elif opcode is Opcode.CLOSE:
             self._waiting.clear()  # the peer said goodbye: what it sent before gets no answer
 
@@ -485,6 +520,7 @@ class WebSocketConnection(asyncio.Protocol):
         response.headers["Server"] = self._server.server_header
         self.transport.write(response.serialize())
         if self._peer_done:
+            self._abort_later(CLOSE_LINGER)  # close() waits for a flush the peer may never read
             self.transport.close()
             return
         self._write_eof()
@@ -509,8 +545,10 @@ class WebSocketConnection(asyncio.Protocol):
         if self.transport.is_closing():
             return
         for data in self._protocol.data_to_send():
+            if self.transport.is_closing():
+                return  # dropped by _write: it did not read
             if data:
-                self.transport.write(data)
+                self._write(data)
             else:
                 self._write_eof()  # our FIN after the close frame (or the HTTP response)
         if self._protocol.state is State.CLOSED:
@@ -523,7 +561,8 @@ class WebSocketConnection(asyncio.Protocol):
         if self._protocol.state is not State.OPEN:
             return
         self._pong_awaited = True
-        self._protocol.send_ping(b"")
+        self._ping_payload = os.urandom(4)
+        self._protocol.send_ping(self._ping_payload)
         self._flush()
         self._timer = asyncio.get_running_loop().call_later(PING_TIMEOUT, self._check_pong)
 
@@ -541,6 +580,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _write_eof(self) -> None:
         if not self.transport.can_write_eof():
+            self._abort_later(CLOSE_LINGER)
             self.transport.close()
             return
         try:

@@ -434,9 +434,10 @@ async def test_a_failed_fast_commit_undoes_the_action_before_the_next_one() -> N
     assert ack.v == 1 and harness.kinds_for(spectator) == [("diff", 1)]
 
 
-async def test_a_pipeline_refusing_the_write_at_once_is_answered_at_once() -> None:
-    """The pipeline is stopping: ``submit`` raises; the action is undone and answered before
-    ``try_act`` returns."""
+async def test_a_pipeline_refusing_the_write_at_once_is_answered_on_the_next_iteration() -> None:
+    """The pipeline is stopping: ``submit`` raises; the action is undone and answered, but never from
+    inside ``try_act`` (the caller's call), which would let a failing answer be answered twice: from
+    the next loop iteration, as after a commit. The room stays busy until then."""
     harness = Harness()
     room, owner = harness.room, Follower("owner")
 
@@ -446,6 +447,8 @@ async def test_a_pipeline_refusing_the_write_at_once_is_answered_at_once() -> No
     harness.committer.submit = stopping  # type: ignore[method-assign]
     answers = Answers()
     assert room.try_act(owner, lambda game: T1_C5, 0, "r1", answers)
+    assert answers.got == [] and room.is_busy()
+    await asyncio.sleep(0)
     assert [type(outcome) for outcome in answers.got] == [StorageUnavailable]
     assert room.game.v == 0 and not room.is_busy()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import logging
 import os
 import socket
@@ -344,3 +345,64 @@ async def test_start_on_a_socket_bound_elsewhere(tmp_path: Path) -> None:
             assert (await client.message())["type"] == "welcome"
         finally:
             await app.shutdown()
+
+
+async def test_a_ping_flood_that_does_not_read_its_pongs_is_dropped(tmp_path: Path) -> None:
+    """Pings take no token and never reach the handler, but each one makes a pong: a client that
+    sends pings as fast as it can and reads nothing is dropped once 16 KiB of pongs wait unsent for
+    it (it grew the server's memory without bound before)."""
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        async with serverutil.running_app(url, max_write_buffer_bytes=16 * 1024) as app:
+            client = await RawClient.open(app)
+            client.writer.transport.set_write_buffer_limits(high=1 << 30)
+            client.writer.transport.pause_reading()
+            client.writer.write(Frame(Opcode.PING, b"x" * 125).serialize(mask=True) * 50_000)
+            for _ in range(500):
+                if app.metrics.dropped_slow_readers._value.get():
+                    break
+                await asyncio.sleep(0.01)
+            assert app.metrics.dropped_slow_readers._value.get() == 1
+            assert await settled(app) == (0, 0, 0)
+
+
+async def test_unsolicited_pongs_do_not_keep_a_silent_client_alive(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that never answers our pings but sends pongs of its own (empty, or with a payload that
+    is not our ping's) is still closed with 1011 when a pong is overdue."""
+    monkeypatch.setattr(transport, "PING_INTERVAL", 0.2)
+    monkeypatch.setattr(transport, "PING_TIMEOUT", 0.2)
+    client = await RawClient.open(app)
+
+    async def pong_all_the_time() -> None:
+        for payload in itertools.cycle((b"", b"not ours", b"\x00\x00\x00\x00")):
+            client.send(Opcode.PONG, payload)
+            await asyncio.sleep(0.02)
+
+    ponging = asyncio.create_task(pong_all_the_time())
+    try:
+        assert await asyncio.wait_for(client.close_code(), 5) == 1011
+    finally:
+        ponging.cancel()
+
+
+@pytest.mark.parametrize("origin", ["http://[::1", "http://[", "https://[zz]:x"])
+async def test_an_origin_that_is_no_url_gets_403(
+    app: App, origin: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An Origin header that is not a URL (``urlsplit`` raises on it): a plain 403, as for any origin
+    not ours, and no traceback in the log (an exception escaped the protocol callback before)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"Origin: {origin}\r\n\r\n"
+        ).encode()
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    assert head.startswith(b"HTTP/1.1 403 "), head
+    writer.close()
+    assert await settled(app) == (0, 0, 0)
+    assert not [record for record in caplog.records if record.exc_info]
