@@ -32,6 +32,7 @@ __all__ = [
     "LocalBus",
     "RedisBus",
     "RelayBus",
+    "RelayStream",
     "frame",
     "pack_event",
     "unpack_event",
@@ -272,12 +273,12 @@ class RelayBus:
             transport.close()
 
 
-class _RelayProtocol(asyncio.Protocol):
-    """Reads the supervisor's frames and delivers their events; says when the relay is gone."""
+class RelayStream(asyncio.Protocol):
+    """One end of a relay link: length-prefixed frames in, their payloads to `received`; a corrupt
+    stream is closed (what follows a bad length cannot be framed again)."""
 
-    def __init__(self, deliver: Callable[[BusEvent], None], lost: Callable[[], None]) -> None:
-        self._deliver = deliver
-        self._lost = lost
+    def __init__(self, name: str) -> None:
+        self._name = name
         self._reader = FrameReader()
         self._transport: asyncio.BaseTransport | None = None
 
@@ -288,10 +289,26 @@ class _RelayProtocol(asyncio.Protocol):
         try:
             payloads = self._reader.feed(data)
         except ValueError as exc:
-            logger.error("the relay stream is corrupt (%s); closing it", exc)
+            logger.error("%s: the relay stream is corrupt (%s); closing it", self._name, exc)
             if self._transport is not None:
                 self._transport.close()
             return
+        if payloads:
+            self.received(payloads)
+
+    def received(self, payloads: list[bytes]) -> None:
+        raise NotImplementedError
+
+
+class _RelayProtocol(RelayStream):
+    """A worker's end: delivers the events of the supervisor's frames; says when the relay is gone."""
+
+    def __init__(self, deliver: Callable[[BusEvent], None], lost: Callable[[], None]) -> None:
+        super().__init__("relay")
+        self._deliver = deliver
+        self._lost = lost
+
+    def received(self, payloads: list[bytes]) -> None:
         for payload in payloads:
             try:
                 event = unpack_event(payload)

@@ -34,7 +34,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from server import __version__
-from server.bus import RELAY_BACKLOG_BYTES, FrameReader, RelayBus, frame
+from server.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.config import Settings, Unavailable, needs
 from server.storage import upgrade_to_head
 
@@ -299,30 +299,16 @@ class Supervisor:
             worker.link.close()
 
 
-class _RelayPeer(asyncio.Protocol):
+class _RelayPeer(RelayStream):
     """The supervisor's end of one worker's relay link: frames in, to the other workers."""
 
     def __init__(self, supervisor: Supervisor, worker: _Worker) -> None:
+        super().__init__(f"worker {worker.node}")
         self._supervisor = supervisor
         self._worker = worker
-        self._reader = FrameReader()
-        self._transport: asyncio.BaseTransport | None = None
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            payloads = self._reader.feed(data)
-        except ValueError as exc:
-            logger.error(
-                "worker %s: corrupt relay stream (%s); no longer relaying it", self._worker.node, exc
-            )
-            if self._transport is not None:
-                self._transport.close()
-            return
-        if payloads:
-            self._supervisor.relay(payloads, self._worker)
+    def received(self, payloads: list[bytes]) -> None:
+        self._supervisor.relay(payloads, self._worker)
 
 
 # ---------------------------------------------------------------------------------------- a worker
