@@ -133,6 +133,23 @@ def _cpu_seconds(who: int) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+async def _window(seconds: float, done: Callable[[], int]) -> tuple[float, float, float]:
+    """Actions per second over the next ``seconds``, ``done()`` counting them, and the CPU seconds per
+    action of this (the event loop's) thread and of the other threads (the SQLite writer)."""
+    count, thread, process, started = (
+        done(),
+        _cpu_seconds(resource.RUSAGE_THREAD),
+        _cpu_seconds(resource.RUSAGE_SELF),
+        time.perf_counter(),
+    )
+    await asyncio.sleep(seconds)
+    count = done() - count
+    thread = _cpu_seconds(resource.RUSAGE_THREAD) - thread
+    process = _cpu_seconds(resource.RUSAGE_SELF) - process
+    elapsed = time.perf_counter() - started
+    return count / elapsed, thread / count, (process - thread) / count
+
+
 async def _measure_concurrent(app: App, games: int, seconds: float) -> tuple[float, float, float]:
     """``games`` closed loops of move/undo with the real group commit; returns actions per second
     and the CPU seconds per action of this (the event loop's) thread and of the other threads."""
@@ -154,20 +171,10 @@ async def _measure_concurrent(app: App, games: int, seconds: float) -> tuple[flo
 
     players = [asyncio.create_task(play(index)) for index in range(games)]
     await asyncio.sleep(1.0)  # every game started, the loops warm
-    count, thread, process, started = (
-        done,
-        _cpu_seconds(resource.RUSAGE_THREAD),
-        _cpu_seconds(resource.RUSAGE_SELF),
-        time.perf_counter(),
-    )
-    await asyncio.sleep(seconds)
-    count = done - count
-    thread = _cpu_seconds(resource.RUSAGE_THREAD) - thread
-    process = _cpu_seconds(resource.RUSAGE_SELF) - process
-    elapsed = time.perf_counter() - started
+    figures = await _window(seconds, lambda: done)
     running = False
     await asyncio.gather(*players)
-    return count / elapsed, thread / count, (process - thread) / count
+    return figures
 
 
 async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, float, float]:
@@ -206,22 +213,12 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
     for client, pair in zip(clients, frames, strict=True):
         play(client, pair, 0)
     await asyncio.sleep(1.0)
-    count, thread, process, started = (
-        done,
-        _cpu_seconds(resource.RUSAGE_THREAD),
-        _cpu_seconds(resource.RUSAGE_SELF),
-        time.perf_counter(),
-    )
-    await asyncio.sleep(seconds)
-    count = done - count
-    thread = _cpu_seconds(resource.RUSAGE_THREAD) - thread
-    process = _cpu_seconds(resource.RUSAGE_SELF) - process
-    elapsed = time.perf_counter() - started
+    figures = await _window(seconds, lambda: done)
     running = False
     await stopped.wait()
     if refused:
         print(f"  (refusals during the serve run, retried: {refused})")
-    return count / elapsed, thread / count, (process - thread) / count
+    return figures
 
 
 async def _new_client(app: App, player_id: str) -> Session:
