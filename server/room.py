@@ -67,6 +67,10 @@ RESIGN = "resign"
 #: keeps the figures of the burst's first action until it is played again or ends (the end writes the
 #: final ones).
 PROGRESS_INTERVAL = 10.0
+#: A failed action of a game longer than this is taken back by a replay in a worker thread, not on the
+#: event loop: a database outage fails every action in flight at once, and replaying each of a thousand
+#: long games (up to `MAX_GAME_ACTIONS`) inline would stall every connection for seconds.
+REPLAY_INLINE_ACTIONS = 100
 
 #: Who plays a game or a connection: the protocol's ``{id, name}``.
 PlayerRef = Player
@@ -145,7 +149,8 @@ class GameRoom:
     replaced: bool = False  # the registry let it go (idle, or its reload failed): find the game again
     hinted: bool = False  # this room stored the game as hinted (a hint is asked once more per reload)
     progress_due: float = 0.0  # time.monotonic() after which an action row carries the game's figures
-    reloading: asyncio.Task[None] | None = None  # taking the stored game after a conflict (holds the turn)
+    reloading: asyncio.Task[None] | None = None  # taking the stored game after a conflict, or taking a
+    # long game's failed action back (holds the turn)
 
     @property
     def code(self) -> str:
@@ -310,6 +315,9 @@ class GameRoom:
         if isinstance(error, WriteConflict):
             self.reloading = asyncio.get_running_loop().create_task(self._take_stored_game(pending))
             return
+        if error is not None and pending.game.v > REPLAY_INLINE_ACTIONS:
+            self.reloading = asyncio.get_running_loop().create_task(self._take_back(pending, error))
+            return
         outcome: list[ServerMessage] | Exception
         try:
             if error is None:
@@ -343,6 +351,20 @@ class GameRoom:
             self.reloading = None
             self.turn.leave()
             pending.answer(_stale_after_conflict(self.id))
+
+    async def _take_back(self, pending: _PendingAction, error: Exception) -> None:
+        """A long game's failed action is taken back by a replay in a worker thread, the turn held
+        meanwhile (inline if cancelled: the room must never keep an action the database refused)."""
+        game = pending.game
+        try:
+            replayed = await asyncio.to_thread(Game.replay, game.deal, game.log[:-1])
+            if self.game is game:
+                self.game = replayed
+        finally:
+            self._undo_in_place(game)  # a no-op once replaced above
+            self.reloading = None
+            self.turn.leave()
+            pending.answer(error)
 
     def _undo_in_place(self, game: Game) -> None:
         """Take back the uncommitted action applied to ``game``, unless the room holds another game now

@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import datetime as dt
 import functools
+import threading
 from collections.abc import Iterable
 from types import NoneType
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 
 import protocol
 from engine import Deal, Game, IllegalMoveError, parse_action
+from server import room as room_module
 from server.bus import BusEvent
 from server.committer import Done, Write, WriteConflict, settle_future
 from server.errors import ErrorCode, Refusal
@@ -419,6 +421,39 @@ async def test_an_action_in_flight_holds_the_turn_and_the_next_ones_follow_in_or
     assert (ack.v, snapshot.v if snapshot else None, second_ack.v) == (1, 1, 2)
     assert [row.v for write in harness.committer.writes for row in write.actions] == [1, 2]
     assert harness.kinds_for(spectator) == [("diff", 2)]
+
+
+async def test_a_long_games_failed_action_is_taken_back_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``REPLAY_INLINE_ACTIONS`` a failed action is taken back by a replay in a worker thread (a
+    database outage fails every action in flight; replaying each long game inline would stall the
+    loop): the turn stays held until the replay is in, then the game is as before the action, the
+    requester gets the failure, and the next action works."""
+    monkeypatch.setattr(room_module, "REPLAY_INLINE_ACTIONS", 1)
+    harness = Harness()
+    room, owner = harness.room, Follower("owner")
+    (ack,) = await act_at_once(room, owner, "t1-c5", 0, "r1")
+    assert ack.v == 1
+    replays: list[int] = []
+    real_replay = Game.replay
+
+    def replay(deal: Any, actions: Any) -> Game:
+        replays.append(threading.get_ident())
+        return real_replay(deal, actions)
+
+    monkeypatch.setattr(Game, "replay", staticmethod(replay))
+    harness.committer.fail_next = StorageUnavailable("down")
+    answers = Answers()
+    assert room.try_act(owner, lambda game: parse_action("undo"), 1, "r2", answers)
+    while not replays:
+        assert room.is_busy()
+        await asyncio.sleep(0.001)
+    assert isinstance(await answers.next(), StorageUnavailable)
+    assert replays != [threading.get_ident()]  # not on the event loop's thread
+    assert room.game.v == 1 and [a.symbol() for a in room.game.log] == ["t1-c5"] and not room.is_busy()
+    (ack,) = await act_at_once(room, owner, "undo", 1, "r3")
+    assert ack.v == 2 and room.game.v == 2
 
 
 async def test_a_failed_fast_commit_undoes_the_action_before_the_next_one() -> None:
