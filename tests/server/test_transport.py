@@ -41,6 +41,21 @@ async def app(tmp_path: Path) -> AsyncIterator[App]:
             yield app
 
 
+async def handshake(app: App, header: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, bytes]:
+    """A WebSocket opening handshake to ``/ws`` with one more ``header``, on a bare TCP stream; the
+    stream and the response's head, whatever its status."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+            f"{header}\r\n\r\n"
+        ).encode()
+    )
+    return reader, writer, await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+
+
 class RawClient:
     """A WebSocket client on a bare TCP stream: frames are built (masked) and read byte by byte."""
 
@@ -50,16 +65,7 @@ class RawClient:
 
     @classmethod
     async def open(cls, app: App, subprotocol: str = "eightoff.v1.msgpack") -> RawClient:
-        reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
-        key = base64.b64encode(os.urandom(16)).decode()
-        writer.write(
-            (
-                f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-                f"Sec-WebSocket-Protocol: {subprotocol}\r\n\r\n"
-            ).encode()
-        )
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        reader, writer, head = await handshake(app, f"Sec-WebSocket-Protocol: {subprotocol}")
         assert head.startswith(b"HTTP/1.1 101 "), head
         assert b"\r\nServer: eightoff/" in head
         return cls(reader, writer)
@@ -392,16 +398,7 @@ async def test_an_origin_that_is_no_url_gets_403(
 ) -> None:
     """An Origin header that is not a URL (``urlsplit`` raises on it): a plain 403, as for any origin
     not ours, and no traceback in the log (an exception escaped the protocol callback before)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
-    key = base64.b64encode(os.urandom(16)).decode()
-    writer.write(
-        (
-            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-            f"Origin: {origin}\r\n\r\n"
-        ).encode()
-    )
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    _, writer, head = await handshake(app, f"Origin: {origin}")
     assert head.startswith(b"HTTP/1.1 403 "), head
     writer.close()
     assert await settled(app) == (0, 0, 0)
