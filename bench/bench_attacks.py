@@ -21,10 +21,16 @@ process running for the same window:
 - ``live``: 4 connections asking ``live`` at just under the rate limit;
 - ``storm``: raw TCP connections opened as fast as possible and held idle (to the caps, then 503s);
 - ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
-- ``guests``: ``hello`` without a token on a new connection, in a loop.
+- ``guests``: ``hello`` without a token on a new connection, in a loop;
+- ``pings``: 1 connection sending empty WebSocket pings as fast as it can and reading its pongs,
+  reconnecting when closed; ``pings4``: 4 such connections; ``bigpings``: 125-byte pings;
+- ``deafpings``: 8 connections sending pings as fast as they can and reading nothing;
+- ``tiny``: 4 connections, each reconnect from a new address, writing 256 KiB of tiny frames per write;
+- ``fragments``: 348 connections each trying to hold a 60 KB fragmented message it never finishes.
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
-server's CPU use during the window, then what the attacker saw (replies by type or error code, closes
+server's CPU use during the window and the growth of its resident memory over the attack, then what
+the attacker saw (replies by type or error code, closes
 by code, refused handshakes). The attacker runs at niceness 10 (``--attacker-nice``): on one small
 machine an attacker at full priority takes the CPU the server and the bystander need, which a remote
 attacker cannot; ``--attacker-nice 0`` measures that too. This is not a test: it asserts
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import itertools
 import math
@@ -53,8 +60,9 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
 
-from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, start_target, stop_process
+from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, rss_bytes, start_target, stop_process
 from bench.bystander import paced_round_trips
 from bench.echo_server import raise_nofile_limit
 from server.cli import fast_event_loop
@@ -71,7 +79,24 @@ DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
     "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
 )
-ATTACKS = ("calm", "flood", "botnet", "paced", "invalid", "watch", "live", "storm", "games", "guests")
+ATTACKS = (
+    "calm",
+    "flood",
+    "botnet",
+    "paced",
+    "invalid",
+    "watch",
+    "live",
+    "storm",
+    "games",
+    "guests",
+    "pings",
+    "pings4",
+    "bigpings",
+    "deafpings",
+    "tiny",
+    "fragments",
+)
 
 
 async def _connect(url: str, address: str) -> ClientConnection:
@@ -93,7 +118,13 @@ async def _request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, A
 
 
 async def _bystand(url: str, seconds: float) -> list[float]:
-    ws = await _connect(url, BYSTANDER_ADDRESS)
+    """The bystander's round trips; none when it could not even connect (the server held its loop
+    past websockets' 10 s opening handshake timeout)."""
+    try:
+        ws = await _connect(url, BYSTANDER_ADDRESS)
+    except (TimeoutError, OSError) as exc:
+        print(f"the bystander could not connect: {exc}", file=sys.stderr)
+        return []
     await _request(ws, {"type": "hello", "protocol": 1, "id": 1})
     latencies = await paced_round_trips(ws, CODE, seconds, BYSTANDER_PACE)
     await ws.close()
@@ -239,6 +270,92 @@ async def _guests(url: str, tally: Tally, until: float) -> None:
             tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'other')}"] += 1
 
 
+async def _raw_socket(url: str, address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A WebSocket connection on a bare stream (handshake done by hand), from ``address``: frames are
+    then written raw, as an attacker writes them."""
+    host, port = url.removeprefix("ws://").split("/")[0].split(":")
+    sock = socket.socket()
+    sock.setblocking(False)
+    sock.bind((address, 0))
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        f"GET /ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    if not head.startswith(b"HTTP/1.1 101 "):
+        writer.close()
+        raise ConnectionError(head.split(b"\r\n")[0].decode(errors="replace"))
+    return reader, writer
+
+
+def _masked(opcode: Opcode, payload: bytes, *, fin: bool = True) -> bytes:
+    return Frame(opcode, payload, fin).serialize(mask=True)
+
+
+async def _raw_flooder(
+    url: str, tally: Tally, data: bytes, until: float, addresses: Iterator[str], *, reads: bool
+) -> None:
+    """Write ``data`` over and over on raw connections (reading what comes back, or nothing), each
+    reconnect from the next of ``addresses``."""
+    while time.monotonic() < until:
+        try:
+            reader, writer = await _raw_socket(url, next(addresses))
+        except Exception as exc:
+            tally.counts[f"refused {str(exc)[:20] or type(exc).__name__}"] += 1
+            await asyncio.sleep(0.05)
+            continue
+        tally.counts["connections"] += 1
+        drained = asyncio.create_task(_drain_raw(reader, tally)) if reads else None
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            while time.monotonic() < until and not writer.is_closing():
+                if drained is not None and drained.done():
+                    break
+                writer.write(data)
+                if reads:
+                    await writer.drain()
+                else:
+                    await asyncio.sleep(0.001 if writer.transport.get_write_buffer_size() < 1 << 20 else 0.05)
+        writer.transport.abort()
+        if drained is not None:
+            await drained
+
+
+async def _drain_raw(reader: asyncio.StreamReader, tally: Tally) -> None:
+    with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+        while chunk := await reader.read(1 << 16):
+            tally.counts["bytes read"] += len(chunk)
+    tally.counts["closed"] += 1
+
+
+async def _fragment_holders(url: str, tally: Tally, until: float, count: int = 348) -> None:
+    """``count`` connections each sending a 60 KB fragmented message in pieces and never its last
+    fragment, then holding on (reconnecting when closed)."""
+
+    async def hold(index: int) -> None:
+        addresses = _botnet_addresses(20_000 + index * 1000)
+        while time.monotonic() < until:
+            try:
+                reader, writer = await _raw_socket(url, next(addresses))
+            except Exception:
+                tally.counts["refused"] += 1
+                await asyncio.sleep(0.2)
+                continue
+            drained = asyncio.create_task(_drain_raw(reader, tally))
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                writer.write(_masked(Opcode.BINARY, b"\x00" * 2000, fin=False))
+                for _ in range(29):
+                    writer.write(_masked(Opcode.CONT, b"\x00" * 2000, fin=False))
+                    await asyncio.sleep(0.01)
+            await asyncio.wait([drained], timeout=max(0.0, until - time.monotonic()))
+            writer.transport.abort()
+            await drained
+
+    await asyncio.gather(*(hold(index) for index in range(count)))
+
+
 async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     tally = Tally()
     until = time.monotonic() + seconds
@@ -275,6 +392,21 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         tasks = [_storm(url, tally, until)]
     elif name == "guests":
         tasks = [_guests(url, tally, until) for _ in range(CONNECTIONS)]
+    elif name in ("pings", "pings4", "bigpings"):
+        pings = _masked(Opcode.PING, b"x" * 125 if name == "bigpings" else b"") * 64
+        count = 4 if name == "pings4" else 1
+        tasks = [_raw_flooder(url, tally, pings, until, attacker, reads=True) for _ in range(count)]
+    elif name == "deafpings":
+        pings = _masked(Opcode.PING, b"") * 1024
+        tasks = [_raw_flooder(url, tally, pings, until, attacker, reads=False) for _ in range(8)]
+    elif name == "tiny":
+        tiny = _masked(Opcode.BINARY, b"\x80") * (256 * 1024 // 7)  # an empty map: a 7-byte frame
+        tasks = [
+            _raw_flooder(url, tally, tiny, until, _botnet_addresses(10_000 * n), reads=True)
+            for n in range(CONNECTIONS)
+        ]
+    elif name == "fragments":
+        tasks = [_fragment_holders(url, tally, until)]
     await asyncio.gather(*tasks)
     return dict(tally.counts)
 
@@ -305,9 +437,11 @@ def _spawn(target: Callable[..., None], *args: Any) -> tuple[multiprocessing.pro
 
 def run_attack(
     name: str, url: str, seconds: float, niceness: int, server_pid: int
-) -> tuple[list[float], dict[str, int], float]:
-    """The bystander's sorted round trips during ``name``, what the attacker saw, and the server's
-    CPU use meanwhile (a fraction of one core)."""
+) -> tuple[list[float], dict[str, int], float, int]:
+    """The bystander's sorted round trips during ``name``, what the attacker saw, the server's CPU use
+    meanwhile (a fraction of one core) and the growth of its resident memory (bytes, from before
+    the attack to its end)."""
+    rss_before = rss_bytes(server_pid) or 0
     attacker = None
     if name != "calm":
         # The attack lasts the bystander's window, its start-up and a margin on both sides.
@@ -323,30 +457,33 @@ def run_attack(
         seen: dict[str, int] = {}
         if attacker is not None and attacker[1].poll(seconds + 60):
             seen = attacker[1].recv()
+        rss_growth = (rss_bytes(server_pid) or 0) - rss_before
     finally:
         for process in (bystander, *(attacker[:1] if attacker else ())):
             stop_process(process)
-    return latencies, seen, server_cpu
+    return latencies, seen, server_cpu, rss_growth
 
 
-Row = tuple[str, list[float], dict[str, int], float]
+Row = tuple[str, list[float], dict[str, int], float, int]
 
 
 def report(rows: list[Row], command: str) -> None:
-    calm = next((latencies for name, latencies, _, _ in rows if name == "calm"), [])
+    calm = next((latencies for name, latencies, *_ in rows if name == "calm"), [])
     calm_p50, calm_p99 = _percentile(calm, 0.5), _percentile(calm, 0.99)
     print(
-        f"{'attack':<8} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
-        f"{'server CPU':>10}"
+        f"{'attack':<9} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
+        f"{'server CPU':>10} {'RSS +MiB':>8} {'max ms':>8}"
     )
-    for name, latencies, _, server_cpu in rows:
+    for name, latencies, _, server_cpu, rss_growth in rows:
         p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+        most = latencies[-1] if latencies else float("nan")
         print(
-            f"{name:<8} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
-            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f} {server_cpu:>10.0%}"
+            f"{name:<9} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
+            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f} {server_cpu:>10.0%} "
+            f"{rss_growth / 2**20:>8.1f} {most * 1000:>8.1f}"
         )
     print("\nwhat each attacker saw:")
-    for name, _, seen, _ in rows:
+    for name, _, seen, *_ in rows:
         if name != "calm":
             print(f"  {name}: " + ", ".join(f"{key} {value:,}" for key, value in sorted(seen.items())))
     print(f"\ncommand: {command}")
@@ -378,10 +515,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         target = start_target("server", Path(workdir), extra=f"{DEFAULT_LIMITS} {args.server_args}")
         try:
             for name in names:
-                latencies, seen, cpu = run_attack(
+                latencies, seen, cpu, rss_growth = run_attack(
                     name, target.url, args.seconds, args.attacker_nice, target.process.pid
                 )
-                rows.append((name, latencies, seen, cpu))
+                rows.append((name, latencies, seen, cpu, rss_growth))
                 print(f"{name}: {len(latencies):,} round trips", file=sys.stderr, flush=True)
         finally:
             stop_process(target.process)

@@ -185,9 +185,13 @@ class App:
             # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
             # stops the transport from even buffering anything much larger.
             max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,
+            max_message=settings.max_frame_bytes,
+            frame_rate=settings.rate_per_second,
+            frame_burst=settings.rate_burst,
             server_header=f"eightoff/{__version__}",
             max_write_buffer=settings.max_write_buffer_bytes,
             dropped=services.metrics.dropped_slow_readers.inc,
+            flooded=services.metrics.errors.labels("flooding").inc,
         )
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
             await server.listen(settings.host, settings.port, sock)

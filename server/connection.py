@@ -1,12 +1,13 @@
 """Serving an open WebSocket connection: messages in, decoded requests to the handler, replies and
 pushes out.
 
-Abuse is answered here: every message takes a token (valid or not; WebSocket pings excepted, the
-transport answers them itself), a flood past the token bucket gets ``rate_limited`` and then 1008,
-undecodable messages and the wrong frame kind close with 1003, messages over ``max_frame_bytes`` with
-1009 (over the transport's hard cap ``server.transport`` closes first), and a connection that stops
-reading its replies or pushes is dropped. Connections are counted against their caps, and framed,
-pinged and closed, by ``server.transport``; this module sees whole messages, one at a time.
+Abuse is answered here: a message whose frame found the connection's token bucket empty gets
+``rate_limited`` (the transport meters every frame, control frames included, and closes a flood
+1008 itself), undecodable messages and the wrong frame kind close with 1003, messages over
+``max_frame_bytes`` with 1009 (over the transport's hard cap ``server.transport`` closes first),
+and a connection that stops reading its replies or pushes is dropped. Connections are counted
+against their caps, and framed, pinged and closed, by ``server.transport``; this module sees whole
+messages, one at a time.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import protocol
 from server.config import Settings
 from server.errors import ErrorCode, Refusal
 from server.metrics import Metrics
-from server.ratelimit import TokenBucket, Verdict
 from server.requests import Outcome, RequestHandler
 from server.rooms import RoomRegistry
 from server.session import Session
@@ -63,25 +63,23 @@ class Fanout:
 
 
 class _Client:
-    """One open connection as the `ConnectionLoop` serves it: its session and its token bucket
-    (the transport's ``Channel``)."""
+    """One open connection as the `ConnectionLoop` serves it: its session (the transport's
+    ``Channel``)."""
 
-    __slots__ = ("_connection", "_loop", "bucket", "session")
+    __slots__ = ("_connection", "_loop", "session")
 
     def __init__(self, loop: ConnectionLoop, connection: WebSocketConnection, session: Session) -> None:
         self._loop = loop
         self._connection = connection
         self.session = session
-        self.bucket = TokenBucket(loop.settings.rate_per_second, loop.settings.rate_burst)
 
-    def serve(self, message: bytes | str) -> None:
+    def serve(self, message: bytes | str, within_rate: bool) -> None:
         """Serve one message; ``connection.served()`` once answered (now, or from the handler).
 
-        Every message takes a token, valid or not (an invalid one costs a reply too). It is still
-        decoded when refused (decoding a frame of at most ``max_frame_bytes`` is cheap), so that even
-        a ``rate_limited`` refusal echoes the request id.
+        A message over the rate is still decoded (decoding a frame of at most ``max_frame_bytes`` is
+        cheap), so that even a ``rate_limited`` refusal echoes the request id.
         """
-        if self._loop.serve(self, message):
+        if self._loop.serve(self, message, within_rate):
             self._connection.served()
 
     def answer(self, request: protocol.ClientMessage, started: float, outcome: Outcome) -> None:
@@ -131,21 +129,14 @@ class ConnectionLoop:
         client.release(self._registry)
         self._metrics.connections.dec()
 
-    def serve(self, served: _Client, frame: bytes | str) -> bool:
+    def serve(self, served: _Client, frame: bytes | str, within_rate: bool) -> bool:
         """Serve one message; True when it was answered already (else `answered` comes later)."""
         started = time.perf_counter()
         client = served.session
-        metered = served.bucket.take()  # issue 11: every frame counts
-        if metered is Verdict.CLOSE:
-            self._metrics.errors.labels("flooding").inc()
-            connection: WebSocketConnection = client.transport
-            connection.penalize()  # no reconnecting to flood again at once
-            served.close(1008, "flooding after rate_limited", read_more=False)
-            return True
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self.settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
-            if exc.close_code is None and metered is Verdict.REFUSE:
+            if exc.close_code is None and not within_rate:
                 self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
                 return True
             self._metrics.errors.labels(exc.code.value).inc()
@@ -153,7 +144,7 @@ class ConnectionLoop:
             if exc.close_code is not None:
                 served.close(int(exc.close_code), exc.message, read_more=False)
             return True
-        if self._admit(client, request, metered) is not _Verdict.SERVE:
+        if self._admit(client, request, within_rate) is not _Verdict.SERVE:
             return True  # refused with an error; the connection goes on
         self.in_flight += 1
         try:
@@ -177,10 +168,10 @@ class ConnectionLoop:
         if request.TYPE in _ACTIONS:
             self._metrics.action_latency.observe(time.perf_counter() - started)
 
-    def _admit(self, client: Session, request: protocol.ClientMessage, metered: Verdict) -> _Verdict:
+    def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> _Verdict:
         """The one place a decoded request is let through to the handler, or refused (replied to):
-        the rate limit (the frame was metered before it was decoded) and shutting down."""
-        if metered is Verdict.REFUSE:
+        the rate limit (the frame was metered as it was read) and shutting down."""
+        if not within_rate:
             self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
             return _Verdict.REFUSED
         if self.draining:

@@ -1,7 +1,7 @@
 """Token buckets: a flood is refused, and a client that keeps flooding is closed, whatever its pace.
 
 Pure: no I/O, the clock is passed in. One ``TokenBucket`` per connection meters its frames (every
-frame, valid or not; WebSocket pings excepted, websockets answers them itself). ``BucketsByKey``
+frame, valid or not, control frames included: see ``server.transport``). ``BucketsByKey``
 holds one bucket per source address for rarer things (guests created per minute).
 """
 

@@ -5,9 +5,17 @@ Why not websockets' asyncio server: it runs a task per connection and reassemble
 through a reader queue and an awaited ``recv()``, most of the CPU a message costs here. In this module
 bytes from the socket go through the protocol's parser and come out as whole messages handed to the
 connection's ``Channel`` at once; replies are written as soon as they exist. Per connection only one
-request is served at a time (its later messages wait in order) and reading pauses while a few wait,
-so a flood queues at most what one read of the socket holds; a peer that lets unsent frames (replies,
-pushes, the pongs of its own pings) pile up past ``max_write_buffer`` does not read and is dropped.
+request is served at a time (its later messages wait in order) and reading pauses while a few wait;
+a peer that lets unsent frames (replies, pushes, the pongs of its own pings) pile up past
+``max_write_buffer`` does not read and is dropped.
+
+No connection may hold the event loop: every frame it sends, control frames included, takes a token
+of its ``TokenBucket`` as it is parsed (a flood closes 1008 whatever its frames are: pings, pongs,
+tiny fragments, messages), and one read callback parses at most ``READ_SLICE`` bytes at a time and
+``FRAMES_PER_TURN`` frames in all; the rest of the read waits for the next turn of the loop, with
+reading paused meanwhile. A message still incomplete holds at most ``max_message`` bytes (its
+fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections together at most
+``MAX_PARTIAL_BYTES``.
 
 What the asyncio server gave for free and is done here: the handshake (``/ws`` with subprotocol
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
@@ -40,6 +48,7 @@ from websockets.typing import Subprotocol
 
 import protocol
 from server.admission import ConnectionGate, ThrottledLog
+from server.ratelimit import TokenBucket, Verdict
 
 __all__ = [
     "Channel",
@@ -68,7 +77,19 @@ REFUSAL_LINGER = 0.5
 """Seconds a connection refused at accept has to send its request and read its HTTP 503."""
 MAX_WAITING = 16
 """Messages a connection may have waiting behind the one being served before reading pauses."""
+READ_SLICE = 1024
+"""Bytes of a read handed to the frame parser at once: it parses every whole frame it holds, so
+this bounds the frames (at least 6 bytes each from a client) parsed before they can be metered."""
+FRAMES_PER_TURN = 64
+"""Frames one connection may have parsed in one turn of the event loop; more of the same read wait
+for the next turn (a real client sends a few per read)."""
+MESSAGE_TIMEOUT = 10.0
+"""Seconds a client has to finish a fragmented message it started (a held fragment costs memory)."""
+MAX_PARTIAL_BYTES = 8 * 1024 * 1024
+"""Bytes of unfinished fragmented messages all connections may hold together; the connection whose
+fragment would pass it is closed 1013 (try again later)."""
 
+_READING = frozenset({State.CONNECTING, State.OPEN})
 _SUBPROTOCOLS = [Subprotocol(sub.value) for sub in protocol.Subprotocol]
 _TOO_MANY = b"too many connections; retry later\n"
 
@@ -115,9 +136,10 @@ def _select_subprotocol(_: ServerProtocol, offered: list[Subprotocol]) -> Subpro
 class Channel(Protocol):
     """What the application attaches to an open connection."""
 
-    def serve(self, message: bytes | str) -> None:
+    def serve(self, message: bytes | str, within_rate: bool) -> None:
         """Serve one message; call ``connection.served()`` exactly once when done (maybe before
-        returning). The next message waits until then."""
+        returning). The next message waits until then. ``within_rate`` is False when the frame
+        that completed the message found the connection's token bucket empty: refuse it."""
 
     def closed(self) -> None:
         """The connection is gone: let go of everything."""
@@ -143,20 +165,32 @@ class WebSocketServer:
         gate: ConnectionGate,
         *,
         max_size: int,
+        max_message: int,
+        frame_rate: float,
+        frame_burst: int,
         server_header: str,
         max_write_buffer: int,
         dropped: Callable[[], None] = lambda: None,
+        flooded: Callable[[], None] = lambda: None,
     ) -> None:
         """``open_channel`` is called once per completed handshake; ``max_size`` is the hard cap on
-        an incoming message (bigger closes 1009 before it is buffered); a connection whose unsent
+        an incoming frame (bigger closes 1009 before it is buffered), ``max_message`` on the
+        fragments of an unfinished message (more closes 1009 at once); every frame takes a token of
+        a bucket of ``frame_burst`` refilled at ``frame_rate`` a second, and a connection that
+        floods on while refused is closed 1008 (``flooded`` counts it); a connection whose unsent
         data passes ``max_write_buffer`` does not read and is dropped (``dropped`` counts it)."""
         self.open_channel = open_channel
         self.routes = routes
         self.gate = gate
         self.max_size = max_size
+        self.max_message = max_message
+        self.frame_rate = frame_rate
+        self.frame_burst = frame_burst
         self.server_header = server_header
         self.max_write_buffer = max_write_buffer
         self.dropped = dropped
+        self.flooded = flooded
+        self.partial_bytes = 0  # held in unfinished fragmented messages, all connections together
         self.log = ThrottledLog()
         self.connections: set[WebSocketConnection] = set()
         self.accepting = True
@@ -216,23 +250,31 @@ class WebSocketConnection(asyncio.Protocol):
     __slots__ = (
         "_abort_timer",
         "_answered",
+        "_bucket",
         "_counted",
         "_dispatching",
+        "_flooded",
+        "_fragment_bytes",
+        "_fragment_timer",
         "_fragmented_text",
         "_fragments",
         "_http_task",
         "_lingering",
+        "_parse_later",
+        "_parsing",
+        "_paused",
         "_peer_done",
         "_ping_payload",
         "_plain_http",
         "_pong_awaited",
         "_protocol",
-        "_reading_paused",
         "_refused",
         "_server",
         "_serving",
         "_timer",
+        "_unparsed",
         "_waiting",
+        "_waiting_full",
         "channel",
         "client_address",
         "last_frame_at",
@@ -259,12 +301,20 @@ class WebSocketConnection(asyncio.Protocol):
         self._plain_http = False  # a request for another path than /ws: no WebSocket
         self._peer_done = False  # its client half-closed after the request
         self._lingering = False
+        self._bucket = TokenBucket(server.frame_rate, server.frame_burst)
         self._fragments: list[bytes] = []
+        self._fragment_bytes = 0  # counted in the server's partial_bytes too
+        self._fragment_timer: asyncio.TimerHandle | None = None
         self._fragmented_text = False
-        self._waiting: collections.deque[bytes | str] = collections.deque()
+        self._unparsed = b""  # the rest of a read, parsed from the next turn of the loop
+        self._parse_later: asyncio.Handle | None = None
+        self._waiting: collections.deque[tuple[bytes | str, bool]] = collections.deque()
         self._serving = False
         self._dispatching = False
-        self._reading_paused = False
+        self._flooded = False  # closing 1008 once what waits is served
+        self._waiting_full = False  # reading pauses: more than MAX_WAITING messages wait
+        self._parsing = False
+        self._paused = False  # reading, as _update_reading last set it
         self._pong_awaited = False
         self._ping_payload = b""
         self._timer: asyncio.TimerHandle | None = None  # the open timeout, then the keepalive's
@@ -296,7 +346,40 @@ class WebSocketConnection(asyncio.Protocol):
             return
         if self._plain_http:
             return  # one request per connection: what follows it is not read
-        self._protocol.receive_data(data)
+        self._parse(self._unparsed + data if self._unparsed else data)
+
+    def _parse(self, data: bytes) -> None:
+        """Hand ``data`` to the parser ``READ_SLICE`` bytes at a time and act on its frames, up to
+        ``FRAMES_PER_TURN`` of them: the rest waits for the next turn of the loop (reading paused), so
+        that one connection's flood of tiny frames never holds the loop for more than a slice or two."""
+        self._parsing = True
+        self._unparsed = b""
+        frames = 0
+        try:
+            for start in range(0, len(data), READ_SLICE):
+                chunk = data if len(data) <= READ_SLICE else data[start : start + READ_SLICE]
+                self._protocol.receive_data(chunk)
+                frames += self._events()
+                if self._plain_http or self._flooded or self._protocol.state not in _READING:
+                    break  # answered by the HTTP routes, or closing: what follows is not parsed
+                if frames >= FRAMES_PER_TURN or self._waiting_full:
+                    self._unparsed = data[start + READ_SLICE :]
+                    break
+        finally:
+            self._parsing = False
+        if self._plain_http:
+            return  # the HTTP routes answer it; nothing the protocol made is sent
+        if isinstance(self._protocol.handshake_exc, InvalidMessage) and not self._answered:
+            # not an HTTP request: websockets only hangs up (its FIN waits in data_to_send)
+            self._answered = True
+            response = _bad_request()
+            response.headers["Server"] = self._server.server_header
+            self.transport.write(response.serialize())
+        self._flush()
+        self._update_reading()
+
+    def _events(self) -> int:
+        """Act on what the parser made of the data handed to it; the number of frames."""
         events = self._protocol.events_received()
         if events:
             self.last_frame_at = time.monotonic()
@@ -306,14 +389,32 @@ class WebSocketConnection(asyncio.Protocol):
             elif isinstance(event, Request):
                 self._handshake(event)
                 if self._plain_http:
-                    return  # the HTTP routes answer it; nothing the protocol made is sent
-        if isinstance(self._protocol.handshake_exc, InvalidMessage) and not self._answered:
-            # not an HTTP request: websockets only hangs up (its FIN waits in data_to_send)
-            self._answered = True
-            response = _bad_request()
-            response.headers["Server"] = self._server.server_header
-            self.transport.write(response.serialize())
-        self._flush()
+                    break
+        return len(events)
+
+    def _update_reading(self) -> None:
+        """The one place reading is paused and resumed (but for a flooder's close): paused while too
+        many messages wait to be served or part of a read waits to be parsed, whose parse goes on in
+        the next turn of the loop unless too many messages wait (``served`` resumes it then)."""
+        if self._parsing:
+            return  # done at the end of the parse
+        if not self.is_open or self._flooded:
+            self._unparsed = b""
+            return
+        paused = self._waiting_full or bool(self._unparsed)
+        if paused is not self._paused:
+            self._paused = paused
+            if paused:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
+        if self._unparsed and not self._waiting_full and self._parse_later is None:
+            self._parse_later = asyncio.get_running_loop().call_soon(self._parse_rest)
+
+    def _parse_rest(self) -> None:
+        self._parse_later = None
+        if self._unparsed and self.is_open and not self._waiting_full:
+            self._parse(self._unparsed)
 
     def eof_received(self) -> bool | None:
         if self._plain_http:
@@ -325,10 +426,12 @@ class WebSocketConnection(asyncio.Protocol):
         return None  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
-        for timer in (self._timer, self._abort_timer):
+        for timer in (self._timer, self._abort_timer, self._parse_later):
             if timer is not None:
                 timer.cancel()
         self._waiting.clear()
+        self._unparsed = b""
+        self._drop_fragments()
         if self._http_task is not None:
             self._http_task.cancel()
         if self._counted:
@@ -390,8 +493,11 @@ class WebSocketConnection(asyncio.Protocol):
         if self._protocol.state is not State.OPEN:
             return
         self._waiting.clear()
+        self._unparsed = b""
+        self._drop_fragments()
         self._protocol.fail(code, reason.encode()[:120].decode(errors="ignore"))
-        if not read_more:
+        if not read_more and not self._paused:
+            self._paused = True
             self.transport.pause_reading()
         self._flush()
 
@@ -411,12 +517,11 @@ class WebSocketConnection(asyncio.Protocol):
         self._serving = False
         self._serve_waiting()
 
-    def _message(self, message: bytes | str) -> None:
-        self._waiting.append(message)
+    def _message(self, message: bytes | str, within_rate: bool) -> None:
+        self._waiting.append((message, within_rate))
         self._serve_waiting()
-        if len(self._waiting) > MAX_WAITING and not self._reading_paused:
-            self._reading_paused = True
-            self.transport.pause_reading()
+        if len(self._waiting) > MAX_WAITING:
+            self._waiting_full = True  # reading pauses at the end of this parse
 
     def _serve_waiting(self) -> None:
         if self._dispatching:
@@ -426,46 +531,107 @@ class WebSocketConnection(asyncio.Protocol):
             while self._waiting and not self._serving and self.channel is not None and self.is_open:
                 self._serving = True
                 try:
-                    self.channel.serve(self._waiting.popleft())
+                    self.channel.serve(*self._waiting.popleft())
                 except Exception:  # a bug: close this connection, not stall it (nor the loop)
                     logger.exception("serving a message failed")
                     self._serving = False
                     self.close(CloseCode.INTERNAL_ERROR, "the server failed")
         finally:
             self._dispatching = False
-        if self._reading_paused and len(self._waiting) <= MAX_WAITING // 2 and self.is_open:
-            self._reading_paused = False
-            self.transport.resume_reading()
+        if self._waiting_full and len(self._waiting) <= MAX_WAITING // 2:
+            self._waiting_full = False
+            self._update_reading()
+        self._close_if_flooded()
 
     # Incoming frames
 
     def _frame(self, frame: Frame) -> None:
+        """Meter the frame (every frame takes a token, whatever its kind), then act on it."""
+        if self._flooded:
+            return  # parsed with the frame that flooded: not acted on
+        metered = self._bucket.take()
+        if metered is Verdict.CLOSE:
+            self._flooding()
+            return
         opcode = frame.opcode
         data = cast(bytes, frame.data)  # parsed frames hold bytes
         if opcode is Opcode.BINARY or opcode is Opcode.TEXT:
             if frame.fin:
-                self._whole(data, opcode is Opcode.TEXT)
+                self._whole(data, opcode is Opcode.TEXT, metered is Verdict.SERVE)
             else:
-                self._fragments = [data]
                 self._fragmented_text = opcode is Opcode.TEXT
+                self._fragment_timer = asyncio.get_running_loop().call_later(
+                    MESSAGE_TIMEOUT, self._fragments_timed_out
+                )
+                self._hold_fragment(data)
         elif opcode is Opcode.CONT:
-            self._fragments.append(data)
-            if frame.fin:
-                whole, self._fragments = b"".join(self._fragments), []
-                self._whole(whole, self._fragmented_text)
+            if not self._hold_fragment(data) or not frame.fin:
+                return
+            whole = b"".join(self._fragments)
+            self._drop_fragments()
+            self._whole(whole, self._fragmented_text, metered is Verdict.SERVE)
         elif opcode is Opcode.PONG and data == self._ping_payload:
             self._pong_awaited = False  # an unsolicited pong does not prove the peer reads
         elif opcode is Opcode.CLOSE:
             self._waiting.clear()  # the peer said goodbye: what it sent before gets no answer
 
-    def _whole(self, data: bytes, text: bool) -> None:
+    def _flooding(self) -> None:
+        """It went on sending for a whole bucketful of frames while refused: nothing more is read or
+        parsed, the messages already waiting are answered, then it is closed 1008; its address may
+        not reconnect at once."""
+        self._flooded = True
+        self._server.flooded()
+        self.penalize()
+        self._unparsed = b""
+        if not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        self._close_if_flooded()
+
+    def _close_if_flooded(self) -> None:
+        if self._flooded and not self._serving and not self._waiting:
+            self.close(CloseCode.POLICY_VIOLATION, "flooding after rate_limited", read_more=False)
+
+    def _hold_fragment(self, data: bytes) -> bool:
+        """Keep a fragment of an unfinished message, within this connection's bound (``max_message``:
+        the message would be refused as too large anyway) and everyone's (``MAX_PARTIAL_BYTES``);
+        False, and the connection closing, past either."""
+        server = self._server
+        if self._fragment_bytes + len(data) > server.max_message:
+            self._protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"message over {server.max_message} bytes")
+            self._drop_fragments()
+            return False
+        if server.partial_bytes + len(data) > MAX_PARTIAL_BYTES:
+            server.log.warning("closing a connection: unfinished messages hold too much", self.client_address)
+            self._protocol.fail(CloseCode.TRY_AGAIN_LATER, "the server holds too many unfinished messages")
+            self._drop_fragments()
+            return False
+        self._fragments.append(data)
+        self._fragment_bytes += len(data)
+        server.partial_bytes += len(data)
+        return True
+
+    def _drop_fragments(self) -> None:
+        self._server.partial_bytes -= self._fragment_bytes
+        self._fragment_bytes = 0
+        self._fragments = []
+        if self._fragment_timer is not None:
+            self._fragment_timer.cancel()
+            self._fragment_timer = None
+
+    def _fragments_timed_out(self) -> None:
+        self._fragment_timer = None
+        if self._protocol.state is State.OPEN and self._fragments:
+            self.close(CloseCode.POLICY_VIOLATION, f"a message unfinished after {MESSAGE_TIMEOUT:g} s")
+
+    def _whole(self, data: bytes, text: bool, within_rate: bool) -> None:
         if self._protocol.state is not State.OPEN:
             return
         if not text:
-            self._message(data)
+            self._message(data, within_rate)
             return
         try:
-            self._message(data.decode())
+            self._message(data.decode(), within_rate)
         except UnicodeDecodeError as exc:
             self._protocol.fail(CloseCode.INVALID_DATA, f"invalid UTF-8 at position {exc.start}")
 

@@ -3,9 +3,10 @@ docs/reliability.md): each attack gets its documented refusal or close code, and
 served all along.
 
 Attacks tried here: floods paced just above the refill rate and unpaced bursts; floods of well-formed
-but invalid messages; floods of WebSocket pings (not metered) and a client that sends only pings or
-nothing at all; more connections than the per-address and global caps, idle raw TCP sockets among
-them; handshakes from foreign origins; watching more finished games than the watch limit.
+but invalid messages; floods of WebSocket pings and unsolicited pongs (metered like every frame),
+paced and unpaced, and a client that sends only keepalive pings or nothing at all; more connections
+than the per-address and global caps, idle raw TCP sockets among them; handshakes from foreign
+origins; watching more finished games than the watch limit.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import pytest
 import serverutil
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
 from wsclient import WsClient
 
 from server.app import App
@@ -148,14 +151,57 @@ async def test_flood_paced_just_above_the_refill_rate_is_closed_1008(strict_app:
     assert time.monotonic() - started > 2.0  # the paced flood was not closed before its debt
 
 
-async def test_pings_are_not_metered(strict_app: App) -> None:
-    """Ten bucketfuls of pings: all answered, and the next request is served, not rate_limited."""
-    client = await WsClient.open(serverutil.ws_url(strict_app))
+async def test_pings_take_a_token_like_every_frame(strict_app: App) -> None:
+    """A bucketful of pings (20) is answered, and empties the bucket like any frames: the request
+    right after them is refused ``rate_limited``; after a pause of a refill (1 s) it is served."""
+    client = await WsClient.open(serverutil.ws_url(strict_app), ping_interval=None)
     await client.hello()
-    pongs = [await client.ws.ping() for _ in range(200)]
+    await asyncio.sleep(1.2)  # the hello's token back
+    pongs = [await client.ws.ping() for _ in range(20)]
     await asyncio.gather(*pongs)
+    assert (await client.request("live"))["code"] == "rate_limited"
+    await asyncio.sleep(1.2)
     assert (await client.request("live"))["type"] == "live"
     await client.close()
+
+
+@pytest.mark.parametrize("control", [Opcode.PING, Opcode.PONG], ids=["pings", "unsolicited pongs"])
+@pytest.mark.parametrize("pace", [None, 30.0], ids=["unpaced", "paced just above the refill"])
+async def test_a_control_frame_flood_is_closed_1008(
+    strict_app: App, control: Opcode, pace: float | None
+) -> None:
+    """Empty pings (their pongs read) or unsolicited pongs, as fast as possible or at 1.5x the refill
+    rate: closed 1008 like any flood, after a bucketful of refusals (not before), while a bystander
+    is served; the flooder's address may not reconnect at once."""
+    url = serverutil.ws_url(strict_app)
+    async with bystander_playing(url):
+        flooder = await WsClient.open(url, ping_interval=None)
+        await flooder.hello()
+        reader = asyncio.create_task(read_until_closed(flooder))
+        frame = Frame(control, b"").serialize(mask=True)
+        started = time.monotonic()
+        with contextlib.suppress(ConnectionClosed, ConnectionError):
+            for index in itertools.count():
+                if (
+                    reader.done()
+                    or flooder.ws.protocol.state is not State.OPEN
+                    or time.monotonic() - started > 20
+                ):
+                    break
+                flooder.ws.transport.write(frame)  # a raw frame: the client would pair pings with pongs
+                if pace is None:
+                    if index % 64 == 0:
+                        await asyncio.sleep(0)
+                else:
+                    await asyncio.sleep(max(0.0, started + (index + 1) / pace - time.monotonic()))
+        assert await asyncio.wait_for(reader, 10) == []
+        lasted = time.monotonic() - started
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(url)
+        assert refused.value.response.status_code == 503
+    assert flooder.ws.close_code == 1008, (flooder.ws.close_code, flooder.ws.close_reason)
+    if pace is not None:
+        assert lasted > 2.0  # 10 refusals a second: the debt of a bucketful takes 2 s
 
 
 async def test_keepalive_pings_are_not_idle_and_silence_is(database_url: str) -> None:

@@ -27,7 +27,7 @@ from websockets.frames import Close, Frame, Opcode
 from server import transport
 from server.app import App
 from server.config import Settings
-from server.transport import MAX_WAITING
+from server.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
 
 LIVE = msgpack.packb({"type": "live", "id": 1})
 
@@ -231,8 +231,8 @@ async def test_a_flood_that_does_not_read_pauses_reading(app: App) -> None:
             paused = True
             break
     assert paused, "the server never stopped reading the flood"
-    one_read = 256 * 1024 // len(Frame(Opcode.BINARY, LIVE).serialize(mask=True))
-    assert most_waiting <= one_read + MAX_WAITING
+    one_slice = READ_SLICE // len(Frame(Opcode.BINARY, LIVE).serialize(mask=True)) + 1
+    assert most_waiting <= MAX_WAITING + one_slice
     client.writer.transport.abort()
     assert await settled(app) == (0, 0, 0)
 
@@ -354,11 +354,13 @@ async def test_start_on_a_socket_bound_elsewhere(tmp_path: Path) -> None:
 
 
 async def test_a_ping_flood_that_does_not_read_its_pongs_is_dropped(tmp_path: Path) -> None:
-    """Pings take no token and never reach the handler, but each one makes a pong: a client that
-    sends pings as fast as it can and reads nothing is dropped once 16 KiB of pongs wait unsent for
-    it (it grew the server's memory without bound before)."""
+    """Pings never reach the handler, but each one makes a pong: a client that sends pings as fast as
+    it can and reads nothing is dropped once 16 KiB of pongs wait unsent for it (it grew the server's
+    memory without bound before), even where the rate limit is lifted (by default it is closed 1008
+    for flooding first: see test_a_ping_flood_is_closed_1008_after_two_bucketfuls)."""
+    unmetered = {"rate_per_second": 1e6, "rate_burst": 10**6}
     with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
-        async with serverutil.running_app(url, max_write_buffer_bytes=16 * 1024) as app:
+        async with serverutil.running_app(url, max_write_buffer_bytes=16 * 1024, **unmetered) as app:
             client = await RawClient.open(app)
             client.writer.transport.set_write_buffer_limits(high=1 << 30)
             client.writer.transport.pause_reading()
@@ -403,3 +405,154 @@ async def test_an_origin_that_is_no_url_gets_403(
     writer.close()
     assert await settled(app) == (0, 0, 0)
     assert not [record for record in caplog.records if record.exc_info]
+
+
+@pytest.fixture
+async def default_app(tmp_path: Path) -> AsyncIterator[App]:
+    """A server with the default rate limit (a bucket of 400 refilled at 200 a second)."""
+    with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
+        async with serverutil.running_app(url, sqlite_synchronous="NORMAL") as app:
+            yield app
+
+
+async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app: App) -> None:
+    """256 KiB of empty pings in one write (43,690 frames, the shape of the tiny-frames attack): the
+    connection is closed 1008 after two bucketfuls of frames, and the rest of the read is never
+    parsed (no pong for it): at most a turn's frames and a slice more are answered."""
+    client = await RawClient.open(default_app)
+    ping = Frame(Opcode.PING, b"").serialize(mask=True)
+    client.writer.write(ping * (256 * 1024 // len(ping)))
+    pongs = 0
+    while True:
+        opcode, data = await client.frame()
+        if opcode is Opcode.CLOSE:
+            assert Close.parse(data).code == 1008
+            break
+        assert opcode is Opcode.PONG
+        pongs += 1
+    burst = default_app.services.settings.rate_burst
+    assert 2 * burst <= pongs <= 2 * burst + FRAMES_PER_TURN + READ_SLICE // len(ping)
+    assert default_app.metrics.errors.labels("flooding")._value.get() == 1
+
+
+class FakeSocket(asyncio.Transport):
+    """A transport that records what the server writes and whether it reads: the connection's work
+    per callback, seen without a socket."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[bytes] = []
+        self.reading = True
+        self.closing = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.9", 40000) if name == "peername" else default
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written.append(bytes(data))
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def is_reading(self) -> bool:
+        return self.reading
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.closing = True
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        pass
+
+
+async def test_a_read_is_parsed_a_turn_at_a_time(app: App) -> None:
+    """One read of 2,000 pings (no rate limit to stop them): each call back parses at most
+    ``FRAMES_PER_TURN`` frames and a slice, with reading paused until the rest is parsed in the next
+    turns of the loop; every ping is answered in the end and reading resumes."""
+    connection = transport.WebSocketConnection(app.server)
+    sock = FakeSocket()
+    connection.connection_made(sock)
+    key = base64.b64encode(os.urandom(16)).decode()
+    connection.data_received(
+        f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    assert sock.written and sock.written[0].startswith(b"HTTP/1.1 101 ")
+    sock.written.clear()
+    ping = Frame(Opcode.PING, b"").serialize(mask=True)
+    connection.data_received(ping * 2000)
+    per_turn = []
+    while True:
+        per_turn.append(sum(len(data) // 2 for data in sock.written))  # a pong of nothing is 2 bytes
+        sock.written.clear()
+        if sock.reading:
+            break
+        await asyncio.sleep(0)
+    assert sum(per_turn) == 2000
+    assert max(per_turn) <= FRAMES_PER_TURN + READ_SLICE // len(ping)
+    assert len(per_turn) >= 2000 // (FRAMES_PER_TURN + READ_SLICE // len(ping))
+    connection.connection_lost(None)
+
+
+async def test_a_fragmented_message_over_the_frame_limit_closes_1009_at_once(app: App) -> None:
+    """Fragments of a message that would be refused as too large (over ``max_frame_bytes``, 4 KiB
+    here) are not held until the transport's hard cap: 1009 at the fragment that passes it."""
+    client = await RawClient.open(app)
+    client.send(Opcode.BINARY, b"\x00" * 3000, fin=False)
+    client.send(Opcode.CONT, b"\x00" * 3000, fin=False)
+    assert await client.close_code() == 1009
+    assert app.server.partial_bytes == 0
+
+
+async def test_an_unfinished_message_is_closed_1008_in_time(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fragmented message whose last fragment never comes: closed 1008 after ``MESSAGE_TIMEOUT``,
+    its fragments let go; a message finished in time is served."""
+    monkeypatch.setattr(transport, "MESSAGE_TIMEOUT", 0.3)
+    finished = await RawClient.open(app)
+    finished.send(Opcode.BINARY, LIVE[:3], fin=False)
+    finished.send(Opcode.CONT, LIVE[3:])
+    assert (await finished.message())["type"] == "error"  # unauthorized: it said no hello; served
+    stalled = await RawClient.open(app)
+    stalled.send(Opcode.BINARY, b"\x00" * 100, fin=False)
+    await asyncio.sleep(0.1)
+    assert app.server.partial_bytes == 100
+    assert await stalled.close_code() == 1008
+    assert app.server.partial_bytes == 0
+    await asyncio.sleep(0.4)  # the finished message's timer was cancelled: still open
+    finished.send(Opcode.BINARY, LIVE)
+    assert (await finished.message())["type"] == "error"
+
+
+async def test_unfinished_messages_are_bounded_in_all(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connections each holding an unfinished message under its own bound: the one whose fragment
+    would pass ``MAX_PARTIAL_BYTES`` for the whole server is closed 1013 (try again later); the
+    others are not, and closing them gives every byte back."""
+    monkeypatch.setattr(transport, "MAX_PARTIAL_BYTES", 10_000)
+    holders = [await RawClient.open(app) for _ in range(4)]
+    for holder in holders[:3]:
+        holder.send(Opcode.BINARY, b"\x00" * 3000, fin=False)
+    await asyncio.sleep(0.1)
+    assert app.server.partial_bytes == 9000
+    holders[3].send(Opcode.BINARY, b"\x00" * 3000, fin=False)
+    assert await holders[3].close_code() == 1013
+    assert app.server.partial_bytes == 9000
+    for holder in holders[:3]:
+        holder.writer.transport.abort()
+    assert await settled(app) == (0, 0, 0)
+    assert app.server.partial_bytes == 0
