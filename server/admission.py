@@ -1,5 +1,15 @@
 """Who may open a connection: caps on open connections (per source address and in all), the
-proxies whose ``X-Forwarded-For`` names the client, and the allowed ``Origin`` values of a handshake.
+proxies whose ``X-Forwarded-For`` names the client, and the allowed ``Origin`` values of a handshake;
+and the frame budget an address's connections share.
+
+Room for newcomers: a socket that connects and never finishes its handshake holds a place under the
+caps until its open timeout, so a few dozen addresses of them could fill the global cap and turn every
+new client away. The gate keeps the connections still in their handshake ("half-open") oldest first:
+at the global cap a newcomer takes the place of the oldest half-open connection (never of one past
+its handshake), and while more than ``HALF_OPEN_SHARE`` of the cap is half-open ("pressure") a new
+connection gets ``PRESSED_OPEN_TIMEOUT`` to send its request and each accept drops a few half-open
+connections older than that. A real client sends its request at once, so it is the youngest: the last
+to go.
 
 Pure decisions, no sockets: ``connection.py`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
@@ -16,14 +26,16 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from server.ratelimit import BucketsByKey
+from server.ratelimit import BucketsByKey, TokenBucket
 
 __all__ = [
     "RESERVED_FILES",
     "ConnectionCaps",
     "ConnectionGate",
+    "HalfOpen",
     "OriginPolicy",
     "ThrottledLog",
     "TrustedProxies",
@@ -92,15 +104,23 @@ class ConnectionCaps:
     def open_from(self, address: str) -> int:
         return self._open.get(address, 0)
 
+    @property
+    def full(self) -> bool:
+        """At the global cap."""
+        return self.total is not None and self._total_open >= self.total
+
+    def at_address_cap(self, address: str) -> bool:
+        return self.per_address is not None and self._open.get(address, 0) >= self.per_address
+
     def admit(self, address: str, *, per_address: bool = True) -> str | None:
         """Count a new connection from ``address``; returns why it is refused (and then does not
         count it), or None. Every admitted connection must be ``release``d once. ``per_address``
         False skips the per-address cap (a trusted proxy: ``transfer`` applies it at the handshake)."""
-        if self.total is not None and self._total_open >= self.total:
-            return f"{self._total_open} connections open, the cap is {self.total}"
         count = self._open.get(address, 0)
         if per_address and self.per_address is not None and count >= self.per_address:
             return f"{count} connections open from {address}, the cap is {self.per_address}"
+        if self.total is not None and self._total_open >= self.total:
+            return f"{self._total_open} connections open, the cap is {self.total}"
         self._open[address] = count + 1
         self._total_open += 1
         return None
@@ -163,12 +183,27 @@ class TrustedProxies:
         return entries[-1][:64] if entries else peer
 
 
+class HalfOpen(Protocol):
+    """A connection admitted and still in its opening handshake, as the gate holds it."""
+
+    def evict(self) -> None:
+        """Drop it to make room: the gate has released its place already."""
+
+
 class ConnectionGate:
     """Admits connections under the caps, one address per connection: the peer's at accept, the
-    forwarded client's at the handshake when the peer is a trusted proxy."""
+    forwarded client's at the handshake when the peer is a trusted proxy; makes room for newcomers
+    by evicting half-open connections, oldest first (see the module's docstring)."""
 
     LINGER_SLOTS = RESERVED_FILES // 2
     """Refused sockets kept open at once until their client read the 503 (taken from the reserve)."""
+    HALF_OPEN_SHARE = 0.25
+    """Share of the global cap past which the half-open connections put the gate under pressure."""
+    PRESSED_OPEN_TIMEOUT = 2.0
+    """Seconds a connection has to send its request under pressure (a real client needs one round trip)."""
+    EXPIRED_PER_ACCEPT = 4
+    """Half-open connections older than ``PRESSED_OPEN_TIMEOUT`` one accept drops under pressure:
+    more than the one it adds, and a bounded cost per accept."""
 
     def __init__(
         self,
@@ -176,13 +211,22 @@ class ConnectionGate:
         proxies: TrustedProxies,
         log: ThrottledLog,
         arrivals: BucketsByKey | None = None,
+        *,
+        frames: tuple[float, int] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``arrivals``: new connections per address (None: any number)."""
+        """``arrivals``: new connections per address (None: any number); ``frames``: the rate and
+        burst of the frame bucket an address's connections share (None: no such budget)."""
         self.caps = caps
         self.proxies = proxies
         self._log = log
         self._arrivals = arrivals
+        self._frames = frames
+        self._clock = clock
         self._lingering = 0
+        self._half_open: dict[HalfOpen, tuple[str, float]] = {}  # oldest first: (address, accepted at)
+        self._frame_buckets: dict[str, TokenBucket] = {}
+        self._pressure_at = None if caps.total is None else caps.total * self.HALF_OPEN_SHARE
 
     def start_lingering(self) -> bool:
         """Whether a refused socket may stay open a moment so its client reads the refusal (a close
@@ -201,13 +245,54 @@ class ConnectionGate:
             return None
         return f"new connections from {address} come too fast (or it was closed for flooding)"
 
-    def accept(self, peer: str) -> str | None:
-        """At accept; returns why the connection is refused (logged), or None."""
+    def accept(self, peer: str, waiting: HalfOpen | None = None) -> str | None:
+        """At accept; returns why the connection is refused (logged), or None. ``waiting`` is the
+        connection, half-open until ``opened``: it may be evicted to make room for a newer one."""
         proxy = self.proxies.trusts(peer)
-        refused = (None if proxy else self._arrival(peer)) or self.caps.admit(peer, per_address=not proxy)
+        refused = None if proxy else self._arrival(peer)
+        if refused is None:
+            now = self._clock()
+            if self.under_pressure():
+                self._expire(now - self.PRESSED_OPEN_TIMEOUT)
+            if self.caps.full and self._half_open and (proxy or not self.caps.at_address_cap(peer)):
+                self._evict(next(iter(self._half_open)), "the cap is reached")
+            refused = self.caps.admit(peer, per_address=not proxy)
         if refused is not None:
             self._log.warning("connection refused", refused)
+        elif waiting is not None:
+            self._half_open[waiting] = (peer, now)
         return refused
+
+    def under_pressure(self) -> bool:
+        """More than ``HALF_OPEN_SHARE`` of the cap is half-open: new connections get
+        ``PRESSED_OPEN_TIMEOUT``."""
+        return self._pressure_at is not None and len(self._half_open) > self._pressure_at
+
+    def opened(self, waiting: HalfOpen) -> None:
+        """Its request came: it is no longer half-open (and never evicted)."""
+        self._half_open.pop(waiting, None)
+
+    def _expire(self, before: float) -> None:
+        for _ in range(self.EXPIRED_PER_ACCEPT):
+            oldest = next(iter(self._half_open), None)
+            if oldest is None or self._half_open[oldest][1] > before:
+                return
+            self._evict(oldest, f"no request within {self.PRESSED_OPEN_TIMEOUT:g} s under pressure")
+
+    def _evict(self, waiting: HalfOpen, why: str) -> None:
+        address, _ = self._half_open.pop(waiting)
+        self._log.warning("dropping the oldest connection still in its handshake", f"{address}: {why}")
+        self._release(address)
+        waiting.evict()
+
+    def frame_bucket(self, address: str) -> TokenBucket | None:
+        """The frame bucket shared by the open connections of ``address`` (None: no such budget)."""
+        if self._frames is None:
+            return None
+        bucket = self._frame_buckets.get(address)
+        if bucket is None:
+            bucket = self._frame_buckets[address] = TokenBucket(*self._frames, self._clock)
+        return bucket
 
     def handshake(self, peer: str, forwarded_for: str | None) -> tuple[str, str | None]:
         """At the handshake of an accepted connection: its client address, and why it is refused
@@ -225,8 +310,17 @@ class ConnectionGate:
         if self._arrivals is not None:
             self._arrivals.penalize(address)
 
-    def release(self, address: str) -> None:
+    def release(self, address: str, waiting: HalfOpen | None = None) -> None:
+        """A connection admitted from ``address`` is gone (not one the gate evicted: that one it
+        released already)."""
+        if waiting is not None:
+            self._half_open.pop(waiting, None)
+        self._release(address)
+
+    def _release(self, address: str) -> None:
         self.caps.release(address)
+        if self._frame_buckets and self.caps.open_from(address) == 0:
+            self._frame_buckets.pop(address, None)
 
 
 SELF = "self"

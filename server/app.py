@@ -223,7 +223,7 @@ class App:
 
 def _connection_gate(settings: Settings) -> ConnectionGate:
     """The connection caps, the global one lowered to fit the open-files limit (the accept loop
-    stalls past it), and the proxies trusted to name their clients."""
+    stalls past it), the proxies trusted to name their clients and the frame budget per address."""
     budget = open_files_budget()
     total = settings.max_connections
     if total > budget:
@@ -232,7 +232,15 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
     caps = ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
     rate = settings.new_connections_per_address_per_second
     arrivals = None if rate is None else BucketsByKey(rate, max(1, round(2 * rate)))
-    return ConnectionGate(caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals)
+    share = settings.address_frame_share
+    frames = (
+        None
+        if share is None
+        else (share * settings.rate_per_second, max(1, round(share * settings.rate_burst)))
+    )
+    return ConnectionGate(
+        caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals, frames=frames
+    )
 
 
 class _HttpRoutes:
