@@ -33,10 +33,12 @@ from server.ratelimit import BucketsByKey, TokenBucket
 
 __all__ = [
     "RESERVED_FILES",
+    "AddressBudget",
     "ConnectionCaps",
     "ConnectionGate",
     "HalfOpen",
     "OriginPolicy",
+    "SharedBucket",
     "ThrottledLog",
     "TrustedProxies",
     "open_files_budget",
@@ -183,6 +185,28 @@ class TrustedProxies:
         return entries[-1][:64] if entries else peer
 
 
+@dataclass(frozen=True, slots=True)
+class AddressBudget:
+    """The frames all connections from one address may send together: ``rate`` a second, ``burst``
+    at once, as much as ``connections`` connections' own buckets allow."""
+
+    rate: float
+    burst: int
+    connections: float
+
+
+class SharedBucket(TokenBucket):
+    """The frame bucket of an address's connections. ``crowded`` while more connections than the
+    budget is worth are open from it: only then can they pass it (fewer are bound by their own
+    buckets already), so only then is it taken from, and a lone client pays nothing per frame."""
+
+    __slots__ = ("crowded",)
+
+    def __init__(self, budget: AddressBudget, clock: Callable[[], float]) -> None:
+        super().__init__(budget.rate, budget.burst, clock)
+        self.crowded = False
+
+
 class HalfOpen(Protocol):
     """A connection admitted and still in its opening handshake, as the gate holds it."""
 
@@ -212,11 +236,11 @@ class ConnectionGate:
         log: ThrottledLog,
         arrivals: BucketsByKey | None = None,
         *,
-        frames: tuple[float, int] | None = None,
+        frames: AddressBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``arrivals``: new connections per address (None: any number); ``frames``: the rate and
-        burst of the frame bucket an address's connections share (None: no such budget)."""
+        """``arrivals``: new connections per address (None: any number); ``frames``: the frame
+        budget an address's connections share (None: none)."""
         self.caps = caps
         self.proxies = proxies
         self._log = log
@@ -225,7 +249,7 @@ class ConnectionGate:
         self._clock = clock
         self._lingering = 0
         self._half_open: dict[HalfOpen, tuple[str, float]] = {}  # oldest first: (address, accepted at)
-        self._frame_buckets: dict[str, TokenBucket] = {}
+        self._frame_buckets: dict[str, SharedBucket] = {}
         self._pressure_at = None if caps.total is None else caps.total * self.HALF_OPEN_SHARE
 
     def start_lingering(self) -> bool:
@@ -257,6 +281,7 @@ class ConnectionGate:
             if self.caps.full and self._half_open and (proxy or not self.caps.at_address_cap(peer)):
                 self._evict(next(iter(self._half_open)), "the cap is reached")
             refused = self.caps.admit(peer, per_address=not proxy)
+            self._count_changed(peer)
         if refused is not None:
             self._log.warning("connection refused", refused)
         elif waiting is not None:
@@ -285,20 +310,29 @@ class ConnectionGate:
         self._release(address)
         waiting.evict()
 
-    def frame_bucket(self, address: str) -> TokenBucket | None:
+    def frame_bucket(self, address: str) -> SharedBucket | None:
         """The frame bucket shared by the open connections of ``address`` (None: no such budget)."""
         if self._frames is None:
             return None
         bucket = self._frame_buckets.get(address)
         if bucket is None:
-            bucket = self._frame_buckets[address] = TokenBucket(*self._frames, self._clock)
+            bucket = self._frame_buckets[address] = SharedBucket(self._frames, self._clock)
+            self._count_changed(address)
         return bucket
+
+    def _count_changed(self, address: str) -> None:
+        bucket = self._frame_buckets.get(address) if self._frame_buckets else None
+        if bucket is not None and self._frames is not None:
+            bucket.crowded = self.caps.open_from(address) > self._frames.connections
 
     def handshake(self, peer: str, forwarded_for: str | None) -> tuple[str, str | None]:
         """At the handshake of an accepted connection: its client address, and why it is refused
         (logged) or None. Refused, it stays counted under ``peer`` until ``release``d."""
         client = self.proxies.client_of(peer, forwarded_for)
         refused = None if client == peer else self._arrival(client) or self.caps.transfer(peer, client)
+        if client != peer and refused is None:
+            self._count_changed(peer)
+            self._count_changed(client)
         if refused is not None:
             self._log.warning("connection refused", refused)
             return peer, refused
@@ -321,6 +355,8 @@ class ConnectionGate:
         self.caps.release(address)
         if self._frame_buckets and self.caps.open_from(address) == 0:
             self._frame_buckets.pop(address, None)
+        else:
+            self._count_changed(address)
 
 
 SELF = "self"

@@ -21,6 +21,7 @@ from urllib.parse import unquote
 import protocol
 from server import __version__
 from server.admission import (
+    AddressBudget,
     ConnectionCaps,
     ConnectionGate,
     OriginPolicy,
@@ -233,11 +234,10 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
     rate = settings.new_connections_per_address_per_second
     arrivals = None if rate is None else BucketsByKey(rate, max(1, round(2 * rate)))
     share = settings.address_frame_share
-    frames = (
-        None
-        if share is None
-        else (share * settings.rate_per_second, max(1, round(share * settings.rate_burst)))
-    )
+    frames = None
+    if share is not None:
+        burst = max(1, round(share * settings.rate_burst))
+        frames = AddressBudget(share * settings.rate_per_second, burst, share)
     return ConnectionGate(
         caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals, frames=frames
     )

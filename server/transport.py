@@ -50,7 +50,7 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 import protocol
-from server.admission import ConnectionGate, ThrottledLog
+from server.admission import ConnectionGate, SharedBucket, ThrottledLog
 from server.ratelimit import TokenBucket, Verdict
 
 __all__ = [
@@ -306,7 +306,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._peer_done = False  # its client half-closed after the request
         self._lingering = False
         self._bucket = TokenBucket(server.frame_rate, server.frame_burst)
-        self._address_bucket: TokenBucket | None = None  # shared with its address's connections, once open
+        self._address_bucket: SharedBucket | None = None  # shared with its address's connections, once open
         self._fragments: list[bytes] = []
         self._fragment_bytes = 0  # counted in the server's partial_bytes too
         self._fragment_timer: asyncio.TimerHandle | None = None
@@ -563,8 +563,9 @@ class WebSocketConnection(asyncio.Protocol):
         if self._flooded:
             return  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
-        if metered is Verdict.SERVE and self._address_bucket is not None:
-            metered = self._address_bucket.take()
+        shared = self._address_bucket
+        if metered is Verdict.SERVE and shared is not None and shared.crowded:
+            metered = shared.take()
         if metered is Verdict.CLOSE:
             self._flooding()
             return

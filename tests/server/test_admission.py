@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from server.admission import (
+    AddressBudget,
     ConnectionCaps,
     ConnectionGate,
     OriginPolicy,
@@ -246,16 +247,39 @@ def test_gate_under_pressure_shortens_the_open_timeout_and_expires_old_half_open
 
 def test_gate_shares_one_frame_bucket_among_an_address_s_connections() -> None:
     """One bucket per address while it has a connection open, forgotten with its last one (a
-    reconnect after a 1008 waits for the arrivals penalty instead); None when the budget is off."""
+    reconnect after a 1008 waits for the arrivals penalty instead); taken from only while the
+    address has more connections open than the budget is worth; None when the budget is off."""
     clock = [0.0]
     gate = ConnectionGate(
-        ConnectionCaps(per_address=None, total=None), TrustedProxies(), ThrottledLog(), frames=(10.0, 20)
+        ConnectionCaps(per_address=None, total=None),
+        TrustedProxies(),
+        ThrottledLog(),
+        frames=AddressBudget(10.0, 20, 1.5),
     )
-    one, two, other = FakeHalfOpen(gate, "a"), FakeHalfOpen(gate, "a"), FakeHalfOpen(gate, "b")
+    one, other = FakeHalfOpen(gate, "a"), FakeHalfOpen(gate, "b")
     bucket = gate.frame_bucket("a")
     assert bucket is not None and gate.frame_bucket("a") is bucket and gate.frame_bucket("b") is not bucket
+    assert not bucket.crowded  # one connection: its own bucket bounds it
+    two = FakeHalfOpen(gate, "a")
+    assert bucket.crowded
     gate.release("a", one)
-    assert gate.frame_bucket("a") is bucket
+    assert gate.frame_bucket("a") is bucket and not bucket.crowded
     gate.release("a", two)
     assert FakeHalfOpen(gate, "a").admitted and gate.frame_bucket("a") is not bucket
     assert other.admitted and _gate(None, None, clock).frame_bucket("a") is None
+
+
+def test_gate_counts_the_client_behind_a_proxy_toward_its_frame_budget() -> None:
+    gate = ConnectionGate(
+        ConnectionCaps(per_address=None, total=None),
+        TrustedProxies.parse("10.0.0.2"),
+        ThrottledLog(),
+        frames=AddressBudget(10.0, 20, 1.0),
+    )
+    for _ in range(2):
+        assert gate.accept("10.0.0.2") is None
+    assert gate.handshake("10.0.0.2", "1.1.1.1") == ("1.1.1.1", None)
+    bucket = gate.frame_bucket("1.1.1.1")
+    assert bucket is not None and not bucket.crowded
+    assert gate.handshake("10.0.0.2", "1.1.1.1") == ("1.1.1.1", None)
+    assert bucket.crowded and gate.frame_bucket("10.0.0.2") is not bucket
