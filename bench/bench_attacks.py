@@ -31,7 +31,9 @@ process running for the same window:
   own, move/undo round trips at up to 100 a second): a crowd that no per-address limit tells apart;
 - ``halfopen``: 150 addresses x 25 sockets that connect and never finish their handshake (each a
   few bytes of a request, reconnecting when dropped), while 34 new clients, each from an address of
-  its own, try to connect and play: the attacker reports how many got in.
+  its own, try to connect and play: the attacker reports how many got in. 3,750 sockets fill the
+  cap on open connections only where it is lower than that (an open-files limit of a few thousand
+  lowers it): ``--server-args "--max-connections 3000"`` puts it there.
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
 server's CPU use during the window and the growth of its resident memory over the attack, then what
