@@ -8,8 +8,10 @@ new client away. The gate keeps the connections still in their handshake ("half-
 at the global cap a newcomer takes the place of the oldest half-open connection (never of one past
 its handshake), and while more than ``HALF_OPEN_SHARE`` of the cap is half-open ("pressure") a new
 connection gets ``PRESSED_OPEN_TIMEOUT`` to send its request and each accept drops a few half-open
-connections older than that. A real client sends its request at once, so it is the youngest: the last
-to go.
+connections older than that; under pressure an address may not hold more than
+``HALF_OPEN_PER_ADDRESS`` half-open connections (its next ones get a cheap 503, so that an attacker's
+many sockets per address are refused, not admitted only to drop someone else's). A real client sends
+its request at once, so it is the youngest: the last to go.
 
 Pure decisions, no sockets: ``connection.py`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
@@ -225,6 +227,8 @@ class ConnectionGate:
     """Share of the global cap past which the half-open connections put the gate under pressure."""
     PRESSED_OPEN_TIMEOUT = 2.0
     """Seconds a connection has to send its request under pressure (a real client needs one round trip)."""
+    HALF_OPEN_PER_ADDRESS = 4
+    """Half-open connections one address may hold under pressure (a real client has one at a time)."""
     EXPIRED_PER_ACCEPT = 4
     """Half-open connections older than ``PRESSED_OPEN_TIMEOUT`` one accept drops under pressure:
     more than the one it adds, and a bounded cost per accept."""
@@ -249,6 +253,7 @@ class ConnectionGate:
         self._clock = clock
         self._lingering = 0
         self._half_open: dict[HalfOpen, tuple[str, float]] = {}  # oldest first: (address, accepted at)
+        self._half_open_from: dict[str, int] = {}
         self._frame_buckets: dict[str, SharedBucket] = {}
         self._pressure_at = None if caps.total is None else caps.total * self.HALF_OPEN_SHARE
 
@@ -274,10 +279,11 @@ class ConnectionGate:
         connection, half-open until ``opened``: it may be evicted to make room for a newer one."""
         proxy = self.proxies.trusts(peer)
         refused = None if proxy else self._arrival(peer)
+        now = self._clock()
+        if refused is None and self.under_pressure():
+            self._expire(now - self.PRESSED_OPEN_TIMEOUT)
+            refused = None if proxy else self._too_many_half_open(peer)
         if refused is None:
-            now = self._clock()
-            if self.under_pressure():
-                self._expire(now - self.PRESSED_OPEN_TIMEOUT)
             if self.caps.full and self._half_open and (proxy or not self.caps.at_address_cap(peer)):
                 self._evict(next(iter(self._half_open)), "the cap is reached")
             refused = self.caps.admit(peer, per_address=not proxy)
@@ -286,7 +292,14 @@ class ConnectionGate:
             self._log.warning("connection refused", refused)
         elif waiting is not None:
             self._half_open[waiting] = (peer, now)
+            self._half_open_from[peer] = self._half_open_from.get(peer, 0) + 1
         return refused
+
+    def _too_many_half_open(self, address: str) -> str | None:
+        count = self._half_open_from.get(address, 0)
+        if count < self.HALF_OPEN_PER_ADDRESS:
+            return None
+        return f"{count} connections from {address} still in their handshake, the cap under pressure"
 
     def under_pressure(self) -> bool:
         """More than ``HALF_OPEN_SHARE`` of the cap is half-open: new connections get
@@ -295,7 +308,18 @@ class ConnectionGate:
 
     def opened(self, waiting: HalfOpen) -> None:
         """Its request came: it is no longer half-open (and never evicted)."""
-        self._half_open.pop(waiting, None)
+        self._forget_half_open(waiting)
+
+    def _forget_half_open(self, waiting: HalfOpen) -> str | None:
+        """Its address, if it was half-open."""
+        entry = self._half_open.pop(waiting, None)
+        if entry is None:
+            return None
+        address = entry[0]
+        count = self._half_open_from.pop(address, 1) - 1
+        if count:
+            self._half_open_from[address] = count
+        return address
 
     def _expire(self, before: float) -> None:
         for _ in range(self.EXPIRED_PER_ACCEPT):
@@ -305,7 +329,9 @@ class ConnectionGate:
             self._evict(oldest, f"no request within {self.PRESSED_OPEN_TIMEOUT:g} s under pressure")
 
     def _evict(self, waiting: HalfOpen, why: str) -> None:
-        address, _ = self._half_open.pop(waiting)
+        address = self._forget_half_open(waiting)
+        if address is None:
+            return
         self._log.warning("dropping the oldest connection still in its handshake", f"{address}: {why}")
         self._release(address)
         waiting.evict()
@@ -348,7 +374,7 @@ class ConnectionGate:
         """A connection admitted from ``address`` is gone (not one the gate evicted: that one it
         released already)."""
         if waiting is not None:
-            self._half_open.pop(waiting, None)
+            self._forget_half_open(waiting)
         self._release(address)
 
     def _release(self, address: str) -> None:

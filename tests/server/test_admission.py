@@ -245,6 +245,22 @@ def test_gate_under_pressure_shortens_the_open_timeout_and_expires_old_half_open
     assert sum(connection.evicted for connection in early) == gate.EXPIRED_PER_ACCEPT
 
 
+def test_gate_under_pressure_caps_the_half_open_connections_of_one_address() -> None:
+    """Under pressure an address holding ``HALF_OPEN_PER_ADDRESS`` half-open connections is refused
+    (cheaply: nobody is evicted for it) while a new address still gets in; once one of its
+    connections is past its handshake it may open another."""
+    clock = [0.0]
+    gate = _gate(None, 40, clock)
+    held = [FakeHalfOpen(gate, f"10.0.0.{index}") for index in range(8)]
+    crowd = [FakeHalfOpen(gate, "10.0.1.1") for _ in range(gate.HALF_OPEN_PER_ADDRESS)]
+    assert gate.under_pressure() and all(connection.admitted for connection in crowd)
+    assert not FakeHalfOpen(gate, "10.0.1.1").admitted
+    assert FakeHalfOpen(gate, "10.0.2.1").admitted
+    gate.opened(crowd[0])
+    assert FakeHalfOpen(gate, "10.0.1.1").admitted
+    assert not any(connection.evicted for connection in held + crowd)
+
+
 def test_gate_shares_one_frame_bucket_among_an_address_s_connections() -> None:
     """One bucket per address while it has a connection open, forgotten with its last one (a
     reconnect after a 1008 waits for the arrivals penalty instead); taken from only while the
