@@ -70,9 +70,9 @@ from server.app import App
 from server.cli import fast_event_loop
 from server.committer import Done, Write
 from server.config import Settings
-from server.errors import Refusal
+from server.errors import refusal_for
+from server.play.game_room import PlayerRef
 from server.requests import Outcome, RequestHandler
-from server.room import PlayerRef
 from server.session import Session
 from server.storage import ActionRecord, PlayerRecord
 
@@ -199,8 +199,9 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
 
     def answered(client: Session, frames: list[bytes], turn: int, outcome: Outcome) -> None:
         nonlocal done
-        if isinstance(outcome, Refusal):  # e.g. unavailable on a loaded machine: the same frame again
-            refused[outcome.code.value] = refused.get(outcome.code.value, 0) + 1
+        if isinstance(outcome, BaseException):  # e.g. unavailable on a loaded machine: the same frame again
+            code = refusal_for(outcome, "a bench action").code.value
+            refused[code] = refused.get(code, 0) + 1
         else:
             for reply in outcome:
                 protocol.encode(reply.to_wire(), SUBPROTOCOL)

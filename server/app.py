@@ -32,14 +32,14 @@ from server.bus import Bus, LocalBus, RedisBus
 from server.committer import Committer
 from server.config import Settings, needs
 from server.connection import ConnectionLoop, Fanout
-from server.errors import ErrorCode, Refusal, storage_failures_refused
+from server.errors import ErrorCode, refusal_for
 from server.hints import SolvingService
 from server.leaderboard import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.metrics import Metrics
+from server.play.registry import RoomRegistry
 from server.quotas import UnfinishedGames
 from server.ratelimit import BucketsByKey
 from server.requests import RequestHandler
-from server.rooms import RoomRegistry
 from server.storage import Database, StorageUnavailable, upgrade_to_head
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.db import sqlite_file
@@ -297,24 +297,19 @@ class _HttpRoutes:
 
     async def _api(self, path: str, query: str) -> Response:
         try:
-            with storage_failures_refused():
-                if path == "/api/leaderboard":
-                    message: protocol.ServerMessage = await self._leaderboards.leaderboard(
-                        parse_leaderboard_query(query)
-                    )
-                else:
-                    player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
-                    message = await self._leaderboards.profile(player_id)
+            if path == "/api/leaderboard":
+                message: protocol.ServerMessage = await self._leaderboards.leaderboard(
+                    parse_leaderboard_query(query)
+                )
+            else:
+                player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
+                message = await self._leaderboards.profile(player_id)
         except protocol.ProtocolError as exc:
             return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
-        except Refusal as refusal:
+        except Exception as failure:
+            refusal = refusal_for(failure, f"GET {path}")
             status = self._STATUS.get(refusal.code, HTTPStatus.INTERNAL_SERVER_ERROR)
             return self._json(status, {"code": refusal.code.value, "message": refusal.message})
-        except Exception:
-            logger.exception("GET %s failed", path)
-            return self._json(
-                HTTPStatus.INTERNAL_SERVER_ERROR, {"code": "internal", "message": "the server failed"}
-            )
         wire = message.to_wire()
         return self._json(HTTPStatus.OK, {k: v for k, v in wire.items() if k not in ("type", "id")})
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import protocol
 from server.config import Settings
-from server.errors import ErrorCode, Refusal
+from server.errors import ErrorCode, refusal_for
 from server.metrics import Metrics
+from server.play.registry import RoomRegistry
 from server.requests import Outcome, RequestHandler
-from server.rooms import RoomRegistry
 from server.session import Session
 from server.transport import WebSocketConnection, wire_frame
 
@@ -52,7 +52,7 @@ class Fanout:
         wire: dict[str, object] | None = None
         now = time.monotonic()
         for client in audience:
-            client.last_seen = now  # a spectator that is sent diffs is not idle
+            client.touch(now)  # a spectator that is sent diffs is not idle
             frame = frames.get(client.subprotocol)
             if frame is None:
                 if wire is None:
@@ -118,7 +118,7 @@ class ConnectionLoop:
     def open(self, connection: WebSocketConnection) -> _Client:
         """The one place a connection is taken in (after its handshake): its session starts here."""
         client = Session(connection.subprotocol, connection)
-        client.last_seen = time.monotonic()
+        client.touch(time.monotonic())
         self._metrics.connections.inc()
         self.clients.add(client)
         return _Client(self, connection, client)
@@ -126,7 +126,7 @@ class ConnectionLoop:
     def release(self, client: Session) -> None:
         """The one place a connection lets go of everything its session held."""
         self.clients.discard(client)
-        client.release(self._registry)
+        client.release()
         self._metrics.connections.dec()
 
     def serve(self, served: _Client, frame: bytes | str, within_rate: bool) -> bool:
@@ -149,19 +149,19 @@ class ConnectionLoop:
         self.in_flight += 1
         try:
             self._handler.serve(client, request, lambda outcome: served.answer(request, started, outcome))
-        except Exception:  # a bug before any answer: answer internal, keep the count right
-            logger.exception("request %s failed", request.TYPE)
-            self.answered(client, request, started, Refusal(ErrorCode.INTERNAL, "the server failed"))
+        except Exception as bug:  # before any answer: answered all the same, the count kept right
+            self.answered(client, request, started, bug)
             return True
         return False
 
     def answered(
         self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
     ) -> None:
-        """Write the outcome of a served request."""
+        """Write the outcome of a served request (a failure as the error `refusal_for` says)."""
         self.in_flight -= 1
-        if isinstance(outcome, Refusal):
-            self._refuse(client, outcome.code, outcome.message, request)
+        if isinstance(outcome, BaseException):
+            refusal = refusal_for(outcome, request.TYPE)
+            self._refuse(client, refusal.code, refusal.message, request)
             return
         for reply in outcome:
             self._send((client,), reply)
@@ -196,9 +196,9 @@ class ConnectionLoop:
             deadline = time.monotonic() - idle
             for client in [client for client in self.clients if client.last_seen < deadline]:
                 connection: WebSocketConnection = client.transport
-                client.last_seen = max(client.last_seen, connection.last_frame_at)
+                client.touch(max(client.last_seen, connection.last_frame_at))
                 if client.last_seen < deadline:
-                    client.last_seen = float("inf")  # one close per client, however long it takes
+                    client.touch(float("inf"))  # one close per client, however long it takes
                     connection.close(1000, "idle timeout")
 
     async def wait_idle(self, timeout: float) -> None:

@@ -34,7 +34,7 @@ from engine import InvalidCodeError, Status
 from protocol import Board, LeaderboardRequest, Order, Period
 from server import clock
 from server.errors import ErrorCode, Refusal
-from server.room import UnreplayableAction, replay_stored
+from server.play.replay import UnreplayableAction, replay_stored
 from server.storage import Database, StoredGame, repository
 from server.storage import leaderboards as boards
 from server.storage.records import BoardGame, BoardPlayer, FinishedGameFigures, GameKey, PlayerKey
@@ -360,7 +360,7 @@ class Mismatch:
 
 
 def check_stored_game(stored: StoredGame) -> str | None:
-    """Replay a stored game as the server loads it (`server.room.replay_stored`); None when it ends as
+    """Replay a stored game as the server loads it (`server.play.replay.replay_stored`); None when it ends as
     stored, else what differs.
 
     Only games played on the server count on the boards: this is the check that every stored result
@@ -381,7 +381,7 @@ def check_stored_game(stored: StoredGame) -> str | None:
         ("cells", stored.cells, game.deal.cells),
     ]
     # An unfinished game's row holds its figures as of a recent action, not necessarily the last
-    # (see `server.room.PROGRESS_INTERVAL`): only a finished game's figures are final.
+    # (see `server.play.game_room.PROGRESS_INTERVAL`): only a finished game's figures are final.
     if stored.status != Status.PLAYING.value:
         compared += [
             ("won", stored.won, game.status is Status.WON),

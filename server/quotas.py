@@ -23,7 +23,7 @@ from protocol.limits import MAX_PAGE_SIZE
 from server.clock import utc_now
 from server.cursors import parse_time_cursor, time_cursor
 from server.errors import ErrorCode, Refusal
-from server.room import GameRoom
+from server.play.driver import RoomDriver
 from server.storage import Database
 from server.storage import unfinished as storage
 
@@ -44,7 +44,7 @@ class UnfinishedGames:
     def __init__(
         self,
         database: Database,
-        open_rooms: Callable[[], Iterable[GameRoom]],
+        open_rooms: Callable[[], Iterable[RoomDriver]],
         *,
         per_player: int | None,
         abandon_after: float | None,

@@ -1,7 +1,7 @@
 """One connection's session: who it is and which games it follows, released in one place on close.
 
-The session is the only writer of its own fields; a room only adds it to or removes it from its
-followers, through the room's methods. A room that ended stays in ``viewing`` or ``watching`` until the
+The session is the only writer of its own fields, through its methods; a room only adds it to or
+removes it from its own followers. A room that closed stays in ``viewing`` or ``watching`` until the
 session next looks (``open_count``): it no longer counts, and the session drops it then.
 """
 
@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 import protocol
-from server.room import GameRoom, PlayerRef
-from server.rooms import RoomRegistry
+from server.play.commands import Unfollow
+from server.play.driver import RoomDriver
+from server.play.game_room import PlayerRef
 
 __all__ = ["Session"]
 
@@ -25,27 +26,45 @@ class Session:
         self.subprotocol = subprotocol
         self.transport = transport
         self.player: PlayerRef | None = None
-        self.viewing: dict[str, GameRoom] = {}
-        self.watching: dict[str, GameRoom] = {}
+        self.viewing: dict[str, RoomDriver] = {}
+        self.watching: dict[str, RoomDriver] = {}
         self.watched_finished: set[str] = set()  # finished games watched: they count toward the limit
         self.last_seen = 0.0
 
-    def open_count(self, follows: dict[str, GameRoom]) -> int:
-        """How many rooms of ``follows`` are still open (ended ones are dropped now)."""
+    def identify(self, player: PlayerRef) -> None:
+        """The connection said hello as ``player``."""
+        self.player = player
+
+    def touch(self, now: float) -> None:
+        """Something was sent to or read from the connection at ``now`` (it is not idle)."""
+        self.last_seen = now
+
+    def view(self, room: RoomDriver) -> None:
+        """Follow ``room`` as a connection of its owner (it counts toward the games limit)."""
+        self.viewing[room.id] = room
+
+    def watch(self, room: RoomDriver) -> None:
+        self.watching[room.id] = room
+
+    def watch_finished(self, game_id: str) -> None:
+        """A finished game was watched: it counts toward the watch limit until unwatched."""
+        self.watched_finished.add(game_id)
+
+    def open_count(self, follows: dict[str, RoomDriver]) -> int:
+        """How many rooms of ``follows`` are still open (closed ones are dropped now)."""
         for game_id in [game_id for game_id, room in follows.items() if not room.is_open()]:
             del follows[game_id]
         return len(follows)
 
-    def unfollow(self, game_id: str, registry: RoomRegistry) -> None:
-        """Stop following ``game_id``, as a viewer and as a spectator."""
+    def unfollow(self, game_id: str) -> None:
+        """Stop following ``game_id``, as a viewer and as a spectator (the room goes once idle)."""
         self.watched_finished.discard(game_id)
         for follows in (self.viewing, self.watching):
             room = follows.pop(game_id, None)
             if room is not None:
-                room.unfollow(self)
-                registry.forget_if_idle(room)
+                room.send(Unfollow(self))
 
-    def release(self, registry: RoomRegistry) -> None:
+    def release(self) -> None:
         """The connection closed: leave every room it followed."""
         for game_id in {*self.viewing, *self.watching}:
-            self.unfollow(game_id, registry)
+            self.unfollow(game_id)

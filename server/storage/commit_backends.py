@@ -28,7 +28,7 @@ import contextlib
 import functools
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -47,13 +47,13 @@ class WriteConflict(Exception):
     """The write breaks a constraint (a version of the game already stored, a game already finished)."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Write:
-    """What one request stores, atomically."""
+    """What one request stores, atomically (a value: the pipeline may retry it alone)."""
 
     player: PlayerRecord | None = None
     game: GameStart | None = None
-    actions: list[ActionRecord] = field(default_factory=list)
+    actions: Sequence[ActionRecord] = ()
     result: GameResult | None = None
     #: A game whose player asked for a hint: marked so while it is still being played (else a conflict).
     hinted: str | None = None

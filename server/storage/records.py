@@ -75,7 +75,7 @@ class ActionRecord:
         v: the version the action produces (from 1); (game_id, v) is the fence between writers.
         action: its notation (``"t1-c5"``, ``"undo"``, ``"resign"``), opaque to storage.
         progress: when set, the game's row takes these figures in the same commit (the writer sends
-            them now and then, not with every action: see `server.room`).
+            them now and then, not with every action: see `server.play.game_room`).
     """
 
     game_id: str

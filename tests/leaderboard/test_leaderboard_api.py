@@ -322,7 +322,7 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
 
     from engine import parse_action
     from server.leaderboard import verify_games
-    from server.room import RESIGN
+    from server.play.replay import RESIGN
     from server.storage import GameResult, GameStart, PlayerRecord
 
     async with database.transaction() as conn:
@@ -365,7 +365,7 @@ def test_verify_checks_a_stored_log_as_the_server_loads_it() -> None:
     from leaderboard_support import T0
 
     from server.leaderboard import check_stored_game
-    from server.room import RESIGN
+    from server.play.replay import RESIGN
     from server.storage import StoredGame
 
     moves = list(solve_deal(Deal.from_code(WINNABLE)).moves)

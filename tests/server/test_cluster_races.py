@@ -13,7 +13,7 @@ from wsclient import WsClient
 
 from server.app import App
 from server.leaderboard import check_stored_game
-from server.room import RESIGN, replay_stored
+from server.play.replay import RESIGN, replay_stored
 from server.storage import StoredGame, repository
 
 CODE = "EO1-C8-AAAAAFA"
