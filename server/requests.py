@@ -310,7 +310,7 @@ class RequestHandler:
             code=game.code,
             moves=game.moves,
             score=game.score,
-            watchers=0 if room is None else len(room.room.spectators),
+            watchers=0 if room is None else len(room.spectators),
             started_at=game.started_at,
         )
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from engine import Game
 from protocol import ServerMessage
 from server.bus import BusEvent
-from server.play.commands import Command, Committed, Loaded, Outcome, Rebuilt, Request
+from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
 from server.play.effects import Commit, Effect, Leave, Load, Publish, Push, Rebuild, Reply
 from server.play.game_room import GameRoom, PlayerRef
 from server.play.replay import replay_stored
@@ -84,6 +84,11 @@ class RoomDriver:
     @property
     def owner(self) -> PlayerRef:
         return self.room.owner
+
+    @property
+    def spectators(self) -> set[Follower]:
+        """Who watches the game (``live`` counts them); read it, never change it: the room does."""
+        return self.room.spectators
 
     def is_open(self) -> bool:
         return self.room.is_open()
