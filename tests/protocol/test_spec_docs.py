@@ -384,3 +384,26 @@ def test_readme_describes_deals_json_as_it_is() -> None:
     assert f"In `EO1-C2-AAAAAAA` the cells are `{' '.join(c2['cells'])}`" in shuffle
     assert f"column 3 is `{' '.join(c2['tableau'][2])}`" in shuffle
     assert f"column 4 is `{' '.join(c2['tableau'][3])}`" in shuffle
+
+
+def test_readme_describes_moves_json_as_it_is() -> None:
+    moves = json.loads((DOCS / "vectors" / "moves.json").read_text(encoding="utf-8"))
+    section = _words(_section("13. Test vectors"))
+    assert set(moves) == {"description", "positions"}
+    assert f"`description` and `positions`, {len(moves['positions'])} entries" in section
+    keys = {key for position in moves["positions"] for key in position}
+    keys |= {
+        key
+        for p in moves["positions"]
+        for kind in ("moves", "illegal", "taps", "double_taps")
+        for e in p[kind]
+        for key in e
+    }
+    keys |= {key for p in moves["positions"] for key in p["largest_group"]}
+    for key in keys:
+        assert f"`{key}`" in section, key
+    openings = [
+        p["name"].removeprefix("opening ") for p in moves["positions"] if p["name"].startswith("opening ")
+    ]
+    assert "the opening of `" + "`, `".join(openings[:-1]) + f"` and `{openings[-1]}`" in section
+    assert '`"<from>-<to>[:<n>] is illegal: <reason>"`' in section
