@@ -407,3 +407,34 @@ def test_readme_describes_moves_json_as_it_is() -> None:
     ]
     assert "the opening of `" + "`, `".join(openings[:-1]) + f"` and `{openings[-1]}`" in section
     assert '`"<from>-<to>[:<n>] is illegal: <reason>"`' in section
+
+
+def _ids(value: Any) -> list[str]:
+    """Every game and player id in a message: the ``game`` fields, ``games`` lists, players' ``id``."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("game", "around") and isinstance(item, str):
+                found.append(item)
+            elif key == "games" and isinstance(item, list):
+                found += [entry for entry in item if isinstance(entry, str)]
+            elif key == "player" and isinstance(item, str):
+                found.append(item)
+            elif key == "player" and isinstance(item, dict):
+                found.append(item["id"])
+            found += _ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _ids(item)
+    return found
+
+
+def test_ids_are_opaque_and_no_example_suggests_a_prefix() -> None:
+    """A client once took `g_`/`p_` for a kind prefix: the examples show ids as the server makes them."""
+    assert "**opaque**: compare them whole" in _section("3. Common values")
+    examples = [message for message, _ in _examples(README)]
+    examples += [e["payload"] for m in {**CLIENT_MESSAGES, **SERVER_MESSAGES}.values() for e in m["examples"]]
+    examples += [case["message"] for case in VECTORS["valid"]]
+    ids = {identifier for example in examples for identifier in _ids(example)}
+    assert len(ids) >= 5
+    assert not [identifier for identifier in ids if re.match(r"[a-z]{1,3}_", identifier)]
