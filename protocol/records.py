@@ -32,6 +32,8 @@ from engine import Action, Deal, EngineError, Game, InvalidNotationError, Status
 from protocol.timestamps import format_timestamp, parse_timestamp
 
 __all__ = [
+    "KNOWN_TAGS",
+    "MAX_RECORD_CHARS",
     "RECORD_FORMAT",
     "RULES_VERSION",
     "GameRecord",

@@ -13,6 +13,7 @@ whose actions are illegal or do not end as it says).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -148,12 +149,7 @@ def build() -> dict[str, Any]:
         for name, record in records
     ]
     won = records[0][1]
-    loose = GameRecord(
-        **{
-            **{field: getattr(won, field) for field in GameRecord.__slots__},
-            "extra": (("Site", "somewhere"),),
-        }
-    )  # type: ignore[arg-type]
+    loose = dataclasses.replace(won, extra=(("Site", "somewhere"),))
     valid.append(
         {
             "name": "the won game written loosely: CRLF, no move numbers, another program's tag",

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import random
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +16,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from make_record_vectors import PATH, build, render
 
+import protocol
 from engine import UNDO, Action, Deal, Game
 from protocol import (
+    RECORD_FORMAT,
+    RULES_VERSION,
     GameRecord,
     InvalidRecordError,
     RecordError,
@@ -24,6 +28,7 @@ from protocol import (
     RecordResult,
     replay_record,
 )
+from protocol.records import KNOWN_TAGS, MAX_RECORD_CHARS
 
 VECTORS: dict[str, list[dict[str, Any]]] = json.loads(PATH.read_text(encoding="utf-8"))
 
@@ -185,3 +190,45 @@ def test_record_text_refuses_a_tag_it_could_not_read_back(name: str, value: str)
     record = GameRecord(deal=Deal(0, 8), actions=(), result=RecordResult.PLAYING, extra=((name, value),))
     with pytest.raises(InvalidRecordError, match="cannot write the tag"):
         record.text()
+
+
+# --------------------------------------------------------------------------- the README says the same
+
+README = (Path(protocol.__file__).parent / "README.md").read_text(encoding="utf-8")
+SECTION = README[README.index("\n## 14. Game records") :]
+
+
+def test_readme_example_is_the_start_of_the_won_record_vector() -> None:
+    example = re.search(r"```text\n(.*?)\n```", SECTION, re.DOTALL)
+    assert example is not None
+    won = VECTORS["valid"][0]
+    assert won["text"].startswith(example.group(1) + "\n")
+    assert "the whole record is the first entry of `vectors/records.json`" in SECTION
+
+
+def test_readme_tags_table_is_the_tags_of_the_code() -> None:
+    rows = re.findall(r"^   \| (`.*?`) \| (required|optional) \|", SECTION, re.MULTILINE)
+    named = {name: kind for cell, kind in rows for name in re.findall(r"`([A-Za-z]+)`", cell)}
+    assert list(named) == list(KNOWN_TAGS)
+    assert {name for name, kind in named.items() if kind == "required"} == {
+        "Format",
+        "Rules",
+        "Code",
+        "Result",
+    }
+    assert f"`{RECORD_FORMAT}`, this format" in SECTION and f"`{RULES_VERSION}`: the rules" in SECTION
+    results = re.search(r"\| `Result` \| required \| (.*) \|", SECTION)
+    assert results is not None
+    assert {token for token in re.findall(r"`([a-z*]+)`", results.group(1))} == {
+        r.value for r in RecordResult
+    }
+    assert f"at most {MAX_RECORD_CHARS:,} characters" in SECTION
+
+
+def test_readme_describes_records_json_as_it_is() -> None:
+    vectors = " ".join(README[README.index("\n## 13. Test vectors") : README.index("\n## 14.")].split())
+    keys = {key for kind in VECTORS.values() for case in kind for key in case}
+    keys |= {key for case in VECTORS["valid"] for key in case["replay"]} | set(VECTORS)
+    keys |= {case["error"] for case in VECTORS["invalid"]}
+    for key in keys:
+        assert f"`{key}`" in vectors, key
