@@ -438,3 +438,25 @@ def test_ids_are_opaque_and_no_example_suggests_a_prefix() -> None:
     ids = {identifier for example in examples for identifier in _ids(example)}
     assert len(ids) >= 5
     assert not [identifier for identifier in ids if re.match(r"[a-z]{1,3}_", identifier)]
+
+
+def test_pacing_and_slots_say_the_server_defaults() -> None:
+    """The figures of section 10's "Pacing" and "Slots" and section 1's keepalive are the server's."""
+    from server.config import Settings
+    from server.transport import PING_INTERVAL
+
+    defaults = Settings()
+    limits = _words(_section("10. Limits"))
+    burst, rate = defaults.rate_burst, int(defaults.rate_per_second)
+    assert f"it holds {burst} tokens and refills at {rate} a second" in limits
+    assert "Every frame the server reads takes one token **when it is read**" in limits
+    assert (
+        "and WebSocket control frames too (a ping, the pong to one of the server's pings, a close)" in limits
+    )
+    assert f"{1000 // rate} ms" in limits and f"stop sending for {burst // rate} seconds" in limits
+    assert f"A connection has {defaults.max_games_per_connection} slots for open games" in limits
+    assert f"and {defaults.max_watches_per_connection} for watched games" in limits
+    assert f"When all {defaults.max_games_per_connection} are taken" in limits
+    assert f"When all {defaults.max_watches_per_connection} are taken" in limits
+    assert f"pings every {int(PING_INTERVAL)} seconds itself" in _words(_section("1. Connecting"))
+    assert "pings and pongs included" in _words(_section("1. Connecting"))
