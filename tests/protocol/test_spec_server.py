@@ -1,6 +1,6 @@
-"""protocol/README.md's promises read from the page and checked against a real server: the table "Who
-receives what" (section 4) and the `stale` error's example text (section 6), so that neither can drift
-from what the server sends."""
+"""protocol/README.md's promises checked against a real server: the table "Who receives what" (section
+4, read from the page), the `stale` error's example text (section 6) and the slot accounting of
+section 10 ("Slots"), so that none can drift from what the server does."""
 
 from __future__ import annotations
 
@@ -187,3 +187,69 @@ async def test_stale_example_is_what_the_server_sends(url: str) -> None:
     example_game = example["message"].split()[1]
     assert reply["code"] == example["code"]
     assert reply["message"] == example["message"].replace(example_game, game)
+
+
+@pytest.fixture
+async def small_slots(tmp_path: Path) -> AsyncIterator[str]:
+    """A server with 2 open-game slots and 2 watch slots per connection."""
+    database = dbutil.sqlite_url(tmp_path / "eightoff.db")
+    limits = {"max_games_per_connection": 2, "max_watches_per_connection": 2}
+    async with serverutil.running_app(database, sqlite_synchronous="NORMAL", **limits) as app:
+        yield serverutil.ws_url(app)
+
+
+async def code_of(client: WsClient, type_: str, **fields: Any) -> str:
+    """The reply's type, or the error's code."""
+    reply = await client.request(type_, **fields)
+    return str(reply["code"] if reply["type"] == "error" else reply["type"])
+
+
+async def test_open_game_slots_are_counted_as_section_10_says(small_slots: str) -> None:
+    """Tried: a new game past the slots, one freed by a resign here, by an unwatch, by a resign on
+    another connection; a finished game resumed; an action on a game open here and on one that is not."""
+    here = await WsClient.open(small_slots)
+    await here.hello()
+    there = await WsClient.open(small_slots)
+    await there.hello(token=here.token)
+    first, second = [(await here.request("new_game"))["game"] for _ in range(2)]
+    assert await code_of(here, "new_game") == "rate_limited"
+    assert await code_of(here, "move", game=first, **{"from": "t1", "to": "c5"}) in {"ack", "illegal_move"}
+    elsewhere = (await there.request("new_game"))["game"]  # the player's, not open here
+    assert await code_of(here, "undo", game=elsewhere) == "rate_limited"
+    assert await code_of(here, "resign", game=first) == "game_over"  # resign takes no slot: it frees one
+    third = (await here.request("new_game"))["game"]
+    assert await code_of(here, "resume", game=first) == "snapshot"  # finished: no slot
+    assert await code_of(here, "new_game") == "rate_limited"
+    assert await code_of(here, "unwatch", game=second) == "ok"
+    fourth = (await here.request("new_game"))["game"]
+    assert await code_of(there, "resign", game=third) == "game_over"  # ended on another connection
+    assert await code_of(here, "resume", game=elsewhere) == "snapshot"
+    assert await code_of(here, "new_game") == "rate_limited"  # fourth and elsewhere are open
+    assert await code_of(here, "undo", game=fourth) in {"ack", "illegal_move"}  # open here: no new slot
+    for client in (here, there):
+        await client.close()
+
+
+async def test_watch_slots_are_counted_as_section_10_says(small_slots: str) -> None:
+    """Tried: a third watch, a watch repeated, a watched live game that ends, a finished game that
+    keeps its slot until unwatched, one's own game watched beside its open-game slot."""
+    owner = await WsClient.open(small_slots)
+    await owner.hello()
+    live, done = [(await owner.request("new_game"))["game"] for _ in range(2)]
+    assert await code_of(owner, "resign", game=done) == "game_over"
+    other = (await owner.request("new_game"))["game"]
+    watcher = await WsClient.open(small_slots)
+    await watcher.hello()
+    assert [await code_of(watcher, "watch", game=game) for game in (live, done)] == ["snapshot"] * 2
+    assert await code_of(watcher, "watch", game=other) == "rate_limited"
+    assert await code_of(watcher, "watch", game=done) == "snapshot"  # again: no second slot
+    assert await code_of(owner, "resign", game=live) == "game_over"  # the live one ends: its slot frees
+    assert (await watcher.next_push())["type"] == "game_over"
+    assert await code_of(watcher, "watch", game=other) == "snapshot"
+    fresh = (await owner.request("new_game"))["game"]
+    assert await code_of(watcher, "watch", game=fresh) == "rate_limited"  # done still holds its slot
+    assert await code_of(watcher, "unwatch", game=done) == "ok"
+    assert await code_of(watcher, "watch", game=fresh) == "snapshot"
+    assert await code_of(owner, "watch", game=fresh) == "snapshot"  # its own: a watch slot of its own
+    for client in (owner, watcher):
+        await client.close()
