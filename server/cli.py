@@ -1,4 +1,4 @@
-"""The ``eightoff`` command line: serve, db, deal, solve, verify."""
+"""The ``eightoff`` command line: serve, db, deal, solve, verify, export, replay."""
 
 from __future__ import annotations
 
@@ -215,6 +215,58 @@ def _verify(args: argparse.Namespace) -> int:
     return 1 if mismatches else 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from server.records import ExportError, load_record
+    from server.storage import Database, current_revision
+
+    settings = settings_from_args(args)
+
+    async def run() -> str:
+        database = Database.create(settings.database_url)
+        try:
+            return (await load_record(database, args.game_id)).text()
+        finally:
+            await database.dispose()
+
+    with needs("database_url", what="cannot read the database"):
+        if current_revision(settings.database_url) is None:
+            print("eightoff export: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
+            return 2
+        try:
+            text = asyncio.run(run())
+        except ExportError as exc:
+            print(f"eightoff export: {exc}", file=sys.stderr)
+            return 1
+    sys.stdout.write(text)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from protocol import GameRecord, InvalidRecordError, RecordMismatchError, replay_record
+    from protocol.records import MAX_RECORD_CHARS
+
+    try:
+        if args.file == "-":
+            text = sys.stdin.read(MAX_RECORD_CHARS + 1)
+        else:
+            with open(args.file, encoding="utf-8") as source:
+                text = source.read(MAX_RECORD_CHARS + 1)  # a longer one is refused unread
+        record = GameRecord.parse(text)
+    except (OSError, UnicodeDecodeError, InvalidRecordError) as exc:
+        print(f"eightoff replay: {args.file}: not a game record: {exc}", file=sys.stderr)
+        return 2
+    try:
+        game = replay_record(record)
+    except RecordMismatchError as exc:
+        print(f"eightoff replay: {args.file}: does not replay as recorded: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{record.deal.code()} {game.status.value}: score {game.score}, {game.moves} moves, "
+        f"{game.undos} undos, {game.v} actions; the record replays as it says"
+    )
+    return 0
+
+
 def _positive_int(text: str) -> int:
     if not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
@@ -287,6 +339,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="games per read (default 500)",
     )
     verify.set_defaults(handler=_verify)
+    export = commands.add_parser(
+        "export",
+        help="print a stored game as a game record (protocol/README.md section 14)",
+        description="Print the game record of a stored game: its deal, player, times, every action and "
+        "result. Exits 1 when no game has the id or the game does not replay as stored.",
+    )
+    export.add_argument("game_id", metavar="GAME_ID", help="the game's id")
+    export.add_argument(
+        "--database-url", dest="database_url", default=None, help="as for serve (env EIGHTOFF_DATABASE_URL)"
+    )
+    export.set_defaults(handler=_export)
+    replay = commands.add_parser(
+        "replay",
+        help="check a game record by replaying it through the rules engine; print the result",
+        description="Read a game record (protocol/README.md section 14), replay every action through "
+        "the rules engine and print how the game ends. Exits 1 when an action is illegal or the game "
+        "does not end as the record says, 2 when the file is not a record.",
+    )
+    replay.add_argument("file", metavar="FILE", help="the record's file, or - for standard input")
+    replay.set_defaults(handler=_replay)
     return parser
 
 
