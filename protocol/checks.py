@@ -324,7 +324,7 @@ _LIVE_GAME = _record(
     {
         "game": _game_id,
         "player": _player,
-        "code": _code,
+        "code": _nullable(_code),  # null: a shared deal sealed to the asker
         "moves": _count,
         "score": _count,
         "watchers": _count,

@@ -291,11 +291,12 @@ _FOUNDATION_TOPS: Final = tuple((None, *(Card(rank, suit) for rank in Rank)) for
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class LiveGame(_Value):
-    """One entry of a ``live`` page."""
+    """One entry of a ``live`` page; ``code`` is None (null on the wire) for a game of a shared deal
+    whose moves are sealed to the asker (see docs/fair-play.md)."""
 
     game: str
     player: Player
-    code: str
+    code: str | None
     moves: int
     score: int
     watchers: int
