@@ -291,16 +291,17 @@ _FOUNDATION_TOPS: Final = tuple((None, *(Card(rank, suit) for rank in Rank)) for
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class LiveGame(_Value):
-    """One entry of a ``live`` page; ``code`` is None (null on the wire) for a game of a shared deal
-    whose moves are sealed to the asker (see docs/fair-play.md)."""
+    """One entry of a ``live`` page; ``sealed`` (True, else left out) for a game of a shared deal
+    whose moves are sealed to the asker: ``watch`` refuses it (docs/fair-play.md)."""
 
     game: str
     player: Player
-    code: str | None
+    code: str
     moves: int
     score: int
     watchers: int
     started_at: dt.datetime
+    sealed: bool | None = None
 
 
 @_wire_value

@@ -328,11 +328,12 @@ class RequestHandler:
         return protocol.LiveGame(
             game=game.id,
             player=protocol.Player(game.player_id, game.player_name),
-            code=None if sealed else game.code,
+            code=game.code,
             moves=game.moves,
             score=game.score,
             watchers=0 if room is None else len(room.spectators),
             started_at=game.started_at,
+            sealed=True if sealed else None,
         )
 
     async def _games(self, session: Session, request: protocol.GamesRequest) -> Reply:

@@ -1,6 +1,6 @@
 """Shared deals are sealed (issue 20, item 6), over real WebSocket connections: nobody who can still
 play today's daily sees another player's moves on it, live or finished (``watch`` is refused, ``live``
-hides its code), until they have finished it themselves or its UTC day is over; other games are
+marks it sealed), until they have finished it themselves or its UTC day is over; other games are
 unaffected. See docs/fair-play.md."""
 
 from __future__ import annotations
@@ -60,23 +60,25 @@ def midnight_after(day: dt.date) -> str:
     return f"{(day + dt.timedelta(days=1)).isoformat()}T00:00:00.000Z"
 
 
-async def live_codes(client: WsClient) -> dict[str, str | None]:
+async def live_sealed(client: WsClient) -> dict[str, bool]:
+    """Each listed game: sealed to ``client`` or not (every entry keeps its code: a daily's is public)."""
     page = await client.request("live", limit=100)
     assert page["type"] == "live", page
-    return {entry["game"]: entry["code"] for entry in page["games"]}
+    assert all(entry["sealed"] is True for entry in page["games"] if "sealed" in entry), page
+    return {entry["game"]: "sealed" in entry for entry in page["games"]}
 
 
 async def test_the_daily_is_sealed_to_whoever_has_not_finished_it(url: str) -> None:
-    """B cannot watch A's daily game live nor once finished and sees no code for it in ``live``, while
-    A's free game is watchable and listed with its code; once B has finished the daily, both open."""
+    """B cannot watch A's daily game live nor once finished, and ``live`` marks it sealed to B (not to
+    A), while A's free game is watchable and not sealed; once B has finished the daily, it opens."""
     ann, bob = await player(url, "Ann"), await player(url, "Bob")
     today = dt.datetime.now(dt.UTC).date()
     daily = await started(ann, daily=True)
     free = await started(ann, code=FREE_CODE)
 
     assert_sealed(await bob.request("watch", game=daily["game"]), daily["game"], midnight_after(today))
-    assert await live_codes(bob) == {daily["game"]: None, free["game"]: FREE_CODE}
-    assert await live_codes(ann) == {daily["game"]: daily["code"], free["game"]: FREE_CODE}
+    assert await live_sealed(bob) == {daily["game"]: True, free["game"]: False}
+    assert await live_sealed(ann) == {daily["game"]: False, free["game"]: False}
     assert (await bob.request("watch", game=free["game"]))["type"] == "snapshot"
     assert (await ann.request("watch", game=daily["game"]))["type"] == "snapshot", "one's own game"
 
@@ -101,7 +103,7 @@ async def test_a_live_daily_game_opens_once_the_watcher_finishes_the_daily(url: 
     mine = await started(bob, daily=True)
     await resign(bob, mine["game"])
 
-    assert await live_codes(bob) == {daily8["game"]: daily8["code"], daily4["game"]: None}
+    assert await live_sealed(bob) == {daily8["game"]: False, daily4["game"]: True}
     assert_sealed(await bob.request("watch", game=daily4["game"]), daily4["game"], "(4 cells)")
     watched = await bob.request("watch", game=daily8["game"])
     assert watched["type"] == "snapshot" and watched["v"] == 1
@@ -144,9 +146,9 @@ async def _day_ends(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     midnight = dt.datetime.combine(today + dt.timedelta(days=1), dt.time(), tzinfo=dt.UTC)
     monkeypatch.setattr(requests, "utc_now", lambda: midnight)
     assert (await cid.request("watch", game=daily["game"]))["type"] == "snapshot"
-    assert (await live_codes(cid))[daily["game"]] == daily["code"]
+    assert (await live_sealed(cid))[daily["game"]] is False
     assert_sealed(await bob.request("watch", game=daily["game"]), daily["game"], None)
-    assert (await live_codes(bob))[daily["game"]] is None
+    assert (await live_sealed(bob))[daily["game"]] is True
     await resign(bob, bobs["game"])
     assert (await bob.request("watch", game=daily["game"]))["type"] == "snapshot"
     await asyncio.gather(ann.close(), bob.close(), cid.close())
