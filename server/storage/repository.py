@@ -340,8 +340,8 @@ async def daily_standings(
     conn: AsyncConnection, player_id: str, days: Iterable[dt.date]
 ) -> list[DailyStanding]:
     """What ``player_id`` has played of the daily challenges of ``days``: one standing per day and
-    variant with at least one game (an abandoned game counts as none). Walks the player's games by
-    ``ix_games_player_id_status``."""
+    variant with at least one game (an abandoned game counts as none). Reads only the player's games
+    of those days, by ``ix_games_player_id_daily_date``."""
     wanted = sorted(set(days))
     if not wanted:
         return []
