@@ -6,36 +6,52 @@ daily ``new_game``, and over a ``live`` page.
 from __future__ import annotations
 
 import datetime as dt
+from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Final
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from protocol.timestamps import format_timestamp
 from server.errors import ErrorCode, Refusal
 from server.sealing import NOT_PLAYED, SharedDeal, Standing, may_start, seal
-from server.storage import Database, LiveGame, repository
+from server.storage import Database, GameDaily, LiveGame, repository
 
 __all__ = ["FairPlay"]
 
+#: Games whose daily (or none) is remembered: a few hundred bytes each.
+GAMES_REMEMBERED: Final = 8192
+
 
 class FairPlay:
-    """Owned by the request handler; reads the database only for games of a daily challenge."""
+    """Owned by the request handler. What daily a game plays never changes, so it is read once per
+    game (then remembered, the most recently asked first); what the viewer has played of a daily is
+    read each time, and only for another player's daily game."""
 
     def __init__(self, database: Database) -> None:
         self._database = database
+        self._dailies: OrderedDict[str, GameDaily] = OrderedDict()
 
     async def check_watch(self, viewer: str, game_id: str, now: dt.datetime) -> None:
         """Refuse ``viewer`` the moves of ``game_id`` while they are sealed to them. A game of no daily
-        (or no game at all: `find` says not_found) costs one read by primary key.
+        costs one read by primary key the first time; no game at all passes (`find` says not_found).
 
         Raises:
             Refusal: ``forbidden``, saying when the game opens to the viewer.
             StorageUnavailable: the database cannot be read.
         """
-        async with self._database.connection() as conn:
-            daily = await repository.game_daily(conn, game_id)
-            if daily is None or daily.player_id == viewer:
+        daily = self._dailies.get(game_id)
+        if daily is not None:
+            self._dailies.move_to_end(game_id)
+        else:
+            async with self._database.connection() as conn:
+                daily = await repository.game_daily(conn, game_id)
+            if daily is None:
                 return
+            self._remember(game_id, daily)
+        if daily.day is None or daily.player_id == viewer:
+            return
+        async with self._database.connection() as conn:
             standing = await _standing(conn, viewer, daily.day, daily.cells)
         sealed = seal(
             SharedDeal.daily(daily.day, daily.cells),
@@ -62,6 +78,11 @@ class FairPlay:
                 ErrorCode.FORBIDDEN,
                 f"you have finished {deal.name}; the next daily opens at {format_timestamp(deal.closes_at)}",
             )
+
+    def _remember(self, game_id: str, daily: GameDaily) -> None:
+        self._dailies[game_id] = daily
+        while len(self._dailies) > GAMES_REMEMBERED:
+            self._dailies.popitem(last=False)
 
     @staticmethod
     async def sealed_live(

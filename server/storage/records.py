@@ -102,11 +102,11 @@ class LiveGame:
 
 @dataclass(frozen=True, slots=True)
 class GameDaily:
-    """The daily challenge a game plays (see `repository.game_daily`): whose game it is, the day and
-    the variant."""
+    """The daily challenge a game plays (see `repository.game_daily`): whose game it is, the day
+    (None: the game plays no daily) and the variant. Never changes once the game is stored."""
 
     player_id: str
-    day: date
+    day: date | None
     cells: int
 
 

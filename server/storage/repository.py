@@ -327,11 +327,12 @@ async def live_games(
 
 
 async def game_daily(conn: AsyncConnection, game_id: str) -> GameDaily | None:
-    """The daily challenge ``game_id`` plays; None for a game of no daily (or no such game). One read
-    by primary key: asked before another player's game is shown (`server.sealing`)."""
+    """The daily challenge ``game_id`` plays (its ``day`` None for a game of no daily); None when there
+    is no such game. One read by primary key: asked before another player's game is shown
+    (`server.sealing`)."""
     statement = select(games.c.player_id, games.c.daily_date, games.c.cells).where(games.c.id == game_id)
     row = (await conn.execute(statement)).first()
-    if row is None or row.daily_date is None:
+    if row is None:
         return None
     return GameDaily(player_id=row.player_id, day=row.daily_date, cells=row.cells)
 

@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
+import dbutil
 import pytest
 import serverutil
+from sqlalchemy.ext.asyncio import AsyncConnection
 from wsclient import WsClient
 
 from engine import Game
 from server import requests
+from server.errors import ErrorCode, Refusal
+from server.fair_play import FairPlay
+from server.storage import Database, GameDaily, GameStart, PlayerRecord, repository
 
 FREE_CODE = "EO1-C8-AAAAAFA"
 
@@ -167,3 +173,35 @@ async def test_a_refused_watch_is_not_counted_and_bad_ids_are_still_not_found(ur
     assert (await bob.request("watch", game="no-such-game"))["code"] == "not_found"
     assert (await bob.request("watch", game="bad id!"))["code"] == "bad_request"
     await asyncio.gather(ann.close(), bob.close())
+
+
+async def test_what_daily_a_game_plays_is_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A game's daily never changes: watching it again (a resync after a gap) reads nothing for a free
+    game, and only the viewer's standing for a daily game; an unknown game is not remembered."""
+    url = await asyncio.to_thread(dbutil.migrated_sqlite_url, tmp_path)
+    database = Database.create(url, sqlite_synchronous="OFF")
+    t0 = dt.datetime.now(dt.UTC)
+    async with database.transaction() as conn:
+        for player_id in ("ann", "bob"):
+            await repository.insert_player(conn, PlayerRecord(player_id, player_id, f"{player_id:0>64}", t0))
+        for game_id, day in (("free", None), ("daily", t0.date())):
+            await repository.insert_game(conn, GameStart(game_id, "ann", FREE_CODE, 8, day, t0))
+    reads: list[str] = []
+    calls = repository.game_daily
+
+    async def counted(conn: AsyncConnection, game_id: str) -> GameDaily | None:
+        reads.append(game_id)
+        return await calls(conn, game_id)
+
+    monkeypatch.setattr(repository, "game_daily", counted)
+    fair_play = FairPlay(database)
+    try:
+        for _ in range(3):
+            await fair_play.check_watch("bob", "free", t0)
+            await fair_play.check_watch("bob", "nothing", t0)
+            with pytest.raises(Refusal) as refused:
+                await fair_play.check_watch("bob", "daily", t0)
+            assert refused.value.code is ErrorCode.FORBIDDEN
+        assert reads == ["free", "nothing", "daily", "nothing", "nothing"]
+    finally:
+        await database.dispose()

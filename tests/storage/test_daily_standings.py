@@ -14,14 +14,14 @@ DAY = date(2026, 12, 1)
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)
 
 
-async def test_game_daily_names_the_day_and_variant_of_a_daily_game_only(database: Database) -> None:
+async def test_game_daily_names_the_day_and_variant_of_a_game(database: Database) -> None:
     async with database.transaction() as conn:
         await repository.insert_player(conn, player("p1"))
         await repository.insert_game(conn, start("daily4", "p1", cells=4, daily_date=DAY, started_at=T0))
         await repository.insert_game(conn, start("free", "p1", started_at=T0))
     async with database.connection() as conn:
         assert await repository.game_daily(conn, "daily4") == GameDaily("p1", DAY, 4)
-        assert await repository.game_daily(conn, "free") is None
+        assert await repository.game_daily(conn, "free") == GameDaily("p1", None, 8)
         assert await repository.game_daily(conn, "no-such-game") is None
 
 
