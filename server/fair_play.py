@@ -54,7 +54,7 @@ class FairPlay:
         async with self._database.connection() as conn:
             standing = await _standing(conn, viewer, daily.day, daily.cells)
         sealed = seal(
-            SharedDeal.daily(daily.day, daily.cells),
+            SharedDeal.daily(daily.day, daily.cells, daily.code),
             viewer=viewer,
             owner=daily.player_id,
             standing=standing,
@@ -63,14 +63,16 @@ class FairPlay:
         if sealed is not None:
             raise Refusal(ErrorCode.FORBIDDEN, sealed.message(game_id))
 
-    async def check_daily_start(self, player: str, day: dt.date, cells: int, now: dt.datetime) -> None:
-        """Refuse a second daily game once ``player`` has finished ``day``'s daily in ``cells``' variant:
-        by then everyone's moves on it are open to them.
+    async def check_daily_start(
+        self, player: str, day: dt.date, cells: int, code: str, now: dt.datetime
+    ) -> None:
+        """Refuse a second daily game once ``player`` has finished ``day``'s daily (deal ``code``) in
+        ``cells``' variant: by then everyone's moves on it are open to them.
 
         Raises:
             Refusal: ``forbidden``. StorageUnavailable: the database cannot be read.
         """
-        deal = SharedDeal.daily(day, cells)
+        deal = SharedDeal.daily(day, cells, code)
         async with self._database.connection() as conn:
             standing = await _standing(conn, player, day, cells)
         if not may_start(deal, standing, now):
@@ -102,7 +104,7 @@ class FairPlay:
             for game in page
             if game.daily_date is not None
             and seal(
-                SharedDeal.daily(game.daily_date, game.cells),
+                SharedDeal.daily(game.daily_date, game.cells, game.code),
                 viewer=viewer,
                 owner=game.player_id,
                 standing=standings.get((game.daily_date, game.cells), NOT_PLAYED),

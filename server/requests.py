@@ -181,8 +181,8 @@ class RequestHandler:
         if deal is None and request.daily:
             now = utc_now()
             daily_date = now.date()
-            await self._fair_play.check_daily_start(player.id, daily_date, request.cells, now)
             deal = await self._solving.daily_deal(daily_date, request.cells)
+            await self._fair_play.check_daily_start(player.id, daily_date, deal.cells, deal.code(), now)
         elif deal is None and request.winnable:
             deal = self._solving.winnable_deal(request.cells)
         elif deal is None:

@@ -26,16 +26,19 @@ _DAY = dt.timedelta(days=1)
 
 @dataclass(frozen=True, slots=True)
 class SharedDeal:
-    """A deal played by many for one board, sealed until ``closes_at`` (aware UTC)."""
+    """A deal (its game ``code``) played by many for one board, named for players (never by its
+    code: a race's deal is secret until it starts), sealed until ``closes_at`` (aware UTC)."""
 
+    code: str
     name: str
     closes_at: dt.datetime
 
     @classmethod
-    def daily(cls, day: dt.date, cells: int) -> SharedDeal:
-        """The daily challenge of ``day`` in ``cells``' variant: it closes at the next UTC midnight."""
+    def daily(cls, day: dt.date, cells: int, code: str) -> SharedDeal:
+        """The daily challenge of ``day`` in ``cells``' variant, deal ``code``: it closes at the next
+        UTC midnight."""
         midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
-        return cls(f"the daily of {day.isoformat()} ({cells} cells)", midnight + _DAY)
+        return cls(code, f"the daily of {day.isoformat()} ({cells} cells)", midnight + _DAY)
 
     def is_open(self, now: dt.datetime) -> bool:
         return now < self.closes_at

@@ -103,11 +103,13 @@ class LiveGame:
 @dataclass(frozen=True, slots=True)
 class GameDaily:
     """The daily challenge a game plays (see `repository.game_daily`): whose game it is, the day
-    (None: the game plays no daily) and the variant. Never changes once the game is stored."""
+    (None: the game plays no daily), the variant and the deal's code. Never changes once the game is
+    stored."""
 
     player_id: str
     day: date | None
     cells: int
+    code: str
 
 
 @dataclass(frozen=True, slots=True)

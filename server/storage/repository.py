@@ -330,11 +330,13 @@ async def game_daily(conn: AsyncConnection, game_id: str) -> GameDaily | None:
     """The daily challenge ``game_id`` plays (its ``day`` None for a game of no daily); None when there
     is no such game. One read by primary key: asked before another player's game is shown
     (`server.sealing`)."""
-    statement = select(games.c.player_id, games.c.daily_date, games.c.cells).where(games.c.id == game_id)
+    statement = select(games.c.player_id, games.c.daily_date, games.c.cells, games.c.code).where(
+        games.c.id == game_id
+    )
     row = (await conn.execute(statement)).first()
     if row is None:
         return None
-    return GameDaily(player_id=row.player_id, day=row.daily_date, cells=row.cells)
+    return GameDaily(player_id=row.player_id, day=row.daily_date, cells=row.cells, code=row.code)
 
 
 async def daily_standings(

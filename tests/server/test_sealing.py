@@ -9,7 +9,7 @@ import pytest
 from server.sealing import NOT_PLAYED, Sealed, SharedDeal, Standing, may_start, seal
 
 DAY = dt.date(2026, 12, 1)
-DAILY = SharedDeal.daily(DAY, 8)
+DAILY = SharedDeal.daily(DAY, 8, "EO1-C8-AAAAAFA")
 MIDNIGHT = dt.datetime(2026, 12, 2, tzinfo=dt.UTC)
 NOON = dt.datetime(2026, 12, 1, 12, tzinfo=dt.UTC)
 
@@ -70,5 +70,6 @@ def test_the_refusal_says_when_the_game_opens() -> None:
     until_close = Sealed(DAILY, MIDNIGHT).message("g1")
     assert "g1" in until_close and "the daily of 2026-12-01 (8 cells)" in until_close
     assert "2026-12-02T00:00:00.000Z" in until_close and "finish it first" in until_close
+    assert DAILY.code not in until_close  # a race's deal is secret until it starts: never named by code
     until_finished = Sealed(DAILY, None).message("g1")
     assert "finish your own game of it first" in until_finished and "Z" not in until_finished

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from test_repository import player, result, start
+from test_repository import CODE, player, result, start
 
 from server.storage import DailyStanding, Database, GameDaily, repository
 from server.storage.unfinished import abandon_games
@@ -20,8 +20,8 @@ async def test_game_daily_names_the_day_and_variant_of_a_game(database: Database
         await repository.insert_game(conn, start("daily4", "p1", cells=4, daily_date=DAY, started_at=T0))
         await repository.insert_game(conn, start("free", "p1", started_at=T0))
     async with database.connection() as conn:
-        assert await repository.game_daily(conn, "daily4") == GameDaily("p1", DAY, 4)
-        assert await repository.game_daily(conn, "free") == GameDaily("p1", None, 8)
+        assert await repository.game_daily(conn, "daily4") == GameDaily("p1", DAY, 4, CODE)
+        assert await repository.game_daily(conn, "free") == GameDaily("p1", None, 8, CODE)
         assert await repository.game_daily(conn, "no-such-game") is None
 
 
