@@ -291,7 +291,8 @@ _FOUNDATION_TOPS: Final = tuple((None, *(Card(rank, suit) for rank in Rank)) for
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class LiveGame(_Value):
-    """One entry of a ``live`` page."""
+    """One entry of a ``live`` page; ``sealed`` (True, else left out) for a game of a shared deal
+    whose moves are sealed to the asker: ``watch`` refuses it (docs/fair-play.md)."""
 
     game: str
     player: Player
@@ -300,6 +301,7 @@ class LiveGame(_Value):
     score: int
     watchers: int
     started_at: dt.datetime
+    sealed: bool | None = None
 
 
 @_wire_value

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from protocol import GameRecord, RecordResult
 from server.leaderboard import check_stored_game
-from server.room import replay_stored
+from server.play.replay import replay_stored
 from server.storage import Database, StoredGame, repository
 
 __all__ = ["ExportError", "load_record", "record_of"]

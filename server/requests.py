@@ -27,6 +27,7 @@ from server.committer import Committer, Write
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
 from server.errors import ErrorCode, Refusal, refusal_for
+from server.fair_play import FairPlay
 from server.hints import SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
@@ -74,6 +75,7 @@ class RequestHandler:
         self._version = version
         self._solving = solving or SolvingService()
         self._unfinished = unfinished
+        self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -208,8 +210,10 @@ class RequestHandler:
         deal = request.deal
         daily_date = None
         if deal is None and request.daily:
-            daily_date = utc_now().date()
+            now = utc_now()
+            daily_date = now.date()
             deal = await self._solving.daily_deal(daily_date, request.cells)
+            await self._fair_play.check_daily_start(player.id, daily_date, deal.cells, deal.code(), now)
         elif deal is None and request.winnable:
             deal = self._solving.winnable_deal(request.cells)
         elif deal is None:
@@ -256,6 +260,8 @@ class RequestHandler:
     ) -> Reply:
         """``session`` follows ``game_id`` (its owner's game as a viewer, or any game as a spectator);
         its snapshot. A finished game gives its final snapshot and is not followed."""
+        if not as_owner:  # a shared deal's moves are sealed to whoever can still play it
+            await self._fair_play.check_watch(_player(session).id, game_id, utc_now())
         while True:  # again if the room closed (the game ended, or was reloaded) before our turn
             found = await self._registry.find(game_id)
             if isinstance(found, FinishedGame):
@@ -297,12 +303,13 @@ class RequestHandler:
             found = await repository.live_games(
                 conn, active_since=since, after=after, limit=request.limit + 1
             )
-        page = found[: request.limit]
-        games = tuple(self._live_entry(game) for game in page)
+            page = found[: request.limit]
+            sealed = await self._fair_play.sealed_live(conn, _player(session).id, page, utc_now())
+        games = tuple(self._live_entry(game, game.id in sealed) for game in page)
         next_cursor = time_cursor(page[-1].active_at, page[-1].id) if len(found) > len(page) else None
         return [protocol.LivePage(request_id=request.request_id, games=games, next_cursor=next_cursor)]
 
-    def _live_entry(self, game: LiveGame) -> protocol.LiveGame:
+    def _live_entry(self, game: LiveGame, sealed: bool) -> protocol.LiveGame:
         room = self._registry.room(game.id)
         return protocol.LiveGame(
             game=game.id,
@@ -312,6 +319,7 @@ class RequestHandler:
             score=game.score,
             watchers=0 if room is None else len(room.spectators),
             started_at=game.started_at,
+            sealed=True if sealed else None,
         )
 
     async def _games(self, session: Session, request: protocol.GamesRequest) -> Reply:

@@ -23,6 +23,8 @@ from server.storage.db import (
 )
 from server.storage.records import (
     ActionRecord,
+    DailyStanding,
+    GameDaily,
     GameProgress,
     GameResult,
     GameStart,
@@ -33,7 +35,9 @@ from server.storage.records import (
 
 __all__ = [
     "ActionRecord",
+    "DailyStanding",
     "Database",
+    "GameDaily",
     "GameProgress",
     "GameResult",
     "GameStart",

@@ -96,6 +96,31 @@ class LiveGame:
     moves: int
     started_at: datetime
     active_at: datetime
+    cells: int = 8
+    daily_date: date | None = None  # a daily game's date (its deal is shared: `server.sealing`)
+
+
+@dataclass(frozen=True, slots=True)
+class GameDaily:
+    """The daily challenge a game plays (see `repository.game_daily`): whose game it is, the day
+    (None: the game plays no daily), the variant and the deal's code. Never changes once the game is
+    stored."""
+
+    player_id: str
+    day: date | None
+    cells: int
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class DailyStanding:
+    """What a player has played of one daily challenge (a day and a variant; see
+    `repository.daily_standings`): a finished game (won or resigned), an unfinished one."""
+
+    day: date
+    cells: int
+    finished: bool
+    playing: bool
 
 
 @dataclass(frozen=True, slots=True)
