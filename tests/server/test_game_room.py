@@ -308,6 +308,17 @@ def test_resigning_is_a_row_at_the_next_version_with_the_result() -> None:
     assert harness.view(harness.owner) == ["Reply(owner: None)"], "an ended room sends callers back"
 
 
+def test_a_game_followed_by_its_player_alone_pushes_and_publishes_nothing() -> None:
+    """Most games: one connection, one node. The ack is the only effect of a committed action (no
+    `Push` built for nobody, no `Publish` when no other node follows)."""
+    harness = Harness(publishes=False)
+    harness.view(harness.owner)
+    harness.act("t1-c5", 0)
+    assert harness.commit() == ["Reply(owner: ack)"]
+    harness.resign()
+    assert harness.commit() == ["Reply(owner: game_over)", "Leave"]
+
+
 def test_a_conflict_takes_the_game_as_stored_and_refuses_as_stale() -> None:
     harness = Harness()
     harness.act("t1-c5", 0)
