@@ -67,14 +67,14 @@ import protocol
 from engine import Game, Transfer
 from protocol.limits import MAX_GAME_ACTIONS
 from server.app import App
-from server.cli import fast_event_loop
-from server.committer import Done, Write
 from server.config import Settings
+from server.dispatch import Outcome, RequestHandler
 from server.errors import refusal_for
+from server.ops.runtime import fast_event_loop
 from server.play.game_room import PlayerRef
-from server.requests import Outcome, RequestHandler
-from server.session import Session
+from server.play.session import Session
 from server.storage import ActionRecord, PlayerRecord
+from server.storage.committer import Done, Write
 
 ACTIONS = 20_000
 CONCURRENT = 100

@@ -13,7 +13,7 @@ Server side, per frame::
         if exc.close_code is not None:
             ...close the connection with exc.close_code...
         else:
-            send(protocol.encode(exc.reply().to_wire(), subprotocol))
+            send(protocol.encode(protocol.ErrorReply.of(exc).to_wire(), subprotocol))
 """
 
 from __future__ import annotations

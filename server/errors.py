@@ -1,7 +1,7 @@
 """The server's refusals: a request it will not serve, with the protocol's typed error code.
 
 `refusal_for` is the one place a failure becomes the refusal a client is told, for the WebSocket
-requests (`server.connection`) and the HTTP JSON API (``server.app``) alike: a `Refusal` as it is,
+requests (`server.edge.connections`) and the HTTP JSON API (``server.app``) alike: a `Refusal` as it is,
 the rules' refusal (`engine.IllegalMoveError`) as ``illegal_move``,
 `server.storage.StorageUnavailable` as ``unavailable`` (retryable: nothing was stored), anything
 else (a bug, logged) as ``internal``.

@@ -5,7 +5,7 @@ Revises: 5c2f8e0d7a13
 Create Date: 2026-12-01 21:30:00.000000+00:00
 
 Before another player's daily game is shown (``watch``, a ``live`` page), the server asks what the
-asker has played of that day's daily (`server.sealing`, `repository.daily_standings`). Without this
+asker has played of that day's daily (`server.services.sealing`, `repository.daily_standings`). Without this
 index the question walks every finished game of the asker (16.6 ms on SQLite, 7.1 ms on PostgreSQL
 for a player with 20,000 games); with it, only their games of that day.
 """

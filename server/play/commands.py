@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from engine import Action, Game
 from protocol.errors import RequestId
-from server.bus import BusEvent
+from server.play.bus import BusEvent
 
 __all__ = [
     "Act",
@@ -36,7 +36,7 @@ __all__ = [
 
 
 class Follower(Protocol):
-    """A connection as a room sees it: something messages are pushed to (`server.session.Session`)."""
+    """A connection as a room sees it: something messages are pushed to (`server.play.session.Session`)."""
 
     subprotocol: Any
     transport: Any

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from engine import Game
 from protocol import ServerMessage
-from server.bus import BusEvent
+from server.play.bus import BusEvent
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
 from server.play.effects import Commit, Effect, Leave, Load, Publish, Push, Rebuild, Reply
 from server.play.game_room import GameRoom, PlayerRef
@@ -40,7 +40,7 @@ Done = Callable[[Exception | None], None]
 
 
 class WriteSink(Protocol):
-    """Stores writes (`server.committer.Committer`): ``done`` is called on the event loop with the
+    """Stores writes (`server.storage.committer.Committer`): ``done`` is called on the event loop with the
     outcome, never from inside ``submit``."""
 
     def submit(self, write: Write, done: Done) -> None: ...

@@ -12,7 +12,7 @@ from typing import Any
 
 from engine import Action, Deal, Layout
 from protocol import ServerMessage
-from server.bus import BusEvent
+from server.play.bus import BusEvent
 from server.play.commands import Follower, ReplyTo
 from server.storage.commit_backends import Write
 

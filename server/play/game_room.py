@@ -28,9 +28,9 @@ from engine import Game, IllegalMoveError, Status, Transfer, parse_action
 from protocol import Ack, Diff, GameOver, Player, ServerMessage, Snapshot
 from protocol.errors import RequestId
 from protocol.limits import MAX_GAME_ACTIONS
-from server.bus import BusEvent
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
+from server.play.bus import BusEvent
 from server.play.commands import (
     Act,
     Command,

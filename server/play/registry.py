@@ -19,17 +19,17 @@ from collections import OrderedDict
 from typing import Final
 
 from engine import Deal, Game, Status
-from server.bus import Bus, BusEvent, LocalBus
 from server.clock import utc_now
-from server.committer import Committer, Write
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
-from server.metrics import Metrics
+from server.ops.metrics import Metrics
+from server.play.bus import Bus, BusEvent, LocalBus
 from server.play.commands import RemoteCommit
 from server.play.driver import Pusher, RoomDriver, RoomServices
 from server.play.game_room import FinishedGame, GameRoom, PlayerRef
 from server.play.replay import replay_stored
 from server.storage import Database, GameStart, StoredGame, repository
+from server.storage.committer import Committer, Write
 
 __all__ = ["FINISHED_CACHE_SIZE", "RemoteCommits", "RoomRegistry"]
 

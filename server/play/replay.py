@@ -45,5 +45,5 @@ def replay_stored(stored: StoredGame) -> Game:
             raise UnreplayableAction(v, text, exc) from exc
     if stored.status in _RESIGNED_OR_ABANDONED and game.status is Status.PLAYING:
         game.resign()  # games resigned before resigning was a row of the log have none; an
-        # abandoned game (server.quotas) reads as resigned: the server gave up on it
+        # abandoned game (server.services.quotas) reads as resigned: the server gave up on it
     return game

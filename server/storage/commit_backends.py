@@ -1,6 +1,6 @@
 """How a batch of writes is committed on each database: the backends of the group-commit pipeline.
 
-The pipeline (`server.committer.Committer`) owns the queue, the batching, the isolation of a conflict
+The pipeline (`server.storage.committer.Committer`) owns the queue, the batching, the isolation of a conflict
 and the hand-back to the event loop; a backend only commits one batch, atomically, on the pipeline's
 writer thread, and says how it failed:
 

@@ -97,7 +97,7 @@ class LiveGame:
     started_at: datetime
     active_at: datetime
     cells: int = 8
-    daily_date: date | None = None  # a daily game's date (its deal is shared: `server.sealing`)
+    daily_date: date | None = None  # a daily game's date (its deal is shared: `server.services.sealing`)
 
 
 @dataclass(frozen=True, slots=True)

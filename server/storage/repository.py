@@ -329,7 +329,7 @@ async def live_games(
 async def game_daily(conn: AsyncConnection, game_id: str) -> GameDaily | None:
     """The daily challenge ``game_id`` plays (its ``day`` None for a game of no daily); None when there
     is no such game. One read by primary key: asked before another player's game is shown
-    (`server.sealing`)."""
+    (`server.services.sealing`)."""
     statement = select(games.c.player_id, games.c.daily_date, games.c.cells, games.c.code).where(
         games.c.id == game_id
     )

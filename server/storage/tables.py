@@ -109,7 +109,7 @@ class GameRow(Base):
         Index("ix_games_player_id_finished_at", "player_id", "finished_at"),
         Index("ix_games_finished_at", "finished_at"),
         # What a player has played of a day's daily: before another's daily game is shown to them
-        # (`server.sealing`).
+        # (`server.services.sealing`).
         Index("ix_games_player_id_daily_date", "player_id", "daily_date"),
         # ``live``: the unfinished games active lately, most recent first, a page at a time.
         Index("ix_games_status_active_at_id", "status", "active_at", "id"),

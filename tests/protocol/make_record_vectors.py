@@ -2,7 +2,7 @@
 writers in any language.
 
 Run ``.venv/bin/python tests/protocol/make_record_vectors.py`` from the project root to rewrite the file;
-``test_records.py`` checks that the file is what this writes and that every entry reads, writes and
+``test_game_records.py`` checks that the file is what this writes and that every entry reads, writes and
 replays as it says.
 
 ``valid``: each ``text`` reads as a record whose canonical text (what a writer writes) is ``canonical``

@@ -443,7 +443,7 @@ def test_ids_are_opaque_and_no_example_suggests_a_prefix() -> None:
 def test_pacing_and_slots_say_the_server_defaults() -> None:
     """The figures of section 10's "Pacing" and "Slots" and section 1's keepalive are the server's."""
     from server.config import Settings
-    from server.transport import PING_INTERVAL
+    from server.edge.transport import PING_INTERVAL
 
     defaults = Settings()
     limits = _words(_section("10. Limits"))

@@ -17,9 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from wsclient import WsClient
 
 from engine import Game
-from server import requests
+from server import dispatch as requests
 from server.errors import ErrorCode, Refusal
-from server.fair_play import FairPlay
+from server.services.fair_play import FairPlay
 from server.storage import Database, GameDaily, GameStart, PlayerRecord, repository
 
 FREE_CODE = "EO1-C8-AAAAAFA"

@@ -19,9 +19,9 @@ import pytest
 
 import protocol
 from engine import Cell, Column, Deal, Game, IllegalMoveError, Move, parse_action
-from server.bus import BusEvent
 from server.errors import Refusal
 from server.play import game_room as game_room_module
+from server.play.bus import BusEvent
 from server.play.commands import (
     Act,
     Command,

@@ -17,7 +17,7 @@ import serverutil
 from wsclient import WsClient
 
 from protocol import GameRecord, RecordResult, parse_timestamp, replay_record
-from server.cli import main
+from server.ops.cli import main
 
 ROOT = Path(__file__).parents[2]
 

@@ -17,7 +17,7 @@ import pytest
 
 import protocol
 from engine import Deal, Game, parse_action
-from server.bus import BusEvent
+from server.play.bus import BusEvent
 from server.play.commands import Act, RemoteCommit, Request, Resign, Unfollow, View, Watch
 from server.play.driver import Done, RoomDriver, RoomServices
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef

@@ -1,4 +1,5 @@
-"""server.sealing: whose moves on a shared deal a viewer may see, and when they open (pure policy)."""
+"""server.services.sealing: whose moves on a shared deal a viewer may see, and when they open (pure
+policy)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from server.sealing import NOT_PLAYED, Sealed, SharedDeal, Standing, may_start, seal
+from server.services.sealing import NOT_PLAYED, Sealed, SharedDeal, Standing, may_start, seal
 
 DAY = dt.date(2026, 12, 1)
 DAILY = SharedDeal.daily(DAY, 8, "EO1-C8-AAAAAFA")

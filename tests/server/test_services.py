@@ -17,15 +17,15 @@ import pytest
 import protocol
 from engine import Cell, Column, Deal, parse_action
 from server.app import Services
-from server.committer import Write, WriteConflict
 from server.config import Settings
 from server.errors import ErrorCode, Refusal, refusal_for
 from server.play.commands import Act, HintPosition, Request, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.game_room import FinishedGame, PlayerRef
 from server.play.replay import RESIGN
-from server.session import Session
+from server.play.session import Session
 from server.storage import ActionRecord, GameProgress, PlayerRecord, repository, upgrade_to_head
+from server.storage.committer import Write, WriteConflict
 
 CODE = "EO1-C8-AAAAAFA"
 OWNER = PlayerRef("p-owner", "Ann")

@@ -1,4 +1,4 @@
-"""The lookups of sealed shared deals (`server.sealing`): which daily a game plays, and what a player
+"""The lookups of sealed shared deals (`server.services.sealing`): which daily a game plays, and what a player
 has played of a day's dailies; on SQLite and PostgreSQL."""
 
 from __future__ import annotations

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from engine import Deal, InvalidCodeError
 from protocol import layout_fields
 from server import __version__
 from server.config import SettingError, Unavailable, add_arguments, needs, settings_from_args
+from server.ops.runtime import configure_logging, fast_event_loop
 
 __all__ = ["main"]
 
@@ -73,7 +73,7 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _winnable(args: argparse.Namespace) -> int:
-    from server.winnable import TABLE_MAX_NODES, TABLE_SEED, search_winnable
+    from server.services.winnable import TABLE_MAX_NODES, TABLE_SEED, search_winnable
     from solver import Verdict
 
     started = time.monotonic()
@@ -103,7 +103,7 @@ def _winnable(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if settings.workers > 1:
-        from server.workers import Supervisor  # after the settings, as below
+        from server.ops.workers import Supervisor  # after the settings, as below
 
         configure_logging("supervisor")
         with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
@@ -114,24 +114,6 @@ def _serve(args: argparse.Namespace) -> int:
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         runner.run(run(settings))
     return 0
-
-
-def configure_logging(process: str | None) -> None:
-    """Log lines on stderr, naming ``process`` (a worker's node, or the supervisor) when there are
-    several."""
-    where = f" [{process}]" if process else ""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{where} %(name)s: %(message)s")
-    logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
-
-
-def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop where it is installed (it is a dependency on POSIX): about 15% more
-    actions per second under load; the standard loop elsewhere."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -190,7 +172,7 @@ class _ProgressBar:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from server.leaderboard import verify_games
+    from server.ops.verify import verify_games
     from server.storage import Database, current_revision
 
     settings = settings_from_args(args)
@@ -216,7 +198,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from server.records import ExportError, load_record
+    from server.ops.records import ExportError, load_record
     from server.storage import Database, current_revision
 
     settings = settings_from_args(args)
@@ -314,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.set_defaults(handler=_solve)
     winnable = commands.add_parser(
         "winnable",
-        help="print a table of proven-winnable deals (server/winnable/C<cells>.txt)",
+        help="print a table of proven-winnable deals (server/services/winnable/C<cells>.txt)",
         description="Solve the table's candidate deals in order and print the first COUNT proven "
         "winnable, with a header saying how many were tried and how long it took.",
     )

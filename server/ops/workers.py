@@ -5,7 +5,7 @@ keeps that socket bound, not listening, so the port stays ours; then it spawns t
 interpreters: nothing is forked after an event loop exists). Each worker binds its own listening
 socket to that port with ``SO_REUSEPORT``, so the kernel spreads new connections across their accept
 queues, and serves it with `App` under its own node name (``NODE-wI``) on the shared database. Without
-Redis the supervisor relays each worker's bus events to the others (`server.bus.RelayBus`), so a
+Redis the supervisor relays each worker's bus events to the others (`server.play.bus.RelayBus`), so a
 spectator on any worker sees every game's diffs; with ``--redis-url`` the workers use Redis as
 separate nodes do.
 
@@ -34,8 +34,8 @@ from multiprocessing.process import BaseProcess
 from typing import Any, Final
 
 from server import __version__
-from server.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.config import Settings, Unavailable, needs
+from server.play.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.storage import upgrade_to_head
 
 __all__ = ["ListenAddress", "Supervisor", "worker_main"]
@@ -319,7 +319,7 @@ def worker_main(
 ) -> None:
     """A worker process's entry point (spawned by the supervisor); exits 0 after a graceful stop, 1
     when it could not start (having reported why on ``control``)."""
-    from server.cli import configure_logging, fast_event_loop
+    from server.ops.runtime import configure_logging, fast_event_loop
 
     configure_logging(settings.node)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:

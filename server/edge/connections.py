@@ -4,16 +4,15 @@ pushes out.
 Abuse is answered here: a message whose frame found the connection's token bucket empty gets
 ``rate_limited`` (the transport meters every frame, control frames included, and closes a flood
 1008 itself), undecodable messages and the wrong frame kind close with 1003, messages over
-``max_frame_bytes`` with 1009 (over the transport's hard cap ``server.transport`` closes first),
+``max_frame_bytes`` with 1009 (over the transport's hard cap ``server.edge.transport`` closes first),
 and a connection that stops reading its replies or pushes is dropped. Connections are counted
-against their caps, and framed, pinged and closed, by ``server.transport``; this module sees whole
+against their caps, and framed, pinged and closed, by ``server.edge.transport``; this module sees whole
 messages, one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Iterable
@@ -21,25 +20,18 @@ from typing import Any
 
 import protocol
 from server.config import Settings
+from server.dispatch import Outcome, RequestHandler
+from server.edge.transport import WebSocketConnection, wire_frame
 from server.errors import ErrorCode, refusal_for
-from server.metrics import Metrics
+from server.ops.metrics import Metrics
 from server.play.registry import RoomRegistry
-from server.requests import Outcome, RequestHandler
-from server.session import Session
-from server.transport import WebSocketConnection, wire_frame
+from server.play.session import Session
 
-__all__ = ["ConnectionLoop", "Fanout"]
+__all__ = ["Connections", "Fanout"]
 
 logger = logging.getLogger(__name__)
 
 _ACTIONS = frozenset({"move", "tap", "auto", "undo"})
-
-
-class _Verdict(enum.Enum):
-    """What `ConnectionLoop._admit` decided for a request."""
-
-    SERVE = "serve"
-    REFUSED = "refused"  # answered with an error; the connection goes on
 
 
 class Fanout:
@@ -62,13 +54,13 @@ class Fanout:
             connection.write_frame(frame)
 
 
-class _Client:
-    """One open connection as the `ConnectionLoop` serves it: its session (the transport's
+class _SessionChannel:
+    """One open connection as the `Connections` serves it: its session (the transport's
     ``Channel``)."""
 
     __slots__ = ("_connection", "_loop", "session")
 
-    def __init__(self, loop: ConnectionLoop, connection: WebSocketConnection, session: Session) -> None:
+    def __init__(self, loop: Connections, connection: WebSocketConnection, session: Session) -> None:
         self._loop = loop
         self._connection = connection
         self.session = session
@@ -94,7 +86,7 @@ class _Client:
         self._loop.release(self.session)
 
 
-class ConnectionLoop:
+class Connections:
     """Serves every open WebSocket connection, from its handshake to its close: one request at a
     time per connection, answered as soon as its outcome is known."""
 
@@ -115,13 +107,13 @@ class ConnectionLoop:
         self.in_flight = 0
         self.clients: set[Session] = set()
 
-    def open(self, connection: WebSocketConnection) -> _Client:
+    def open(self, connection: WebSocketConnection) -> _SessionChannel:
         """The one place a connection is taken in (after its handshake): its session starts here."""
         client = Session(connection.subprotocol, connection)
         client.touch(time.monotonic())
         self._metrics.connections.inc()
         self.clients.add(client)
-        return _Client(self, connection, client)
+        return _SessionChannel(self, connection, client)
 
     def release(self, client: Session) -> None:
         """The one place a connection lets go of everything its session held."""
@@ -129,7 +121,7 @@ class ConnectionLoop:
         client.release()
         self._metrics.connections.dec()
 
-    def serve(self, served: _Client, frame: bytes | str, within_rate: bool) -> bool:
+    def serve(self, served: _SessionChannel, frame: bytes | str, within_rate: bool) -> bool:
         """Serve one message; True when it was answered already (else `answered` comes later)."""
         started = time.perf_counter()
         client = served.session
@@ -140,11 +132,11 @@ class ConnectionLoop:
                 self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
                 return True
             self._metrics.errors.labels(exc.code.value).inc()
-            self._send((client,), exc.reply())
+            self._send((client,), protocol.ErrorReply.of(exc))
             if exc.close_code is not None:
                 served.close(int(exc.close_code), exc.message, read_more=False)
             return True
-        if self._admit(client, request, within_rate) is not _Verdict.SERVE:
+        if not self._admit(client, request, within_rate):
             return True  # refused with an error; the connection goes on
         self.in_flight += 1
         try:
@@ -168,16 +160,16 @@ class ConnectionLoop:
         if request.TYPE in _ACTIONS:
             self._metrics.action_latency.observe(time.perf_counter() - started)
 
-    def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> _Verdict:
+    def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
         """The one place a decoded request is let through to the handler, or refused (replied to):
         the rate limit (the frame was metered as it was read) and shutting down."""
         if not within_rate:
             self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
-            return _Verdict.REFUSED
+            return False
         if self.draining:
             self._refuse(client, ErrorCode.UNAVAILABLE, "the server is shutting down; reconnect", request)
-            return _Verdict.REFUSED
-        return _Verdict.SERVE
+            return False
+        return True
 
     def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
         """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)."""

@@ -1,4 +1,4 @@
-"""The sealing of shared deals (`server.sealing`) applied to requests: the database lookups it needs
+"""The sealing of shared deals (`server.services.sealing`) applied to requests: the database lookups it needs
 and the refusals it makes. The request layer calls one method per hook: before a ``watch``, before a
 daily ``new_game``, and over a ``live`` page.
 """
@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from protocol.timestamps import format_timestamp
 from server.errors import ErrorCode, Refusal
-from server.sealing import NOT_PLAYED, SharedDeal, Standing, may_start, seal
+from server.services.sealing import NOT_PLAYED, SharedDeal, Standing, may_start, seal
 from server.storage import Database, GameDaily, LiveGame, repository
 
 __all__ = ["FairPlay"]

@@ -23,23 +23,23 @@ from typing import Any
 import protocol
 from engine import Deal
 from server.clock import utc_now
-from server.committer import Committer, Write
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
+from server.edge.ratelimit import BucketsByKey
 from server.errors import ErrorCode, Refusal, refusal_for
-from server.fair_play import FairPlay
-from server.hints import SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
-from server.leaderboard import LeaderboardService
 from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
 from server.play.registry import RoomRegistry
-from server.quotas import UnfinishedGames
-from server.ratelimit import BucketsByKey
-from server.session import Session
+from server.play.session import Session
+from server.services.fair_play import FairPlay
+from server.services.hints import SolverBusy, SolvingService
+from server.services.quotas import UnfinishedGames
+from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
+from server.storage.committer import Committer, Write
 
 __all__ = ["Outcome", "Reply", "RequestHandler", "Respond"]
 

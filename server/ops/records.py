@@ -2,13 +2,13 @@
 
 A stored game becomes a record by replaying it (``server.room.replay_stored``): the record's actions
 and figures are what the engine makes of the stored log, and a game that does not replay as stored
-(``server.leaderboard.check_stored_game``) is refused rather than exported.
+(``server.ops.verify.check_stored_game``) is refused rather than exported.
 """
 
 from __future__ import annotations
 
 from protocol import GameRecord, RecordResult
-from server.leaderboard import check_stored_game
+from server.ops.verify import check_stored_game
 from server.play.replay import replay_stored
 from server.storage import Database, StoredGame, repository
 

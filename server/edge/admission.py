@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from server.ratelimit import BucketsByKey
+from server.edge.ratelimit import BucketsByKey
 
 __all__ = [
     "RESERVED_FILES",

@@ -8,7 +8,7 @@ UTC day is over). A player who still has an unfinished game of the deal can stil
 or not: the game still counts on the deal's board when it ends.
 
 The policy is this module: pure values and functions, no I/O and no clock (the caller says what
-time it is and what the viewer has played; `server.fair_play` looks that up). docs/fair-play.md
+time it is and what the viewer has played; `server.services.fair_play` looks that up). docs/fair-play.md
 says what it promises and what it cannot.
 """
 
