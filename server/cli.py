@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import json
 import logging
 import os
@@ -118,7 +119,13 @@ def _serve(args: argparse.Namespace) -> int:
 
 def configure_logging(process: str | None) -> None:
     """Log lines on stderr, naming ``process`` (a worker's node, or the supervisor) when there are
-    several."""
+    several.
+
+    A fatal signal is reported there too (`faulthandler`: ``Fatal Python error: Bus error`` and each
+    thread's stack), so that a process killed from inside (SQLite's memory-mapped ``-shm`` file gone
+    unwritable is a SIGBUS) never vanishes without a word; a Python signal handler could not do it,
+    as it would run only after the faulting instruction, which runs again."""
+    faulthandler.enable()
     where = f" [{process}]" if process else ""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{where} %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
