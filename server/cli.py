@@ -143,12 +143,14 @@ def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def _db(args: argparse.Namespace) -> int:
     from server.storage import current_revision, head_revision, upgrade_to_head
+    from server.storage.db import check_sqlite_files
 
     settings = settings_from_args(args)
     with needs(
         "database_url", what=f"cannot {'migrate' if args.action == 'upgrade' else 'read'} the database"
     ):
         if args.action == "upgrade":
+            check_sqlite_files(settings.database_url)  # as serve: a missing directory is not created
             upgrade_to_head(settings.database_url)
         current = current_revision(settings.database_url)
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")

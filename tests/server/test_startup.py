@@ -302,3 +302,14 @@ async def test_an_immutable_database_file_mid_run_leaves_every_request_answered(
     finally:
         node.stop()
     assert node.process.returncode == 0, node.stderr()
+
+
+def test_db_upgrade_refuses_a_missing_directory_too(tmp_path: Path) -> None:
+    result = run_eightoff("db", "upgrade", "--database-url", "sqlite:///tmp/x.sqlite3", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    line = the_one_line(result.stderr)
+    assert line.startswith(
+        "eightoff db: --database-url (EIGHTOFF_DATABASE_URL): cannot migrate the database:"
+    )
+    assert f"the directory {tmp_path / 'tmp'} of the database file does not exist" in line
+    assert list(tmp_path.iterdir()) == []
