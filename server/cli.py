@@ -110,7 +110,10 @@ def _serve(args: argparse.Namespace) -> int:
         with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
             return runner.run(Supervisor(settings).run())
     from server.app import run  # after the settings: a bad one is refused without loading the server
+    from server.workers import check_address_free
 
+    with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+        check_address_free(settings.host, settings.port)
     configure_logging(None)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         runner.run(run(settings))

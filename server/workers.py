@@ -49,7 +49,7 @@ from server.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.config import Settings, Unavailable, needs
 from server.storage.db import describe_database, prepare_for_serving
 
-__all__ = ["ListenAddress", "PortClaim", "Supervisor", "worker_main"]
+__all__ = ["ListenAddress", "PortClaim", "Supervisor", "check_address_free", "worker_main"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,12 +94,38 @@ class ListenAddress:
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
-            # The words of the event loop's own bind failure, which one process reports.
-            reason = (exc.strerror or str(exc)).lower()
-            raise OSError(
-                exc.errno, f"error while attempting to bind on address {self.sockaddr!r}: {reason}"
-            ) from exc
+            raise _bind_error(exc, self.sockaddr) from exc
         return sock
+
+
+def _bind_error(exc: OSError, sockaddr: tuple[Any, ...]) -> OSError:
+    """The words of the event loop's own bind failure, which one process reports."""
+    reason = (exc.strerror or str(exc)).lower()
+    return OSError(exc.errno, f"error while attempting to bind on address {sockaddr!r}: {reason}")
+
+
+def check_address_free(host: str, port: int) -> None:
+    """Fail as the single process's bind will if ``host`` and ``port`` are served already, before
+    that process opens its database: it binds last, and would otherwise create and migrate a
+    database of its own before it is refused. The bind that follows still decides (this is a check,
+    not a claim); port 0 is always free.
+
+    Raises:
+        OSError: as the event loop's bind would (in use, not ours, unknown host).
+    """
+    if port == 0:
+        return
+    for family, _, _, _, sockaddr in socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    ):
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the event loop's
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                raise _bind_error(exc, sockaddr) from exc
 
 
 class PortClaim:
