@@ -83,12 +83,16 @@ def _is_sqlite(url: URL) -> bool:
 
 
 def sqlite_file(url: str | URL) -> Path | None:
-    """The file of a SQLite database URL; None for other databases, in-memory ones and ``file:`` URIs."""
+    """The file of a SQLite database URL; None for other databases, in-memory ones and ``file:`` URIs.
+
+    The very file SQLAlchemy opens: a relative path is relative to the working directory, and ``~`` is
+    not expanded (``sqlite:///~/x.db`` is ``./~/x.db`` to SQLAlchemy, so it is here too: the server's
+    own connections must open the file the migrations made)."""
     url = make_url(url)
     database = url.database
     if not _is_sqlite(url) or not database or database == ":memory:" or database.startswith("file:"):
         return None
-    return Path(database).expanduser()
+    return Path(database)
 
 
 def describe_database(url: str | URL) -> str:

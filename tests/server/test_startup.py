@@ -227,16 +227,17 @@ def test_a_read_only_postgresql_is_refused_at_start_with_one_line(tmp_path: Path
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_missing_directory_is_refused_not_created(workers: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("directory", ["tmp", "~"])
+def test_a_missing_directory_is_refused_not_created(workers: str, directory: str, tmp_path: Path) -> None:
     """``sqlite:///tmp/x.sqlite3`` (three slashes: relative) silently made ``./tmp`` and a new empty
-    database in it."""
-    url = "sqlite:///tmp/x.sqlite3"
+    database in it. ``~`` is not expanded by SQLAlchemy, so not by the server either: it is ``./~``."""
+    url = f"sqlite:///{directory}/x.sqlite3"
     result = run_eightoff("serve", "--workers", workers, "--port", "0", "--database-url", url, cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     line = the_one_line(result.stderr)
     assert line.startswith(
-        f"{_CANNOT_OPEN} the directory {tmp_path / 'tmp'} of the database file does not exist"
-    )
+        f"{_CANNOT_OPEN} the directory {tmp_path / directory} of the database file does not exist"
+    ), line
     assert "sqlite:////name is absolute" in line
     assert list(tmp_path.iterdir()) == []
 
