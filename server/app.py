@@ -33,10 +33,10 @@ from server.play.registry import RoomRegistry
 from server.services.hints import SolvingService
 from server.services.quotas import UnfinishedGames
 from server.services.rankings import LeaderboardService
-from server.storage import Database, upgrade_to_head
+from server.storage import Database
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.committer import Committer
-from server.storage.db import sqlite_file
+from server.storage.db import describe_database, prepare_for_serving, sqlite_file
 
 __all__ = ["App", "Services", "run"]
 
@@ -165,15 +165,16 @@ class App:
     async def start(
         cls, settings: Settings, *, sock: socket.socket | None = None, bus: Bus | None = None
     ) -> App:
-        """Migrate the database to head, open it and start listening: on ``sock`` when given (a bound
-        socket, shared by the workers of `server.ops.workers` with SO_REUSEPORT), else on the configured
-        host and port; ``bus`` is the one between those workers (default: as the settings say).
+        """Migrate the database to head (refusing one it could not write: `prepare_for_serving`), open
+        it and start listening: on ``sock`` when given (a bound socket, shared by the workers of
+        `server.ops.workers` with SO_REUSEPORT), else on the configured host and port; ``bus`` is the one
+        between those workers (default: as the settings say).
 
         Raises:
             server.config.Unavailable: the database, Redis or the address to listen on.
         """
         with needs("database_url", what="cannot open and migrate the database"):
-            await asyncio.to_thread(upgrade_to_head, settings.database_url)
+            await asyncio.to_thread(prepare_for_serving, settings.database_url)
         services = await Services.start(settings, bus=bus)
         http = HttpEndpoints(
             services.metrics, services.leaderboards, services.database, OriginPolicy.parse(settings.origins)
@@ -248,6 +249,7 @@ async def run(settings: Settings) -> None:
     host = f"[{settings.host}]" if ":" in settings.host else settings.host  # an IPv6 address
     print(f"eightoff {__version__} serving ws://{host}:{app.port}/ws", flush=True)
     print(f"browser client: http://{host}:{app.port}/", flush=True)
+    print(f"database: {describe_database(settings.database_url)}", flush=True)
     await stop.wait()
     logger.info("shutting down")
     await app.shutdown()

@@ -109,7 +109,10 @@ def _serve(args: argparse.Namespace) -> int:
         with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
             return runner.run(Supervisor(settings).run())
     from server.app import run  # after the settings: a bad one is refused without loading the server
+    from server.ops.workers import check_address_free
 
+    with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+        check_address_free(settings.host, settings.port)
     configure_logging(None)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         runner.run(run(settings))
@@ -118,12 +121,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _db(args: argparse.Namespace) -> int:
     from server.storage import current_revision, head_revision, upgrade_to_head
+    from server.storage.db import check_sqlite_files
 
     settings = settings_from_args(args)
     with needs(
         "database_url", what=f"cannot {'migrate' if args.action == 'upgrade' else 'read'} the database"
     ):
         if args.action == "upgrade":
+            check_sqlite_files(settings.database_url)  # as serve: a missing directory is not created
             upgrade_to_head(settings.database_url)
         current = current_revision(settings.database_url)
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")

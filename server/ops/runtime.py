@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 from collections.abc import Callable
 
@@ -11,7 +12,13 @@ __all__ = ["configure_logging", "fast_event_loop"]
 
 def configure_logging(process: str | None) -> None:
     """Log lines on stderr, naming ``process`` (a worker's node, or the supervisor) when there are
-    several."""
+    several.
+
+    A fatal signal is reported there too (`faulthandler`: ``Fatal Python error: Bus error`` and each
+    thread's stack), so that a process killed from inside (SQLite's memory-mapped ``-shm`` file gone
+    unwritable is a SIGBUS) never vanishes without a word; a Python signal handler could not do it,
+    as it would run only after the faulting instruction, which runs again."""
+    faulthandler.enable()
     where = f" [{process}]" if process else ""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{where} %(name)s: %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
