@@ -1,7 +1,7 @@
 """Who may open a connection: caps on open connections (per source address and in all), the
 proxies whose ``X-Forwarded-For`` names the client, and the allowed ``Origin`` values of a handshake.
 
-Pure decisions, no sockets: ``connection.py`` asks ``ConnectionGate`` as each TCP connection is
+Pure decisions, no sockets: ``server.edge.transport`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
 refusal with HTTP 503 at once; ``app.py`` asks it again at the handshake of a connection from a
 trusted proxy (now that the client's address is known), and asks ``OriginPolicy``, answering a

@@ -19,14 +19,14 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from engine import Game
 from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
 from server.play.effects import Commit, Effect, Leave, Load, Publish, Push, Rebuild, Reply
-from server.play.game_room import GameRoom, PlayerRef
+from server.play.game_room import PlayerRef
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
@@ -52,6 +52,33 @@ class Pusher(Protocol):
     def __call__(self, audience: Iterable[Any], message: ServerMessage) -> None: ...
 
 
+class RoomState(Protocol):
+    """What the driver needs of a room: a state machine that turns each command into effects and
+    says when it waits for an outcome (`server.play.game_room.GameRoom`; a race room is another)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def owner(self) -> PlayerRef: ...
+
+    @property
+    def spectators(self) -> set[Follower]: ...
+
+    @property
+    def awaiting(self) -> object:
+        """What outcome the room waits for before its next request (None: nothing)."""
+
+    def handle(self, command: Command) -> list[Effect]: ...
+
+    def is_open(self) -> bool: ...
+
+    def is_followed(self) -> bool: ...
+
+
+Room = TypeVar("Room", bound=RoomState)
+
+
 @dataclass(frozen=True, slots=True)
 class RoomServices:
     """What the rooms of a node need from it: storing, pushing, telling other nodes (None: no other
@@ -61,16 +88,16 @@ class RoomServices:
     push: Pusher
     publish: Callable[[BusEvent], None] | None
     load: Callable[[str], Awaitable[StoredGame | None]]
-    left: Callable[[RoomDriver], None]
-    idle: Callable[[RoomDriver], None]
+    left: Callable[[Any], None]
+    idle: Callable[[Any], None]
 
 
-class RoomDriver:
-    """Runs one `GameRoom`: the node's handle on it (what the registry holds and sessions follow)."""
+class RoomDriver(Generic[Room]):
+    """Runs one room: the node's handle on it (what the registry holds and sessions follow)."""
 
     __slots__ = ("_draining", "_queue", "_task", "room", "services")
 
-    def __init__(self, room: GameRoom, services: RoomServices) -> None:
+    def __init__(self, room: Room, services: RoomServices) -> None:
         self.room = room
         self.services = services
         self._queue: collections.deque[Command] = collections.deque()

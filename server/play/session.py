@@ -26,8 +26,8 @@ class Session:
         self.subprotocol = subprotocol
         self.transport = transport
         self.player: PlayerRef | None = None
-        self.viewing: dict[str, RoomDriver] = {}
-        self.watching: dict[str, RoomDriver] = {}
+        self.viewing: dict[str, RoomDriver[Any]] = {}
+        self.watching: dict[str, RoomDriver[Any]] = {}
         self.watched_finished: set[str] = set()  # finished games watched: they count toward the limit
         self.last_seen = 0.0
 
@@ -39,18 +39,18 @@ class Session:
         """Something was sent to or read from the connection at ``now`` (it is not idle)."""
         self.last_seen = now
 
-    def view(self, room: RoomDriver) -> None:
+    def view(self, room: RoomDriver[Any]) -> None:
         """Follow ``room`` as a connection of its owner (it counts toward the games limit)."""
         self.viewing[room.id] = room
 
-    def watch(self, room: RoomDriver) -> None:
+    def watch(self, room: RoomDriver[Any]) -> None:
         self.watching[room.id] = room
 
     def watch_finished(self, game_id: str) -> None:
         """A finished game was watched: it counts toward the watch limit until unwatched."""
         self.watched_finished.add(game_id)
 
-    def open_count(self, follows: dict[str, RoomDriver]) -> int:
+    def open_count(self, follows: dict[str, RoomDriver[Any]]) -> int:
         """How many rooms of ``follows`` are still open (closed ones are dropped now)."""
         for game_id in [game_id for game_id, room in follows.items() if not room.is_open()]:
             del follows[game_id]

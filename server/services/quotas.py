@@ -16,6 +16,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -44,7 +45,7 @@ class UnfinishedGames:
     def __init__(
         self,
         database: Database,
-        open_rooms: Callable[[], Iterable[RoomDriver]],
+        open_rooms: Callable[[], Iterable[RoomDriver[Any]]],
         *,
         per_player: int | None,
         abandon_after: float | None,
