@@ -224,7 +224,7 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
 
 async def _new_client(app: App, player_id: str) -> Session:
     client = Session(SUBPROTOCOL)
-    client.player = PlayerRef(player_id, "bench")
+    client.identify(PlayerRef(player_id, "bench"))
     record = PlayerRecord(player_id, "bench", player_id.rjust(64, "0"), dt.datetime.now(dt.UTC))
     await app.committer.stored(Write(player=record))
     return client

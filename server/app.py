@@ -95,6 +95,7 @@ class Services:
         solving = SolvingService()
         unfinished = UnfinishedGames(
             database,
+            committer,
             registry.rooms,
             per_player=settings.max_unfinished_games_per_player,
             abandon_after=settings.abandon_after,

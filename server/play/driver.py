@@ -35,6 +35,8 @@ __all__ = ["Done", "Pusher", "RoomDriver", "RoomServices", "WriteSink"]
 
 logger = logging.getLogger(__name__)
 
+_OUTCOMES = (Committed, Loaded, Rebuilt)
+
 #: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
 Done = Callable[[Exception | None], None]
 
@@ -155,7 +157,7 @@ class RoomDriver(Generic[Room]):
         self._draining = True
         room, queue = self.room, self._queue
         try:
-            while queue and (room.awaiting is None or isinstance(queue[0], Committed | Loaded | Rebuilt)):
+            while queue and (room.awaiting is None or isinstance(queue[0], _OUTCOMES)):
                 command = queue.popleft()
                 try:
                     effects = room.handle(command)
@@ -171,26 +173,23 @@ class RoomDriver(Generic[Room]):
     def _run(self, effects: list[Effect]) -> None:
         for effect in effects:
             try:
-                self._run_one(effect)
+                if isinstance(effect, Commit):
+                    self._commit(effect.write)
+                elif isinstance(effect, Reply):
+                    effect.reply_to(effect.outcome)
+                elif isinstance(effect, Push):
+                    self.services.push(effect.audience, effect.message())
+                elif isinstance(effect, Publish):
+                    if self.services.publish is not None:
+                        self.services.publish(effect.event)
+                elif isinstance(effect, Leave):
+                    self.services.left(self)
+                elif isinstance(effect, Load):
+                    self._start(self._load())
+                else:
+                    self._start(self._rebuild(effect))
             except Exception:  # a bug in what an effect calls: the room's other effects still run
                 logger.exception("game %s failed on %s", self.room.id, type(effect).__name__)
-
-    def _run_one(self, effect: Effect) -> None:
-        if isinstance(effect, Commit):
-            self._commit(effect.write)
-        elif isinstance(effect, Reply):
-            effect.reply_to(effect.outcome)
-        elif isinstance(effect, Push):
-            self.services.push(effect.audience, effect.message())
-        elif isinstance(effect, Publish):
-            if self.services.publish is not None:
-                self.services.publish(effect.event)
-        elif isinstance(effect, Leave):
-            self.services.left(self)
-        elif isinstance(effect, Load):
-            self._start(self._load())
-        else:
-            self._start(self._rebuild(effect))
 
     # ------------------------------------------------------------------ effects with an outcome
 
