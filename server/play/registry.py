@@ -111,7 +111,10 @@ class RoomRegistry:
             self._finished.move_to_end(game_id)
             return finished
         loading = self._loading.get(game_id)
-        if loading is None:
+        self._awaiting[game_id] = self._awaiting.get(game_id, 0) + 1
+        try:  # until this find is back with its caller, the loaded room is in use: see forget_if_idle
+            if loading is not None:
+                return await asyncio.shield(loading)
             loading = asyncio.get_running_loop().create_future()
             self._loading[game_id] = loading
             try:
@@ -123,9 +126,6 @@ class RoomRegistry:
                 del self._loading[game_id]
                 self.remote.drop_early(game_id)  # applied by _load, or moot after a failure
             return loading.result()
-        self._awaiting[game_id] = self._awaiting.get(game_id, 0) + 1
-        try:  # until this find resumes, the loaded room is in use: see forget_if_idle
-            return await asyncio.shield(loading)
         finally:
             if self._awaiting[game_id] == 1:
                 del self._awaiting[game_id]
