@@ -72,7 +72,7 @@ from websockets.frames import Frame, Opcode
 from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, rss_bytes, start_target, stop_process
 from bench.bystander import paced_round_trips
 from bench.echo_server import raise_nofile_limit
-from server.cli import fast_event_loop
+from server.ops.runtime import fast_event_loop
 
 ATTACKER_ADDRESS = "127.0.0.1"
 BYSTANDER_ADDRESS = "127.0.0.2"

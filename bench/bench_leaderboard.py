@@ -71,7 +71,7 @@ from sqlalchemy.pool import NullPool
 
 import protocol
 from engine import Deal, daily_deal
-from server.leaderboard import LeaderboardService
+from server.services.rankings import LeaderboardService
 from server.storage import Database, upgrade_to_head
 from server.storage import leaderboards as boards
 from server.storage.db import _alembic_config, async_url

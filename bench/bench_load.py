@@ -103,7 +103,7 @@ from websockets.typing import Subprotocol
 
 from bench.echo_server import raise_nofile_limit
 from protocol.limits import MAX_GAME_ACTIONS
-from server.cli import fast_event_loop
+from server.ops.runtime import fast_event_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = Path(__file__).resolve().parent / "echo_server.py"

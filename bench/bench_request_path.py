@@ -7,7 +7,7 @@ reporting the CPU time per action of the event-loop thread and of the other thre
 writer) apart, once through ``serve`` as a connection calls it (each reply's ``respond`` sends the
 game's next request in the next loop iteration, as a frame arriving would: no task per game; an action
 on a free room is answered from its commit's callback) and once through ``handle`` awaited by a task
-per game (the slow path: ``GameRoom.act`` awaited); and with commits answered at once (the Python work
+per game (``handle``: the same path, awaited); and with commits answered at once (the Python work
 of a request alone, wall time).
 Beside them a baseline measured in the same run: msgpack-decoding the same frame and encoding an
 ack-sized reply, which is what the echo server of ``bench_load`` does.
@@ -67,14 +67,14 @@ import protocol
 from engine import Game, Transfer
 from protocol.limits import MAX_GAME_ACTIONS
 from server.app import App
-from server.cli import fast_event_loop
-from server.committer import Done, Write
 from server.config import Settings
-from server.errors import Refusal
-from server.requests import Outcome, RequestHandler
-from server.room import PlayerRef
-from server.session import Session
+from server.dispatch import Outcome, RequestHandler
+from server.errors import refusal_for
+from server.ops.runtime import fast_event_loop
+from server.play.game_room import PlayerRef
+from server.play.session import Session
 from server.storage import ActionRecord, PlayerRecord
+from server.storage.committer import Done, Write
 
 ACTIONS = 20_000
 CONCURRENT = 100
@@ -199,8 +199,9 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
 
     def answered(client: Session, frames: list[bytes], turn: int, outcome: Outcome) -> None:
         nonlocal done
-        if isinstance(outcome, Refusal):  # e.g. unavailable on a loaded machine: the same frame again
-            refused[outcome.code.value] = refused.get(outcome.code.value, 0) + 1
+        if isinstance(outcome, BaseException):  # e.g. unavailable on a loaded machine: the same frame again
+            code = refusal_for(outcome, "a bench action").code.value
+            refused[code] = refused.get(code, 0) + 1
         else:
             for reply in outcome:
                 protocol.encode(reply.to_wire(), SUBPROTOCOL)
@@ -223,7 +224,7 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
 
 async def _new_client(app: App, player_id: str) -> Session:
     client = Session(SUBPROTOCOL)
-    client.player = PlayerRef(player_id, "bench")
+    client.identify(PlayerRef(player_id, "bench"))
     record = PlayerRecord(player_id, "bench", player_id.rjust(64, "0"), dt.datetime.now(dt.UTC))
     await app.committer.stored(Write(player=record))
     return client

@@ -30,7 +30,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
-from server.cli import fast_event_loop
+from server.ops.runtime import fast_event_loop
 
 SUBPROTOCOL = Subprotocol("eightoff.v1.msgpack")
 _DEFAULT_GAME = "0123456789abcdef"  # a game id is 16 characters, as the real server makes them

@@ -294,9 +294,13 @@ class Game:
             empty_cells, empty_columns = self.empty_cells(), self.empty_columns()
             limit = max_group_size(empty_cells, empty_columns, into_empty_column=not column)
             if len(group) > limit:
+                # Into an empty column the destination is not counted (max_group_size): nor here.
+                counted = f"{empty_columns} empty column(s)"
+                if not column:
+                    counted = f"{empty_columns - 1} empty column(s) besides {target}, the destination"
                 return (
-                    f"group too large: {len(group)} cards, at most {limit} with {empty_cells} empty "
-                    f"cell(s) and {empty_columns} empty column(s)"
+                    f"group too large: {len(group)} cards, at most {limit} with {empty_cells} empty cell(s) "
+                    f"and {counted}"
                 )
         return None
 

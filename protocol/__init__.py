@@ -13,7 +13,7 @@ Server side, per frame::
         if exc.close_code is not None:
             ...close the connection with exc.close_code...
         else:
-            send(protocol.encode(exc.reply().to_wire(), subprotocol))
+            send(protocol.encode(protocol.ErrorReply.of(exc).to_wire(), subprotocol))
 """
 
 from __future__ import annotations
@@ -59,6 +59,16 @@ from protocol.messages import (
     WatchRequest,
 )
 from protocol.parse import PROTOCOL_VERSION, parse_client_message
+from protocol.records import (
+    RECORD_FORMAT,
+    RULES_VERSION,
+    GameRecord,
+    InvalidRecordError,
+    RecordError,
+    RecordMismatchError,
+    RecordResult,
+    replay_record,
+)
 from protocol.server_messages import (
     SERVER_MESSAGE_TYPES,
     Ack,
@@ -93,6 +103,8 @@ __all__ = [
     "CLIENT_MESSAGE_TYPES",
     "OWN_FOUNDATION",
     "PROTOCOL_VERSION",
+    "RECORD_FORMAT",
+    "RULES_VERSION",
     "SERVER_MESSAGE_TYPES",
     "Ack",
     "ActionRequest",
@@ -105,6 +117,7 @@ __all__ = [
     "ErrorReply",
     "Foundations",
     "GameOver",
+    "GameRecord",
     "GameRequest",
     "GameRow",
     "GamesPage",
@@ -112,6 +125,7 @@ __all__ = [
     "HelloRequest",
     "Hint",
     "HintRequest",
+    "InvalidRecordError",
     "LeaderboardPage",
     "LeaderboardRequest",
     "LiveGame",
@@ -129,6 +143,9 @@ __all__ = [
     "ProfileGame",
     "ProfileRequest",
     "ProtocolError",
+    "RecordError",
+    "RecordMismatchError",
+    "RecordResult",
     "RequestId",
     "ResignRequest",
     "ResumeRequest",
@@ -157,6 +174,7 @@ __all__ = [
     "move_action",
     "parse_client_message",
     "parse_timestamp",
+    "replay_record",
     "select_subprotocol",
     "validate_server_message",
 ]

@@ -73,6 +73,12 @@ def _boolean(value: object, path: str) -> None:
         _fail(path, f"expected true or false, got {value!r}")
 
 
+def _true(value: object, path: str) -> None:
+    """A flag sent only when set (its field is left out otherwise)."""
+    if value is not True:
+        _fail(path, f"expected true (or the field left out), got {value!r}")
+
+
 def _nullable(check: _Check) -> _Check:
     def nullable(value: object, path: str) -> None:
         if value is not None:
@@ -329,7 +335,9 @@ _LIVE_GAME = _record(
         "score": _count,
         "watchers": _count,
         "started_at": _timestamp,
-    }
+        "sealed": _true,  # present only when sealed to the asker
+    },
+    frozenset({"sealed"}),
 )
 _FOUNDATIONS = _record({suit: _nullable(_card) for suit in "SHDC"})
 

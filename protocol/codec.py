@@ -161,7 +161,7 @@ def decode(frame: bytes | str, subprotocol: Subprotocol, *, max_size: int | None
 
     Raises:
         ProtocolError: always and only this, whatever ``frame`` holds. With a ``close_code`` the
-            server closes the connection with it; otherwise it replies ``error`` (``exc.reply()``),
+            server closes the connection with it; otherwise it replies ``error`` (``ErrorReply.of(exc)``),
             which echoes ``request_id`` when the frame carried a valid ``id``.
     """
     try:

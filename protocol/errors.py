@@ -12,10 +12,7 @@ Every failure to decode or validate a client frame is a ``ProtocolError``; nothi
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, TypeAlias
-
-if TYPE_CHECKING:
-    from protocol.server_messages import ErrorReply
+from typing import TypeAlias
 
 __all__ = ["CloseCode", "ErrorCode", "ProtocolError", "RequestId"]
 
@@ -79,12 +76,6 @@ class ProtocolError(ValueError):
         self.message = message
         self.request_id = request_id
         self.close_code = None if close_code is None else CloseCode(close_code)
-
-    def reply(self) -> ErrorReply:
-        """The ``error`` message to send back."""
-        from protocol.server_messages import ErrorReply
-
-        return ErrorReply(code=self.code, message=self.message, request_id=self.request_id)
 
     def __repr__(self) -> str:
         return (

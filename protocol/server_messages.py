@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Final, TypeAlias, cast
 
 from engine import FOUNDATION_ORDER, Card, Foundation, Game, Layout, Move, Rank, Status, Suit, Transfer
-from protocol.errors import ErrorCode, RequestId
+from protocol.errors import ErrorCode, ProtocolError, RequestId
 from protocol.timestamps import format_timestamp
 
 __all__ = [
@@ -291,7 +291,8 @@ _FOUNDATION_TOPS: Final = tuple((None, *(Card(rank, suit) for rank in Rank)) for
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class LiveGame(_Value):
-    """One entry of a ``live`` page."""
+    """One entry of a ``live`` page; ``sealed`` (True, else left out) for a game of a shared deal
+    whose moves are sealed to the asker: ``watch`` refuses it (docs/fair-play.md)."""
 
     game: str
     player: Player
@@ -300,6 +301,7 @@ class LiveGame(_Value):
     score: int
     watchers: int
     started_at: dt.datetime
+    sealed: bool | None = None
 
 
 @_wire_value
@@ -581,6 +583,11 @@ class ErrorReply(_Value):
         object.__setattr__(self, "code", ErrorCode(self.code))  # refuses a code that does not exist
         if len(self.message) > MAX_ERROR_MESSAGE:
             object.__setattr__(self, "message", self.message[: MAX_ERROR_MESSAGE - 1] + "…")
+
+    @classmethod
+    def of(cls, error: ProtocolError) -> ErrorReply:
+        """The ``error`` to send back for a frame that did not decode or validate."""
+        return cls(code=error.code, message=error.message, request_id=error.request_id)
 
 
 #: Any server → client message.

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from protocol.limits import MAX_PAGE_SIZE
-from server.admission import OriginPolicy, TrustedProxies
+from server.edge.admission import OriginPolicy, TrustedProxies
 
 __all__ = [
     "DEFAULT_DATABASE_URL",

@@ -1,21 +1,23 @@
 """The server's refusals: a request it will not serve, with the protocol's typed error code.
 
-Handlers raise `Refusal`; the connection turns it into one ``error`` reply. Storage failures are not
-refusals where they happen: `server.storage.StorageUnavailable` becomes ``unavailable`` here, in
-`storage_failures_refused`, which both doors a request comes in by wrap it in: the WebSocket request
-dispatcher (`server.requests.RequestHandler.handle`) and the HTTP JSON API (``server.app``); an action
-answered from its commit's callback gets the same `unavailable()`.
+`refusal_for` is the one place a failure becomes the refusal a client is told, for the WebSocket
+requests (`server.edge.connections`) and the HTTP JSON API (``server.app``) alike: a `Refusal` as it is,
+the rules' refusal (`engine.IllegalMoveError`) as ``illegal_move``,
+`server.storage.StorageUnavailable` as ``unavailable`` (retryable: nothing was stored), anything
+else (a bug, logged) as ``internal``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import logging
 
+from engine import IllegalMoveError
 from protocol.errors import ErrorCode
 from server.storage import StorageUnavailable
 
-__all__ = ["ErrorCode", "Refusal", "storage_failures_refused", "unavailable"]
+__all__ = ["ErrorCode", "Refusal", "refusal_for", "unavailable"]
+
+logger = logging.getLogger(__name__)
 
 
 class Refusal(Exception):
@@ -33,10 +35,13 @@ def unavailable() -> Refusal:
     return Refusal(ErrorCode.UNAVAILABLE, "the database is unavailable; nothing was stored, retry")
 
 
-@contextmanager
-def storage_failures_refused() -> Iterator[None]:
-    """A database failure inside becomes `unavailable`."""
-    try:
-        yield
-    except StorageUnavailable:
-        raise unavailable() from None
+def refusal_for(failure: BaseException, doing: str) -> Refusal:
+    """What a client is told of ``failure`` while the server was ``doing`` (for the log)."""
+    if isinstance(failure, Refusal):
+        return failure
+    if isinstance(failure, IllegalMoveError):
+        return Refusal(ErrorCode.ILLEGAL_MOVE, str(failure))
+    if isinstance(failure, StorageUnavailable):
+        return unavailable()
+    logger.error("%s failed", doing, exc_info=failure)
+    return Refusal(ErrorCode.INTERNAL, "the server failed on this request")

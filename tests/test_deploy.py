@@ -27,8 +27,8 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from server.cli import build_parser
 from server.config import Settings, settings_from_args
+from server.ops.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"

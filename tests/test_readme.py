@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from server.cli import build_parser
 from server.config import DEFAULT_DATABASE_URL, Settings
+from server.ops.cli import build_parser
 
 ROOT = Path(__file__).parents[1]
 

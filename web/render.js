@@ -216,6 +216,7 @@ function renderLists(state, codes) {
         if (row.game === watched) action = el("span", { className: "tag", text: "watching" });
         else if (row.game === current) action = el("span", { className: "tag", text: "your game" });
         else if (mine) action = el("button", { type: "button", "data-resume": row.game, text: "Resume" });
+        else if (row.sealed) action = el("span", { className: "tag", text: "sealed" });  // a daily you can still play
         else action = el("button", { type: "button", "data-watch": row.game, text: "Watch" });
         return el(
           "li",

@@ -6,10 +6,10 @@ Create Date: 2026-11-30 17:45:00.000000+00:00
 
 ``games.status`` may also be ``abandoned``: an unfinished game idle for longer than the server's
 ``abandon_after``, or the least recently played of a player over the unfinished-games cap
-(``server.quotas``). Its actions stay; its figures and ``finished_at`` are never final, so no board or
-profile counts it, and the trigger of revision 3b9e1f07c2d5 refuses its later actions (its status is
-no longer ``playing``). ``games.active_at`` and its index, which find the idle games, come from
-revision 3b9e1f07c2d5, whose SQLite trigger this one keeps.
+(``server.services.quotas``). Its actions stay; its figures and ``finished_at`` are never final, so
+no board or profile counts it, and the trigger of revision 3b9e1f07c2d5 refuses its later actions
+(its status is no longer ``playing``). ``games.active_at`` and its index, which find the idle games,
+come from revision 3b9e1f07c2d5, whose SQLite trigger this one keeps.
 
 The downgrade turns abandoned games back into unfinished ones (the old schema has no such status).
 """

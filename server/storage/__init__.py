@@ -7,7 +7,9 @@ Use::
         await repository.insert_actions(conn, [(game_id, v, "t1-c5")])
 
 Repository functions never commit; they take and return the frozen records of
-`server.storage.records`. The schema is made only by the migrations: `upgrade_to_head(url)`.
+`server.storage.records`. The schema is made only by the migrations: `upgrade_to_head(url)`. What
+the server writes while it plays goes through one group-commit pipeline
+(`server.storage.committer`, with a backend per database in `server.storage.commit_backends`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from server.storage.db import (
 )
 from server.storage.records import (
     ActionRecord,
+    DailyStanding,
+    GameDaily,
     GameProgress,
     GameResult,
     GameStart,
@@ -33,7 +37,9 @@ from server.storage.records import (
 
 __all__ = [
     "ActionRecord",
+    "DailyStanding",
     "Database",
+    "GameDaily",
     "GameProgress",
     "GameResult",
     "GameStart",

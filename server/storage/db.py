@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -82,12 +83,104 @@ def _is_sqlite(url: URL) -> bool:
 
 
 def sqlite_file(url: str | URL) -> Path | None:
-    """The file of a SQLite database URL; None for other databases, in-memory ones and ``file:`` URIs."""
+    """The file of a SQLite database URL; None for other databases, in-memory ones and ``file:`` URIs.
+
+    The very file SQLAlchemy opens: a relative path is relative to the working directory, and ``~`` is
+    not expanded (``sqlite:///~/x.db`` is ``./~/x.db`` to SQLAlchemy, so it is here too: the server's
+    own connections must open the file the migrations made)."""
     url = make_url(url)
     database = url.database
     if not _is_sqlite(url) or not database or database == ":memory:" or database.startswith("file:"):
         return None
-    return Path(database).expanduser()
+    return Path(database)
+
+
+def describe_database(url: str | URL) -> str:
+    """How the start-up banner names a database: a SQLite file by its absolute path (a relative one is
+    relative to the working directory: ``sqlite:///tmp/x.db`` is ``./tmp/x.db``), others by their URL
+    without the password."""
+    path = sqlite_file(url)
+    if path is not None:
+        return str(path.absolute())
+    return make_url(url).render_as_string(hide_password=True)
+
+
+class DatabaseNotWritable(OSError):
+    """The server could not write its database (a read-only or immutable file, directory or file
+    system; a read-only PostgreSQL); it refuses to start rather than fail at the first write."""
+
+
+def check_sqlite_files(url: str | URL) -> None:
+    """Refuse a SQLite database the server could not write, before anything opens it: its directory
+    must exist (nothing creates it silently, so a mistyped path or a missing slash fails here) and be
+    writable, and so must the file and its ``-wal`` and ``-shm`` companions where they exist. Other
+    URLs are not checked here (see `check_writes`).
+
+    Checked with ``access(2)``, without opening the files: closing a descriptor of a SQLite file drops
+    the POSIX locks this process holds on it. An immutable ``-shm`` must be caught before SQLite
+    maps it: reading it is a SIGBUS that ends the process.
+
+    Raises:
+        DatabaseNotWritable: naming the absolute path at fault.
+    """
+    path = sqlite_file(url)
+    if path is None:
+        return
+    path = path.absolute()
+    if not path.parent.is_dir():
+        raise DatabaseNotWritable(
+            f"the directory {path.parent} of the database file does not exist (create it first; "
+            f"sqlite:///name is relative to the working directory, sqlite:////name is absolute)"
+        )
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise DatabaseNotWritable(f"the directory {path.parent} of the database file is not writable")
+    for name in (path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))):
+        if name.exists() and not os.access(name, os.R_OK | os.W_OK):
+            raise DatabaseNotWritable(f"{name} is not writable (read-only or immutable)")
+
+
+def check_writes(url: str) -> None:
+    """Prove that the (migrated) database takes a write: one statement that writes, rolled back.
+
+    A SQLite file opened read-only and a PostgreSQL in read-only mode (a standby, or
+    ``default_transaction_read_only``) refuse it, where otherwise the first player would be the one
+    to find out. Blocks, like `upgrade_to_head`.
+
+    Raises:
+        sqlalchemy.exc.SQLAlchemyError: the database refused the write (or could not be reached).
+    """
+    _refuse_running_loop("check_writes")
+    parsed = async_url(url)
+    if _is_sqlite(parsed) and sqlite_file(parsed) is None:
+        return  # in memory: gone with its connection, nothing to prove
+    asyncio.run(_check_writes(parsed))
+
+
+async def _check_writes(url: URL) -> None:
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            await conn.exec_driver_sql("UPDATE alembic_version SET version_num = version_num")
+            await conn.rollback()
+    finally:
+        await engine.dispose()
+
+
+def prepare_for_serving(url: str) -> None:
+    """What ``eightoff serve`` does to its database before it listens: `check_sqlite_files`, migrate to
+    head (`upgrade_to_head`), `check_writes`. Blocks, like `upgrade_to_head`.
+
+    Raises:
+        DatabaseNotWritable: the server could not write the database.
+        sqlalchemy.exc.SQLAlchemyError: the database cannot be reached or a migration failed.
+    """
+    check_sqlite_files(url)
+    upgrade_to_head(url)
+    try:
+        check_writes(url)
+    except (DBAPIError, OSError) as exc:
+        cause = exc.orig if isinstance(exc, DBAPIError) else exc
+        raise DatabaseNotWritable(f"the database refused a write: {cause}") from exc
 
 
 def ensure_sqlite_directory(url: str | URL) -> None:

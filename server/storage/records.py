@@ -75,7 +75,7 @@ class ActionRecord:
         v: the version the action produces (from 1); (game_id, v) is the fence between writers.
         action: its notation (``"t1-c5"``, ``"undo"``, ``"resign"``), opaque to storage.
         progress: when set, the game's row takes these figures in the same commit (the writer sends
-            them now and then, not with every action: see `server.room`).
+            them now and then, not with every action: see `server.play.game_room`).
     """
 
     game_id: str
@@ -96,6 +96,31 @@ class LiveGame:
     moves: int
     started_at: datetime
     active_at: datetime
+    cells: int = 8
+    daily_date: date | None = None  # a daily game's date (its deal is shared: `server.services.sealing`)
+
+
+@dataclass(frozen=True, slots=True)
+class GameDaily:
+    """The daily challenge a game plays (see `repository.game_daily`): whose game it is, the day
+    (None: the game plays no daily), the variant and the deal's code. Never changes once the game is
+    stored."""
+
+    player_id: str
+    day: date | None
+    cells: int
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
+class DailyStanding:
+    """What a player has played of one daily challenge (a day and a variant; see
+    `repository.daily_standings`): a finished game (won or resigned), an unfinished one."""
+
+    day: date
+    cells: int
+    finished: bool
+    playing: bool
 
 
 @dataclass(frozen=True, slots=True)

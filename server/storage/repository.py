@@ -17,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from server.storage import leaderboards
 from server.storage.records import (
     ActionRecord,
+    DailyStanding,
+    GameDaily,
     GameResult,
     GameStart,
     LiveGame,
@@ -293,6 +295,8 @@ async def live_games(
             games.c.moves,
             games.c.started_at,
             games.c.active_at,
+            games.c.cells,
+            games.c.daily_date,
         )
         .join(players, players.c.id == games.c.player_id)
         .where(games.c.status == "playing", games.c.active_at >= active_since)
@@ -315,8 +319,52 @@ async def live_games(
             moves=row.moves,
             started_at=row.started_at,
             active_at=row.active_at,
+            cells=row.cells,
+            daily_date=row.daily_date,
         )
         for row in rows
+    ]
+
+
+async def game_daily(conn: AsyncConnection, game_id: str) -> GameDaily | None:
+    """The daily challenge ``game_id`` plays (its ``day`` None for a game of no daily); None when there
+    is no such game. One read by primary key: asked before another player's game is shown
+    (`server.services.sealing`)."""
+    statement = select(games.c.player_id, games.c.daily_date, games.c.cells, games.c.code).where(
+        games.c.id == game_id
+    )
+    row = (await conn.execute(statement)).first()
+    if row is None:
+        return None
+    return GameDaily(player_id=row.player_id, day=row.daily_date, cells=row.cells, code=row.code)
+
+
+async def daily_standings(
+    conn: AsyncConnection, player_id: str, days: Iterable[dt.date]
+) -> list[DailyStanding]:
+    """What ``player_id`` has played of the daily challenges of ``days``: one standing per day and
+    variant with at least one game (an abandoned game counts as none). Reads only the player's games
+    of those days, by ``ix_games_player_id_daily_date``."""
+    wanted = sorted(set(days))
+    if not wanted:
+        return []
+    statement = (
+        select(games.c.daily_date, games.c.cells, games.c.status)
+        .where(
+            games.c.player_id == player_id,
+            games.c.daily_date.in_(wanted),
+            games.c.status.in_(("playing", *sorted(_FINAL_STATUSES))),
+        )
+        .group_by(games.c.daily_date, games.c.cells, games.c.status)
+    )
+    found: dict[tuple[dt.date, int], set[str]] = {}
+    for row in (await conn.execute(statement)).all():
+        found.setdefault((row.daily_date, row.cells), set()).add(row.status)
+    return [
+        DailyStanding(
+            day=day, cells=cells, finished=bool(statuses & _FINAL_STATUSES), playing="playing" in statuses
+        )
+        for (day, cells), statuses in sorted(found.items())
     ]
 
 

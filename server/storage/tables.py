@@ -108,6 +108,9 @@ class GameRow(Base):
         # tables below, not this table.
         Index("ix_games_player_id_finished_at", "player_id", "finished_at"),
         Index("ix_games_finished_at", "finished_at"),
+        # What a player has played of a day's daily: before another's daily game is shown to them
+        # (`server.services.sealing`).
+        Index("ix_games_player_id_daily_date", "player_id", "daily_date"),
         # ``live``: the unfinished games active lately, most recent first, a page at a time.
         Index("ix_games_status_active_at_id", "status", "active_at", "id"),
     )
@@ -127,9 +130,9 @@ class GameRow(Base):
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # When the game was last seen changing: its start, then the committed actions that carry the
     # game's figures (score, moves and undos, set by the same commit): at most one per
-    # `server.room.PROGRESS_INTERVAL`, so an unfinished game's row may lag its latest action; the end
-    # writes the final figures. No action row is accepted once the status is final: a trigger made by
-    # the migration refuses it.
+    # `server.play.game_room.PROGRESS_INTERVAL`, so an unfinished game's row may lag its latest
+    # action; the end writes the final figures. No action row is accepted once the status is final:
+    # a trigger made by the migration refuses it.
     active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
     hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

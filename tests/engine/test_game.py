@@ -152,12 +152,19 @@ def test_group_size_limit(cells: int, empty_cells: int, into_empty: bool, empty_
     if limit + 1 <= longest:
         game = group_position(cells, empty_cells, empty_columns, into_empty, limit + 1)
         move = group_move(into_empty, empty_columns, limit + 1)
+        # The message counts the empty columns the formula counts: into an empty column, the others.
+        counted = (
+            f"{empty_columns - 1} empty column(s) besides {move.target}, the destination"
+            if into_empty
+            else f"{empty_columns} empty column(s)"
+        )
         refused(
             game,
             move.symbol(),
-            f"group too large: {limit + 1} cards, at most {limit} with "
-            f"{empty_cells} empty cell(s) and {empty_columns} empty column(s)",
+            f"group too large: {limit + 1} cards, at most {limit} with {empty_cells} empty cell(s) "
+            f"and {counted}",
         )
+        assert limit == max_group_size(empty_cells, int(counted.split()[0]))
         assert all(m.count <= limit for m in game.legal_moves if m.source == Column(1 if into_empty else 2))
     else:
         assert limit >= longest  # 12, 14, 18, 20, 28, 36: every run that exists fits

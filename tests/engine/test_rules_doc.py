@@ -8,9 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from positions import game_at
 from seed_tables import GROUP_KINDS, GROUP_TABLE
 
-from engine import Deal, Game, Move
+from engine import Deal, Game, IllegalMoveError, Move
 from engine.game import UNDO_LIMIT
 from engine.moves import max_group_size
 from engine.piles import Cell, Column, Foundation
@@ -137,3 +138,26 @@ def test_rules_farming_cycles_raise_the_score_as_written() -> None:
         assert game.score == cycle * POINTS_TO_FOUNDATION  # a take-back costs nothing
         game.play(put_back)
         assert game.score == (cycle + 1) * POINTS_TO_FOUNDATION
+
+
+#: The double-tap King exception, in the same words on both pages (they once differed: "alone at the
+#: bottom" here, "at the bottom" in the protocol, and the engine follows neither reading alone).
+KING_EXCEPTION = "never a King that is the bottom card of its column, alone or under its run"
+README = Path(__file__).parents[2] / "protocol" / "README.md"
+
+
+def test_rules_double_tap_king_exception_is_one_rule_on_both_pages_and_in_the_engine() -> None:
+    for page in (rules_text(), README.read_text(encoding="utf-8")):
+        assert KING_EXCEPTION in " ".join(page.split())
+    # KS alone in t1, KH under QH in t2 (bottom cards: never into an empty column), KC on JD in t3.
+    game = game_at(
+        [["KS"], ["KH", "QH"], ["JD", "KC"], ["9S"], ["8H"], ["7D"], ["6C"], []],
+        ["KD", None],
+        {"S": 7, "H": 6, "D": 4, "C": 4},
+        rest=4,
+    )
+    assert game.double_tap_move(Column(1)) == Move(Column(1), Cell(2))  # alone: a cell instead
+    with pytest.raises(IllegalMoveError):
+        game.double_tap_move(Column(2), 2)  # under its run: nowhere (a group never goes to a cell)
+    assert game.double_tap_move(Column(3)) == Move(Column(3), Column(8))  # not at the bottom: moves
+    assert {Move(Column(1), Column(8)), Move(Column(2), Column(8), 2)} <= set(game.legal_moves)

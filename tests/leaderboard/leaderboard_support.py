@@ -16,7 +16,7 @@ from typing import Any
 
 import protocol
 from engine import Deal
-from server.leaderboard import LeaderboardService
+from server.services.rankings import LeaderboardService
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
 
 UTC = dt.UTC

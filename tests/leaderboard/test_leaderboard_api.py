@@ -18,8 +18,9 @@ from sqlalchemy import update
 from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
-from server import cli, requests
+from server import dispatch as requests
 from server.app import App
+from server.ops import cli
 from server.storage import Database, repository
 from server.storage.tables import actions, games
 from solver import solve_deal, winnable_daily_deal
@@ -149,7 +150,7 @@ async def test_played_games_make_the_boards(app: App, url: str) -> None:
     async with app.database.connection() as conn:
         stored = await repository.load_games_after(conn, None, 100)
     assert {game.id for game in stored} == {ann_game, bob_game, cy_game, ann_daily}
-    from server.leaderboard import check_stored_game
+    from server.ops.verify import check_stored_game
 
     assert [check_stored_game(game) for game in stored] == [None] * 4
 
@@ -290,7 +291,7 @@ async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
 async def test_verify_reports_an_action_log_that_does_not_replay(database: Database) -> None:
     from leaderboard_support import T0
 
-    from server.leaderboard import verify_games
+    from server.ops.verify import verify_games
     from server.storage import GameResult, GameStart, PlayerRecord
 
     async with database.transaction() as conn:
@@ -321,8 +322,8 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
     from sqlalchemy.util import await_
 
     from engine import parse_action
-    from server.leaderboard import verify_games
-    from server.room import RESIGN
+    from server.ops.verify import verify_games
+    from server.play.replay import RESIGN
     from server.storage import GameResult, GameStart, PlayerRecord
 
     async with database.transaction() as conn:
@@ -360,12 +361,12 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
 
 
 def test_verify_checks_a_stored_log_as_the_server_loads_it() -> None:
-    """`check_stored_game` replays as the server does (`server.room.replay_stored`): a resign row
+    """`check_stored_game` replays as the server does (`server.play.replay.replay_stored`): a resign row
     after a won game is refused for the engine's reason, and a bad code is named."""
     from leaderboard_support import T0
 
-    from server.leaderboard import check_stored_game
-    from server.room import RESIGN
+    from server.ops.verify import check_stored_game
+    from server.play.replay import RESIGN
     from server.storage import StoredGame
 
     moves = list(solve_deal(Deal.from_code(WINNABLE)).moves)
@@ -409,7 +410,7 @@ async def test_verify_names_a_c2_game_stored_under_the_old_layout(database: Data
     """A C2 game recorded when cards 51 and 52 were dealt on top of columns 3 and 4 no longer replays."""
     from leaderboard_support import T0
 
-    from server.leaderboard import verify_games
+    from server.ops.verify import verify_games
     from server.storage import GameResult, GameStart, PlayerRecord
 
     deal, move = Deal.from_code("EO1-C2-AAAAAAC"), Move.parse("t4-t2")

@@ -21,7 +21,7 @@ from sqlalchemy import select
 import protocol
 from engine import daily_deal
 from server.errors import Refusal
-from server.leaderboard import daily_streaks, parse_leaderboard_query, parse_profile_path
+from server.services.rankings import daily_streaks, parse_leaderboard_query, parse_profile_path
 from server.storage import Database, upgrade_to_head
 from server.storage import leaderboards as boards
 from server.storage.db import _alembic_config

@@ -13,6 +13,9 @@ from protocol import ErrorCode, ProtocolError
 
 PLAYER = protocol.Player("p_1", "Ann")
 STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
+LIVE_GAME = protocol.LiveGame(
+    "g_1", player=PLAYER, code="EO1-C8-AAAAAFA", moves=3, score=10, watchers=0, started_at=STARTED
+).to_wire()
 
 
 def _snapshot() -> dict[str, Any]:
@@ -115,6 +118,8 @@ def test_a_group_op_between_columns_is_fine() -> None:
         {"type": "game_over", "game": "g", "won": 1, "score": 0, "moves": 0, "duration_ms": 0},
         {"type": "live", "games": [{"game": "g"}]},
         {"type": "live", "games": [], "next": ""},
+        {"type": "live", "games": [{**LIVE_GAME, "sealed": False}]},  # sent only when true
+        {"type": "live", "games": [{**LIVE_GAME, "sealed": 1}]},
         {"type": "leaderboard", "rows": [{"rank": 1}]},
     ],
 )

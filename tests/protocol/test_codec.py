@@ -113,7 +113,7 @@ def test_decode_value_returns_plain_values() -> None:
 
 def test_protocol_error_reply_and_repr() -> None:
     error = ProtocolError("stale", "game g_1 is at v=3", 5)
-    assert error.reply().to_wire() == {
+    assert protocol.ErrorReply.of(error).to_wire() == {
         "type": "error",
         "id": 5,
         "code": "stale",

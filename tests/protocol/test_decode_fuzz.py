@@ -32,7 +32,7 @@ def check_decode(frame: Any, subprotocol: Subprotocol) -> None:
         assert exc.close_code in (None, CloseCode.UNSUPPORTED_DATA)
         if exc.close_code is not None:
             assert exc.request_id is None
-        reply = exc.reply().to_wire()
+        reply = protocol.ErrorReply.of(exc).to_wire()
         protocol.validate_server_message(reply)
         protocol.encode(reply, subprotocol)
         return

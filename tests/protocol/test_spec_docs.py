@@ -384,3 +384,79 @@ def test_readme_describes_deals_json_as_it_is() -> None:
     assert f"In `EO1-C2-AAAAAAA` the cells are `{' '.join(c2['cells'])}`" in shuffle
     assert f"column 3 is `{' '.join(c2['tableau'][2])}`" in shuffle
     assert f"column 4 is `{' '.join(c2['tableau'][3])}`" in shuffle
+
+
+def test_readme_describes_moves_json_as_it_is() -> None:
+    moves = json.loads((DOCS / "vectors" / "moves.json").read_text(encoding="utf-8"))
+    section = _words(_section("13. Test vectors"))
+    assert set(moves) == {"description", "positions"}
+    assert f"`description` and `positions`, {len(moves['positions'])} entries" in section
+    keys = {key for position in moves["positions"] for key in position}
+    keys |= {
+        key
+        for p in moves["positions"]
+        for kind in ("moves", "illegal", "taps", "double_taps")
+        for e in p[kind]
+        for key in e
+    }
+    keys |= {key for p in moves["positions"] for key in p["largest_group"]}
+    for key in keys:
+        assert f"`{key}`" in section, key
+    openings = [
+        p["name"].removeprefix("opening ") for p in moves["positions"] if p["name"].startswith("opening ")
+    ]
+    assert "the opening of `" + "`, `".join(openings[:-1]) + f"` and `{openings[-1]}`" in section
+    assert '`"<from>-<to>[:<n>] is illegal: <reason>"`' in section
+
+
+def _ids(value: Any) -> list[str]:
+    """Every game and player id in a message: the ``game`` fields, ``games`` lists, players' ``id``."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("game", "around") and isinstance(item, str):
+                found.append(item)
+            elif key == "games" and isinstance(item, list):
+                found += [entry for entry in item if isinstance(entry, str)]
+            elif key == "player" and isinstance(item, str):
+                found.append(item)
+            elif key == "player" and isinstance(item, dict):
+                found.append(item["id"])
+            found += _ids(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += _ids(item)
+    return found
+
+
+def test_ids_are_opaque_and_no_example_suggests_a_prefix() -> None:
+    """A client once took `g_`/`p_` for a kind prefix: the examples show ids as the server makes them."""
+    assert "**opaque**: compare them whole" in _section("3. Common values")
+    examples = [message for message, _ in _examples(README)]
+    examples += [e["payload"] for m in {**CLIENT_MESSAGES, **SERVER_MESSAGES}.values() for e in m["examples"]]
+    examples += [case["message"] for case in VECTORS["valid"]]
+    ids = {identifier for example in examples for identifier in _ids(example)}
+    assert len(ids) >= 5
+    assert not [identifier for identifier in ids if re.match(r"[a-z]{1,3}_", identifier)]
+
+
+def test_pacing_and_slots_say_the_server_defaults() -> None:
+    """The figures of section 10's "Pacing" and "Slots" and section 1's keepalive are the server's."""
+    from server.config import Settings
+    from server.edge.transport import PING_INTERVAL
+
+    defaults = Settings()
+    limits = _words(_section("10. Limits"))
+    burst, rate = defaults.rate_burst, int(defaults.rate_per_second)
+    assert f"it holds {burst} tokens and refills at {rate} a second" in limits
+    assert "Every frame the server reads takes one token **when it is read**" in limits
+    assert (
+        "and WebSocket control frames too (a ping, the pong to one of the server's pings, a close)" in limits
+    )
+    assert f"{1000 // rate} ms" in limits and f"stop sending for {burst // rate} seconds" in limits
+    assert f"A connection has {defaults.max_games_per_connection} slots for open games" in limits
+    assert f"and {defaults.max_watches_per_connection} for watched games" in limits
+    assert f"When all {defaults.max_games_per_connection} are taken" in limits
+    assert f"When all {defaults.max_watches_per_connection} are taken" in limits
+    assert f"pings every {int(PING_INTERVAL)} seconds itself" in _words(_section("1. Connecting"))
+    assert "pings and pongs included" in _words(_section("1. Connecting"))

@@ -80,4 +80,4 @@ def test_frame_vector(case: dict[str, Any]) -> None:
 def test_error_reply_of_invalid_vector_is_a_valid_server_message(case: dict[str, Any]) -> None:
     with pytest.raises(ProtocolError) as caught:
         protocol.decode(frame_of(case["message"], Subprotocol.JSON), Subprotocol.JSON)
-    protocol.validate_server_message(caught.value.reply().to_wire())
+    protocol.validate_server_message(protocol.ErrorReply.of(caught.value).to_wire())

@@ -198,6 +198,7 @@ def sample_server_values() -> list[protocol.ServerMessage]:
         protocol.Ok(),
         protocol.Ok(request_id="x"),
         protocol.LivePage(games=(live_game,), next_cursor="abc", request_id=9),
+        protocol.LivePage(games=(dataclasses.replace(live_game, sealed=True),)),  # sealed to the asker
         protocol.LivePage(games=()),
         protocol.Welcome(player=player, server=server, games=("g_1",), next_cursor="x.g_1"),
         protocol.GamesPage(games=("g_2", "g_1"), next_cursor="20261130044859123000.g_1", request_id=15),

@@ -167,7 +167,7 @@ async def open_narrow_connection(app: App) -> tuple[ClientConnection, str]:
     narrow = await connect(url, sock=sock, max_queue=1)
     await narrow.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
     player = msgpack.unpackb(await narrow.recv())["player"]["id"]
-    (server_side,) = [c for c in app.loop.clients if c.player and c.player.id == player]
+    (server_side,) = [c for c in app.connections.clients if c.player and c.player.id == player]
     server_side.transport.transport.get_extra_info("socket").setsockopt(
         socket.SOL_SOCKET, socket.SO_SNDBUF, 4096
     )
@@ -236,5 +236,5 @@ async def test_player_that_never_reads_its_replies_is_dropped(small_buffer_app: 
     # the metric says what it counts: connections that do not read, players as well as spectators
     assert b"\neightoff_dropped_slow_readers_total 1.0\n" in app.metrics.render()
     assert slowest < 1.0
-    assert [c for c in app.loop.clients if c.player and c.player.id == stuck_player] == []
+    assert [c for c in app.connections.clients if c.player and c.player.id == stuck_player] == []
     await other.close()

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from server.admission import (
+from server.config import Settings
+from server.edge.admission import (
     AddressBudget,
     ConnectionCaps,
     ConnectionGate,
@@ -15,7 +16,6 @@ from server.admission import (
     TrustedProxies,
     open_files_budget,
 )
-from server.config import Settings
 
 
 def test_caps_per_address_and_in_all() -> None:

@@ -15,10 +15,10 @@ from sqlalchemy import update
 from wsclient import WsClient
 
 from engine import Game
-from server import room as room_module
-from server import rooms as rooms_module
 from server.app import App
-from server.room import RESIGN
+from server.play import game_room as room_module
+from server.play import registry as rooms_module
+from server.play.replay import RESIGN
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
 

@@ -10,7 +10,7 @@ import socket
 import msgpack
 import pytest
 
-from server.bus import MAX_FRAME_BYTES, BusEvent, FrameReader, RelayBus, frame, pack_event, unpack_event
+from server.play.bus import MAX_FRAME_BYTES, BusEvent, FrameReader, RelayBus, frame, pack_event, unpack_event
 
 EVENTS = [
     BusEvent("node-1-w1", "g1", 1, "t1c5"),

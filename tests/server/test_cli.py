@@ -204,7 +204,7 @@ def test_deal_piped_into_head_prints_the_first_line_quietly() -> None:
 def test_verify_refuses_a_batch_that_is_not_a_positive_integer(
     batch: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from server.cli import build_parser
+    from server.ops.cli import build_parser
 
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args(["verify", "--batch", batch])

@@ -12,8 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from wsclient import WsClient
 
 from server.app import App
-from server.leaderboard import check_stored_game
-from server.room import RESIGN, replay_stored
+from server.ops.verify import check_stored_game
+from server.play.replay import RESIGN, replay_stored
 from server.storage import StoredGame, repository
 
 CODE = "EO1-C8-AAAAAFA"

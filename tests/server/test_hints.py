@@ -13,11 +13,11 @@ from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
 from server.app import App
-from server.committer import Done, Write, WriteConflict
-from server.hints import SolverBusy, SolvingService
+from server.services.hints import SolverBusy, SolvingService
+from server.services.winnable import winnable_deals
 from server.storage import StorageUnavailable
+from server.storage.committer import Done, Write, WriteConflict
 from server.storage.tables import games
-from server.winnable import winnable_deals
 from solver import solve_deal, winnable_daily_deal
 
 

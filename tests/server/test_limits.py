@@ -30,8 +30,8 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from wsclient import WsClient
 
-from server.admission import ConnectionGate
 from server.app import App
+from server.edge.admission import ConnectionGate
 
 CODE = "EO1-C8-AAAAAFA"  # 8 cells, cells 5-8 empty: t1 -> c5 and back are always legal
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from server.metrics import HotHistogram
+from server.ops.metrics import HotHistogram
 
 BOUNDS = (0.001, 0.01, 0.1)
 VALUES = [0.0, -1.0, 0.001, 0.0010001, 0.005, 0.01, 0.5, 7.0, 0.1]

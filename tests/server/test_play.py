@@ -147,7 +147,7 @@ async def test_resign_sends_game_over_to_everyone(url: str) -> None:
     other_tab = await WsClient.open(url)
     await other_tab.hello(token=owner.token)
     spectator = await player(url)
-    game = (await owner.request("new_game", daily=True))["game"]
+    game = (await owner.request("new_game"))["game"]  # not the daily: sealed to this spectator
     await other_tab.request("resume", game=game)
     await spectator.request("watch", game=game)
     over = await owner.request("resign", game=game)

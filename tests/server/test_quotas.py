@@ -16,8 +16,8 @@ from sqlalchemy import select, update
 from wsclient import WsClient
 
 from server.app import App
-from server.leaderboard import verify_games
-from server.quotas import FULL_MEMORY
+from server.ops.verify import verify_games
+from server.services.quotas import FULL_MEMORY
 from server.storage.tables import games
 
 CODE = "EO1-C8-AAAAAFA"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.ratelimit import BucketsByKey, TokenBucket, Verdict
+from server.edge.ratelimit import BucketsByKey, Metered, TokenBucket
 
 
 class FakeClock:
@@ -19,11 +19,11 @@ class FakeClock:
         return self.now
 
 
-def flood(bucket: TokenBucket, clock: FakeClock, pace: float, frames: int) -> list[Verdict]:
+def flood(bucket: TokenBucket, clock: FakeClock, pace: float, frames: int) -> list[Metered]:
     verdicts = []
     for _ in range(frames):
         verdicts.append(bucket.take())
-        if verdicts[-1] is Verdict.CLOSE:
+        if verdicts[-1] is Metered.CLOSE:
             break
         clock.now += 1 / pace
     return verdicts
@@ -35,23 +35,23 @@ def test_bucket_closes_a_flood_at_any_pace_above_the_rate(excess: float) -> None
     clock = FakeClock()
     bucket = TokenBucket(200.0, 400, clock)
     verdicts = flood(bucket, clock, 200.0 * (1 + excess), 10_000_000)
-    assert verdicts[-1] is Verdict.CLOSE
-    assert verdicts.count(Verdict.REFUSE) == 400
+    assert verdicts[-1] is Metered.CLOSE
+    assert verdicts.count(Metered.REFUSE) == 400
 
 
 def test_bucket_never_closes_a_client_at_the_rate() -> None:
     clock = FakeClock()
     bucket = TokenBucket(200.0, 400, clock)
-    assert set(flood(bucket, clock, 199.0, 100_000)) == {Verdict.SERVE}
+    assert set(flood(bucket, clock, 199.0, 100_000)) == {Metered.SERVE}
 
 
 def test_bucket_forgives_only_when_full_again() -> None:
     clock = FakeClock()
     bucket = TokenBucket(10.0, 10, clock)
-    assert [bucket.take() for _ in range(15)].count(Verdict.REFUSE) == 5
+    assert [bucket.take() for _ in range(15)].count(Metered.REFUSE) == 5
     clock.now += 0.5  # half a refill: five tokens, the debt stays
-    assert [bucket.take() for _ in range(5)] == [Verdict.SERVE] * 5
-    assert [bucket.take() for _ in range(6)] == [Verdict.REFUSE] * 5 + [Verdict.CLOSE]
+    assert [bucket.take() for _ in range(5)] == [Metered.SERVE] * 5
+    assert [bucket.take() for _ in range(6)] == [Metered.REFUSE] * 5 + [Metered.CLOSE]
     clock.now += 1.0  # full again: forgiven
     assert bucket.debt == 11 and bucket.is_full() and bucket.debt == 0
 

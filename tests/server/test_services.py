@@ -1,12 +1,15 @@
 """The services without a listening socket (`server.app.Services`), on a real migrated database of each
-backend: the room registry, the group-commit pipeline and a session's release on close."""
+backend: the room registry, the group-commit pipeline and a session's release on close.
+
+Rooms are driven as the request layer drives them: commands sent to their `RoomDriver` (``ask``
+awaits the reply), sessions following through their own methods (``view``, ``watch``)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -14,12 +17,16 @@ import pytest
 import protocol
 from engine import Cell, Column, Deal, parse_action
 from server.app import Services
-from server.committer import Write, WriteConflict
 from server.config import Settings
-from server.errors import ErrorCode, Refusal
-from server.room import RESIGN, FinishedGame, GameRoom, PlayerRef
-from server.session import Session
+from server.errors import ErrorCode, Refusal, refusal_for
+from server.play.bus import BusEvent
+from server.play.commands import Act, HintPosition, Request, Resign, View, Watch
+from server.play.driver import RoomDriver
+from server.play.game_room import FinishedGame, PlayerRef
+from server.play.replay import RESIGN
+from server.play.session import Session
 from server.storage import ActionRecord, GameProgress, PlayerRecord, repository, upgrade_to_head
+from server.storage.committer import Write, WriteConflict
 
 CODE = "EO1-C8-AAAAAFA"
 OWNER = PlayerRef("p-owner", "Ann")
@@ -41,8 +48,33 @@ def session() -> Session:
     return Session(subprotocol=None)  # type: ignore[arg-type]
 
 
-async def new_room(services: Services) -> GameRoom:
+async def new_room(services: Services) -> RoomDriver:
     return await services.registry.create(OWNER, Deal.from_code(CODE))
+
+
+async def ask(room: RoomDriver, make: Callable[[Callable[[Any], None]], Request]) -> Any:
+    """``make(reply_to)`` sent to ``room``; its reply (a refusal comes back as the exception)."""
+    return await room.ask(make)
+
+
+async def act(room: RoomDriver, who: Session, action: str, v: int | None) -> Any:
+    return await ask(room, lambda reply_to: Act(who, lambda game: parse_action(action), v, None, reply_to))
+
+
+async def resign(room: RoomDriver, who: Session) -> Any:
+    return await ask(room, lambda reply_to: Resign(who, None, reply_to))
+
+
+async def view(room: RoomDriver, who: Session) -> Any:
+    """``who`` follows ``room`` as its owner's connection, as ``resume`` does: its snapshot (None: the
+    room closed first)."""
+    who.view(room)
+    return await ask(room, lambda reply_to: View(who, None, reply_to))
+
+
+async def watch(room: RoomDriver, who: Session) -> Any:
+    who.watch(room)
+    return await ask(room, lambda reply_to: Watch(who, None, reply_to))
 
 
 # ------------------------------------------------------------------------------------------- registry
@@ -54,14 +86,15 @@ async def test_a_room_leaves_memory_when_nobody_follows_it_and_comes_back_from_t
     registry = services.registry
     room = await new_room(services)
     viewer = session()
-    await room.act(viewer, lambda game: parse_action("t1-c5"), 0, None)
-    viewer.viewing[room.id] = room
+    viewer.view(room)
+    (ack,) = await act(room, viewer, "t1-c5", 0)
+    assert isinstance(ack, protocol.Ack) and ack.v == 1
     assert registry.room(room.id) is room
-    viewer.release(registry)
+    viewer.release()
     assert registry.room(room.id) is None and registry.rooms() == []
     found = await registry.find(room.id)
-    assert isinstance(found, GameRoom) and found is not room
-    assert found.game.log == room.game.log and found.owner == OWNER
+    assert isinstance(found, RoomDriver) and found is not room
+    assert found.room.game.log == room.room.game.log and found.owner == OWNER
 
 
 async def test_concurrent_finds_of_one_game_share_one_load(
@@ -82,14 +115,44 @@ async def test_concurrent_finds_of_one_game_share_one_load(
     assert loads == 1 and len({id(each) for each in found}) == 1
 
 
+async def test_a_game_loaded_with_another_nodes_commit_on_the_way_stays_for_its_finder(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another node commits the game's next action while this node loads it: the loaded room takes
+    the commit (an early event), and is still held for the find that loaded it, unfollowed as it is
+    until its caller acts (its idle room was let go at once before, and the action refused stale)."""
+    registry = services.registry
+    room = await new_room(services)
+    registry.forget_if_idle(room)
+    now = dt.datetime.now(dt.UTC)
+    await services.committer.stored(
+        Write(actions=(ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now)),))
+    )
+    real_load = repository.load_game
+
+    async def load_then_hear_of_a_commit(*args: Any) -> Any:
+        stored = await real_load(*args)
+        registry.remote._on_event(BusEvent("node-other", room.id, 2, "c5-t1"))  # committed elsewhere
+        await services.committer.stored(Write(actions=(ActionRecord(room.id, 2, "c5-t1"),)))
+        return stored
+
+    monkeypatch.setattr(repository, "load_game", load_then_hear_of_a_commit)
+    found = await registry.find(room.id)
+    assert isinstance(found, RoomDriver) and found.is_open() and registry.room(room.id) is found
+    assert found.room.game.v == 2, "the other node's commit was applied"
+    owner = player_session(OWNER)
+    assert (await act(found, owner, "t1-c5", 2))[0].v == 3
+
+
 async def test_a_finished_game_is_found_as_its_final_position_from_the_cache(services: Services) -> None:
     registry = services.registry
     room = await new_room(services)
-    await room.resign(session(), None)
+    (over,) = await resign(room, session())
+    assert isinstance(over, protocol.GameOver)
     assert registry.room(room.id) is None
     found = await registry.find(room.id)
     assert isinstance(found, FinishedGame) and found.game.status.value == "resigned"
-    assert found is room.ended, "the position the room ended with, no replay"
+    assert found is room.room.ended, "the position the room ended with, no replay"
 
 
 async def test_an_unknown_game_is_not_found(services: Services) -> None:
@@ -121,7 +184,7 @@ async def test_writes_submitted_together_share_commits_and_a_conflict_fails_only
 
 async def test_the_database_refuses_an_action_after_the_resign_row(services: Services) -> None:
     room = await new_room(services)
-    await room.resign(session(), None)
+    await resign(room, session())
     with pytest.raises(WriteConflict):
         await services.committer.stored(Write(actions=[ActionRecord(room.id, 2, "t1-c5")]))
     async with services.database.connection() as conn:
@@ -137,16 +200,13 @@ async def test_a_session_releases_everything_it_followed_in_one_place(services: 
     played, watched, shared = [await new_room(services) for _ in range(3)]
     mine, other = session(), session()
     for room in (played, shared):
-        assert await room.view(mine, None) is not None
-        mine.viewing[room.id] = room
+        assert await view(room, mine) is not None
     for room in (watched, shared):
-        assert await room.watch(mine, None) is not None
-        mine.watching[room.id] = room
-    assert await shared.watch(other, None) is not None
-    other.watching[shared.id] = shared
+        assert await watch(room, mine) is not None
+    assert await watch(shared, other) is not None
 
-    mine.release(registry)
-    assert not any(room.viewers or mine in room.spectators for room in (played, watched, shared))
+    mine.release()
+    assert not any(room.room.viewers or mine in room.room.spectators for room in (played, watched, shared))
     assert registry.room(played.id) is None and registry.room(watched.id) is None
     assert registry.room(shared.id) is shared, "another session still watches it"
     assert mine.viewing == {} and mine.watching == {}
@@ -155,10 +215,9 @@ async def test_a_session_releases_everything_it_followed_in_one_place(services: 
 async def test_an_ended_room_no_longer_counts_against_the_session(services: Services) -> None:
     room = await new_room(services)
     mine = session()
-    await room.view(mine, None)
-    mine.viewing[room.id] = room
+    await view(room, mine)
     assert mine.open_count(mine.viewing) == 1
-    await room.resign(mine, None)
+    await resign(room, mine)
     assert mine.open_count(mine.viewing) == 0 and mine.viewing == {}
 
 
@@ -167,7 +226,7 @@ async def test_an_ended_room_no_longer_counts_against_the_session(services: Serv
 
 def player_session(player: PlayerRef) -> Session:
     mine = session()
-    mine.player = player
+    mine.identify(player)
     return mine
 
 
@@ -181,13 +240,22 @@ async def test_a_watch_waiting_on_a_load_follows_the_room_the_registry_keeps(
     registry.forget_if_idle(room)
     stranger, spectator = player_session(PlayerRef("p-eve", "Eve")), player_session(PlayerRef("p-sam", "Sam"))
     owner = player_session(OWNER)
-    loaded = asyncio.Event()
-    real_load = repository.load_game
+    both_found = asyncio.Event()  # both requests are in `find`: the second waits on the first's load
+    finds = 0
+    real_find, real_load = registry.find, repository.load_game
+
+    async def counting_find(game_id: str) -> Any:
+        nonlocal finds
+        finds += 1
+        if finds == 2:
+            both_found.set()
+        return await real_find(game_id)
 
     async def slow_load(*args: Any) -> Any:
-        await loaded.wait()
+        await both_found.wait()
         return await real_load(*args)
 
+    monkeypatch.setattr(registry, "find", counting_find)
     monkeypatch.setattr(repository, "load_game", slow_load)
     pushed: list[tuple[set[Any], protocol.ServerMessage]] = []
     registry.services = dataclasses.replace(
@@ -196,31 +264,41 @@ async def test_a_watch_waiting_on_a_load_follows_the_room_the_registry_keeps(
     move = protocol.MoveRequest(room.id, Column(1), Cell(5))
     moving = asyncio.create_task(handler.handle(stranger, move))
     watching = asyncio.create_task(handler.handle(spectator, protocol.WatchRequest(room.id)))
-    await asyncio.sleep(0.01)
-    loaded.set()
     with pytest.raises(Refusal) as refused:
         await moving
     assert refused.value.code is ErrorCode.FORBIDDEN
     (snapshot,) = await watching
     assert isinstance(snapshot, protocol.Snapshot) and snapshot.v == 0
     followed = spectator.watching[room.id]
-    assert registry.room(room.id) is followed and spectator in followed.spectators
+    assert registry.room(room.id) is followed and spectator in followed.room.spectators
     await handler.handle(owner, protocol.MoveRequest(room.id, Column(1), Cell(5), v=0))
-    assert registry.room(room.id) is followed and followed.game.v == 1, "the spectator's room is played"
-    assert [(type(message), message.v) for _, message in pushed] == [(protocol.Diff, 1)]
+    assert registry.room(room.id) is followed and followed.room.game.v == 1, "the spectator's room is played"
+    assert [(message.to_wire()["type"], message.to_wire()["v"]) for _, message in pushed] == [("diff", 1)]
     assert pushed[0][0] == {spectator}
 
 
 async def test_a_room_is_not_dropped_while_an_operation_waits_for_its_turn(services: Services) -> None:
+    """A hint's mark is being stored (the room awaits its commit) and a watch is queued behind it: the
+    room is not let go while it awaits, nor from inside the hint's reply (the moment the awaited
+    outcome is in, before the watch's turn)."""
     registry = services.registry
     room = await new_room(services)
-    spectator = session()
-    async with room.turn:  # an operation in progress; the watch waits for it
-        watching = asyncio.create_task(room.watch(spectator, None))
-        await asyncio.sleep(0.01)
-    registry.forget_if_idle(room)  # right after the holder left the turn, before the watch runs
+    hinter, spectator = player_session(OWNER), session()
+    kept_inside_the_reply: list[bool] = []
+
+    def hinted(outcome: Any) -> None:
+        registry.forget_if_idle(room)
+        kept_inside_the_reply.append(registry.room(room.id) is room)
+
+    room.send(HintPosition(hinter, hinted))
+    spectator.watch(room)
+    watching = room.ask(lambda reply_to: Watch(spectator, None, reply_to))  # queued behind the commit
+    assert room.is_busy()
+    registry.forget_if_idle(room)
+    assert registry.room(room.id) is room, "not dropped while it awaits an outcome"
     assert await watching is not None
-    assert registry.room(room.id) is room and spectator in room.spectators
+    assert kept_inside_the_reply == [True], "nor when the outcome is in, the watch still queued"
+    assert registry.room(room.id) is room and spectator in room.room.spectators
 
 
 async def test_a_dropped_room_sends_its_late_callers_back_to_the_registry(services: Services) -> None:
@@ -228,10 +306,10 @@ async def test_a_dropped_room_sends_its_late_callers_back_to_the_registry(servic
     room = await new_room(services)
     registry.forget_if_idle(room)
     assert registry.room(room.id) is None
-    assert await room.watch(session(), None) is None and await room.view(session(), None) is None
+    assert await watch(room, session()) is None and await view(room, session()) is None
 
 
-# ------------------------------------------------------------------------------------------- the fast path
+# ------------------------------------------------------------------------------------------- one path
 
 
 class Responses:
@@ -253,12 +331,16 @@ class Responses:
 
 async def served(services: Services, who: Session, request: Any) -> tuple[Any, bool]:
     """``request`` through ``serve``, as a connection sends it: its outcome (replies or refusal), and
-    whether it took the task path."""
+    whether it took the task path (a failure is answered as the connection maps it)."""
     handler = services.handler
     responses = Responses()
+    earlier = set(handler._tasks)  # an earlier request's task may not have been discarded yet
     handler.serve(who, request, responses)
-    tasked = bool(handler._tasks)
-    return await responses.one(), tasked
+    tasked = bool(handler._tasks - earlier)
+    outcome = await responses.one()
+    if isinstance(outcome, BaseException):  # what the connection tells the client of it
+        outcome = refusal_for(outcome, request.TYPE)
+    return outcome, tasked
 
 
 def as_compared(outcome: Any, game_id: str) -> Any:
@@ -311,8 +393,7 @@ async def test_an_action_on_a_free_room_in_memory_is_served_without_a_task_as_ha
     assert tasked and isinstance(refused, Refusal) and refused.code is ErrorCode.NOT_FOUND
     crowded = player_session(OWNER)
     for _ in range(services.settings.max_games_per_connection):
-        other = await new_room(services)
-        crowded.viewing[other.id] = other
+        crowded.view(await new_room(services))
     refused, tasked = await served(services, crowded, protocol.MoveRequest(fast_room.id, Column(1), Cell(5)))
     assert not tasked and isinstance(refused, Refusal) and refused.code is ErrorCode.RATE_LIMITED
     assert owner.viewing == {fast_room.id: fast_room, slow_room.id: slow_room}
@@ -330,10 +411,79 @@ async def test_a_room_is_kept_while_a_fast_action_is_in_flight_and_let_go_after_
     responses = Responses()
     handler.serve(owner, protocol.MoveRequest(room.id, Column(1), Cell(5), v=0), responses)
     assert not handler._tasks and room.is_busy()
-    owner.release(registry)  # the connection closed
+    owner.release()  # the connection closed
     assert registry.room(room.id) is room, "not dropped while its action is in flight"
     (ack,) = await responses.one()
     assert ack.v == 1
     assert registry.room(room.id) is None, "let go once answered: nobody follows it"
     found = await registry.find(room.id)
-    assert isinstance(found, GameRoom) and found.game.v == 1
+    assert isinstance(found, RoomDriver) and found.room.game.v == 1
+
+
+async def scripted_game(services: Services, *, loaded: bool) -> tuple[list[Any], list[Any], list[bool]]:
+    """One game played through ``serve``: a move, then a spectator watches, an undo, a stale undo, an
+    illegal move and a stranger's move. ``loaded``: the room is let go first, so the move finds it in
+    the database and loads it. Every outcome and push (the game's id and start left out, audiences by
+    role), and whether each request took a task."""
+    registry = services.registry
+    pushed: list[tuple[set[Any], protocol.ServerMessage]] = []
+    registry.services = dataclasses.replace(
+        registry.services, push=lambda audience, message: pushed.append((set(audience), message))
+    )
+    room = await new_room(services)
+    if loaded:
+        registry.forget_if_idle(room)
+        assert registry.room(room.id) is None
+    owner, spectator = player_session(OWNER), player_session(PlayerRef("p-sam", "Sam"))
+    stranger = player_session(PlayerRef("p-eve", "Eve"))
+    game = room.id
+    script: list[tuple[Session, Any]] = [
+        (owner, protocol.MoveRequest(game, Column(1), Cell(5), v=0, request_id=1)),
+        (spectator, protocol.WatchRequest(game, request_id=2)),
+        (owner, protocol.UndoRequest(game, v=1, request_id=3)),
+        (owner, protocol.UndoRequest(game, v=0, request_id=4)),  # stale
+        (owner, protocol.MoveRequest(game, Cell(6), Column(1), request_id=5)),  # c6 is empty
+        (stranger, protocol.MoveRequest(game, Column(1), Cell(5), request_id=6)),
+    ]
+    outcomes, tasked = [], []
+    for who, request in script:
+        outcome, took_a_task = await served(services, who, request)
+        compared = as_compared(outcome, game)
+        if isinstance(compared, list):  # two games, started apart
+            compared = [
+                {**message, "started_at": "T"} if "started_at" in message else message for message in compared
+            ]
+        outcomes.append(compared)
+        tasked.append(took_a_task)
+    roles = {id(owner): "owner", id(spectator): "spectator", id(stranger): "stranger"}
+    pushes = [
+        (sorted(roles[id(who)] for who in audience), {**message.to_wire(), "game": "G"})
+        for audience, message in pushed
+    ]
+    return outcomes, pushes, tasked
+
+
+async def test_an_action_on_a_room_in_memory_and_on_one_loaded_from_the_database_answer_and_push_the_same(
+    services: Services,
+) -> None:
+    """The same script on a room in memory and on one the first move loads from the database: the
+    same replies, refusals and pushes. (Before, this compared the fast and the slow path of an action,
+    a split that is gone: an action takes one path, and only a room not in memory is found first.)"""
+    in_memory, memory_pushes, memory_tasked = await scripted_game(services, loaded=False)
+    from_database, database_pushes, database_tasked = await scripted_game(services, loaded=True)
+    assert in_memory == from_database
+    assert memory_pushes == database_pushes
+    assert [o[1] if isinstance(o, tuple) else o[0]["type"] for o in in_memory] == [
+        "ack",
+        "snapshot",
+        "ack",
+        ErrorCode.STALE,
+        ErrorCode.ILLEGAL_MOVE,
+        ErrorCode.FORBIDDEN,
+    ]
+    assert [(audience, message["type"], message["v"]) for audience, message in memory_pushes] == [
+        (["spectator"], "diff", 2)
+    ]
+    assert memory_tasked[0] is False and database_tasked[0] is True, "only the load took a task"
+    assert memory_tasked == [False, True, False, False, False, False], "but the watch, served by a task"
+    assert database_tasked[1:] == memory_tasked[1:]

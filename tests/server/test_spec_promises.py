@@ -43,8 +43,8 @@ REPLIES = {
     "profile": "profile",
     "games": "games",
 }
-#: The errors a valid vector may get as it stands: about what it names (its game `g_7Kq2-Xw`,
-#: player `p_3fQ9` and token do not exist on a fresh server), never about its form.
+#: The errors a valid vector may get as it stands: about what it names (its game `7Kq2XwbT9m-Ls4fR`,
+#: player `3fQ9Lk2vBn8sZ1wD` and token do not exist on a fresh server), never about its form.
 NAMED_STATE_ERRORS = {"not_found", "forbidden", "unauthorized"}
 #: ... and when it names a game of the player's own: what the rules or the version say.
 OWN_GAME_ERRORS = {"illegal_move", "stale"}

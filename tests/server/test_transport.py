@@ -1,4 +1,4 @@
-"""The transport itself (server/transport.py) over real sockets, with raw clients that frame what they
+"""The transport itself (server/edge/transport.py) over real sockets, with raw clients that frame what they
 send by hand: fragments, pings between them, pipelined frames, frames too big, text that is not UTF-8,
 requests that are not HTTP, peers that vanish, floods that do not read, and a shutdown mid-action.
 
@@ -24,10 +24,10 @@ import pytest
 import serverutil
 from websockets.frames import Close, Frame, Opcode
 
-from server import transport
 from server.app import App
 from server.config import Settings
-from server.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
+from server.edge import transport
+from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
 
 LIVE = msgpack.packb({"type": "live", "id": 1})
 
@@ -98,7 +98,11 @@ class RawClient:
 
 def open_connections(app: App) -> tuple[float, int, int]:
     """What the server holds for connections: the gauge, the sessions, the sockets counted by the gate."""
-    return app.metrics.connections._value.get(), len(app.loop.clients), app.server.gate.caps.open_connections
+    return (
+        app.metrics.connections._value.get(),
+        len(app.connections.clients),
+        app.server.gate.caps.open_connections,
+    )
 
 
 async def settled(app: App) -> tuple[float, int, int]:
@@ -274,10 +278,10 @@ async def test_shutdown_closes_1001_after_the_in_flight_action_commits(tmp_path:
         client.send(Opcode.BINARY, msgpack.packb(move))
         await client.writer.drain()
         for _ in range(10_000):  # until the move is with the handler (its commit takes a while)
-            if app.loop.in_flight:
+            if app.connections.in_flight:
                 break
             await asyncio.sleep(0)
-        assert app.loop.in_flight == 1
+        assert app.connections.in_flight == 1
         shutdown = asyncio.create_task(app.shutdown())
         await asyncio.sleep(0)  # shutdown starts: no new request is served from now on
         client.send(Opcode.BINARY, msgpack.packb({"type": "live", "id": 4}))

@@ -35,19 +35,31 @@ _LISTENING = re.compile(r"worker (\S+) \(pid (\d+)\) listening on port (\d+)")
 
 
 class Node:
-    """``eightoff serve --workers N`` in a subprocess on a free port, stderr kept in a file."""
+    """``eightoff serve --workers N`` in a subprocess on a free port (or ``port``), stderr kept in a
+    file."""
 
-    def __init__(self, database_url: str, log: Path, *args: str, workers: int = 2) -> None:
+    def __init__(
+        self, database_url: str, log: Path, *args: str, workers: int = 2, port: int = 0, cwd: Path = ROOT
+    ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("EIGHTOFF_")}
         self.log = log
         with log.open("wb") as stderr:
             self.process = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "server", "serve", "--workers", str(workers), "--port", "0"),
+                    *(
+                        sys.executable,
+                        "-m",
+                        "server",
+                        "serve",
+                        "--workers",
+                        str(workers),
+                        "--port",
+                        str(port),
+                    ),
                     *("--database-url", database_url, "--sqlite-synchronous", "NORMAL"),
                     *("--rate-per-second", "100000", "--rate-burst", "100000", *args),
                 ],
-                cwd=ROOT,
+                cwd=cwd,
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=stderr,

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from engine import Deal, Game, Move, parse_pile
-from server.winnable import winnable_deals
+from server.services.winnable import winnable_deals
 
 
 def run_solve(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -52,7 +52,7 @@ def test_solve_bad_code_exits_2() -> None:
 
 
 def test_winnable_prints_the_head_of_the_shipped_table() -> None:
-    """`eightoff winnable` is how server/winnable/C4.txt was made: its first deals come out again."""
+    """`eightoff winnable` is how server/services/winnable/C4.txt was made: its first deals come out again."""
     done = subprocess.run(
         [sys.executable, "-m", "server", "winnable", "--cells", "4", "--count", "3", "--workers", "1"],
         capture_output=True,

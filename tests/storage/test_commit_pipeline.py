@@ -1,4 +1,4 @@
-"""The group-commit pipeline (`server.committer.Committer`) with the backend of each database (SQLite:
+"""The group-commit pipeline (`server.storage.committer.Committer`) with the backend of each database (SQLite:
 action appends through the writer thread's own connection, other writes through the async engine;
 PostgreSQL: everything through the async engine), on a real migrated database: writes grouped in few
 commits, a conflict (the (game, v) fence, a finished game, a missing game, a game finished twice)
@@ -18,8 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from server.committer import Committer, Write, WriteConflict
-from server.metrics import Metrics
+from server.ops.metrics import Metrics
 from server.storage import (
     ActionRecord,
     Database,
@@ -32,6 +31,7 @@ from server.storage import (
     repository,
 )
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
+from server.storage.committer import Committer, Write, WriteConflict
 from server.storage.db import sqlite_file
 from server.storage.tables import actions, games
 

@@ -34,6 +34,7 @@ def test_games_indexes() -> None:
         "ix_games_player_id_finished_at": ["player_id", "finished_at"],
         "ix_games_finished_at": ["finished_at"],
         "ix_games_status_active_at_id": ["status", "active_at", "id"],
+        "ix_games_player_id_daily_date": ["player_id", "daily_date"],
     }
 
 

@@ -28,7 +28,7 @@ from pages import (
 from playwright.async_api import Page, WebSocketRoute, expect
 
 from engine import UNDO, Game, Move
-from server.winnable import winnable_deals
+from server.services.winnable import winnable_deals
 from solver import Verdict, solve
 
 DESKTOP = {"width": 1280, "height": 860}

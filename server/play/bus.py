@@ -2,7 +2,7 @@
 
 One node alone needs no bus (``LocalBus``: its rooms push to their own followers). The workers of
 ``eightoff serve --workers N`` without Redis use ``RelayBus``: a socket to their supervisor, which
-relays each worker's events to the others (`server.workers`). With
+relays each worker's events to the others (`server.ops.workers`). With
 ``--redis-url`` every node publishes each committed action on ``eightoff:game:<id>`` and listens to
 the pattern ``eightoff:game:*``; a node holding the same game for its own spectators replays the
 action through its engine and pushes the diff itself, in both subprotocols. One pattern subscription

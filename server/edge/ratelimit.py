@@ -1,7 +1,7 @@
 """Token buckets: a flood is refused, and a client that keeps flooding is closed, whatever its pace.
 
 Pure: no I/O, the clock is passed in. One ``TokenBucket`` per connection meters its frames (every
-frame, valid or not, control frames included: see ``server.transport``). ``BucketsByKey``
+frame, valid or not, control frames included: see ``server.edge.transport``). ``BucketsByKey``
 holds one bucket per source address for rarer things (guests created per minute).
 """
 
@@ -11,12 +11,12 @@ import enum
 import time
 from collections.abc import Callable
 
-__all__ = ["BucketsByKey", "TokenBucket", "Verdict"]
+__all__ = ["BucketsByKey", "Metered", "TokenBucket"]
 
 Clock = Callable[[], float]
 
 
-class Verdict(enum.Enum):
+class Metered(enum.Enum):
     """What to do with one frame."""
 
     SERVE = "serve"
@@ -62,14 +62,14 @@ class TokenBucket:
         self._refill()
         self._tokens -= tokens
 
-    def take(self) -> Verdict:
+    def take(self) -> Metered:
         """Meter one frame."""
         self._refill()
         if self._tokens >= 1.0:
             self._tokens -= 1.0
-            return Verdict.SERVE
+            return Metered.SERVE
         self.debt += 1
-        return Verdict.CLOSE if self.debt > self._burst else Verdict.REFUSE
+        return Metered.CLOSE if self.debt > self._burst else Metered.REFUSE
 
 
 class BucketsByKey:
@@ -89,7 +89,7 @@ class BucketsByKey:
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = TokenBucket(self._rate, self._burst, self._clock)
-        return bucket.take() is Verdict.SERVE
+        return bucket.take() is Metered.SERVE
 
     def penalize(self, key: str) -> None:
         """Empty ``key``'s bucket and then some: nothing more passes for at least ``burst / rate``

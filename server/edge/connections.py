@@ -4,16 +4,15 @@ pushes out.
 Abuse is answered here: a message whose frame found the connection's token bucket empty gets
 ``rate_limited`` (the transport meters every frame, control frames included, and closes a flood
 1008 itself), undecodable messages and the wrong frame kind close with 1003, messages over
-``max_frame_bytes`` with 1009 (over the transport's hard cap ``server.transport`` closes first),
+``max_frame_bytes`` with 1009 (over the transport's hard cap ``server.edge.transport`` closes first),
 and a connection that stops reading its replies or pushes is dropped. Connections are counted
-against their caps, and framed, pinged and closed, by ``server.transport``; this module sees whole
+against their caps, and framed, pinged and closed, by ``server.edge.transport``; this module sees whole
 messages, one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Iterable
@@ -21,25 +20,18 @@ from typing import Any
 
 import protocol
 from server.config import Settings
-from server.errors import ErrorCode, Refusal
-from server.metrics import Metrics
-from server.requests import Outcome, RequestHandler
-from server.rooms import RoomRegistry
-from server.session import Session
-from server.transport import WebSocketConnection, wire_frame
+from server.dispatch import Outcome, RequestHandler
+from server.edge.transport import WebSocketConnection, wire_frame
+from server.errors import ErrorCode, refusal_for
+from server.ops.metrics import Metrics
+from server.play.registry import RoomRegistry
+from server.play.session import Session
 
-__all__ = ["ConnectionLoop", "Fanout"]
+__all__ = ["Connections", "Fanout"]
 
 logger = logging.getLogger(__name__)
 
 _ACTIONS = frozenset({"move", "tap", "auto", "undo"})
-
-
-class _Verdict(enum.Enum):
-    """What `ConnectionLoop._admit` decided for a request."""
-
-    SERVE = "serve"
-    REFUSED = "refused"  # answered with an error; the connection goes on
 
 
 class Fanout:
@@ -52,7 +44,7 @@ class Fanout:
         wire: dict[str, object] | None = None
         now = time.monotonic()
         for client in audience:
-            client.last_seen = now  # a spectator that is sent diffs is not idle
+            client.touch(now)  # a spectator that is sent diffs is not idle
             frame = frames.get(client.subprotocol)
             if frame is None:
                 if wire is None:
@@ -62,39 +54,7 @@ class Fanout:
             connection.write_frame(frame)
 
 
-class _Client:
-    """One open connection as the `ConnectionLoop` serves it: its session (the transport's
-    ``Channel``)."""
-
-    __slots__ = ("_connection", "_loop", "session")
-
-    def __init__(self, loop: ConnectionLoop, connection: WebSocketConnection, session: Session) -> None:
-        self._loop = loop
-        self._connection = connection
-        self.session = session
-
-    def serve(self, message: bytes | str, within_rate: bool) -> None:
-        """Serve one message; ``connection.served()`` once answered (now, or from the handler).
-
-        A message over the rate is still decoded (decoding a frame of at most ``max_frame_bytes`` is
-        cheap), so that even a ``rate_limited`` refusal echoes the request id.
-        """
-        if self._loop.serve(self, message, within_rate):
-            self._connection.served()
-
-    def answer(self, request: protocol.ClientMessage, started: float, outcome: Outcome) -> None:
-        """The handler's ``respond``: write the replies (or the refusal), then serve the next message."""
-        self._loop.answered(self.session, request, started, outcome)
-        self._connection.served()
-
-    def close(self, code: int, reason: str, *, read_more: bool = True) -> None:
-        self._connection.close(code, reason, read_more=read_more)
-
-    def closed(self) -> None:
-        self._loop.release(self.session)
-
-
-class ConnectionLoop:
+class Connections:
     """Serves every open WebSocket connection, from its handshake to its close: one request at a
     time per connection, answered as soon as its outcome is known."""
 
@@ -115,24 +75,33 @@ class ConnectionLoop:
         self.in_flight = 0
         self.clients: set[Session] = set()
 
-    def open(self, connection: WebSocketConnection) -> _Client:
-        """The one place a connection is taken in (after its handshake): its session starts here."""
-        client = Session(connection.subprotocol, connection)
-        client.last_seen = time.monotonic()
+    def open(self, connection: WebSocketConnection) -> Session:
+        """The one place a connection is taken in (after its handshake): its session starts here,
+        and is the transport's ``Channel`` from now on."""
+        client = Session(connection.subprotocol, connection, self)
+        client.touch(time.monotonic())
         self._metrics.connections.inc()
         self.clients.add(client)
-        return _Client(self, connection, client)
+        return client
 
     def release(self, client: Session) -> None:
         """The one place a connection lets go of everything its session held."""
         self.clients.discard(client)
-        client.release(self._registry)
+        client.release()
         self._metrics.connections.dec()
 
-    def serve(self, served: _Client, frame: bytes | str, within_rate: bool) -> bool:
-        """Serve one message; True when it was answered already (else `answered` comes later)."""
+    def serve(self, client: Session, frame: bytes | str, within_rate: bool) -> None:
+        """Serve one message of ``client``; the connection serves its next one once this one is
+        answered (now, or from the handler). A message over the rate is still decoded (decoding a
+        frame of at most ``max_frame_bytes`` is cheap), so that even a ``rate_limited`` refusal
+        echoes the request id."""
+        if self._serve(client, frame, within_rate):
+            client.transport.served()
+
+    def _serve(self, client: Session, frame: bytes | str, within_rate: bool) -> bool:
+        """True when the message was answered already (else `_answer` comes later)."""
         started = time.perf_counter()
-        client = served.session
+        connection: WebSocketConnection = client.transport
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self.settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
@@ -140,44 +109,53 @@ class ConnectionLoop:
                 self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
                 return True
             self._metrics.errors.labels(exc.code.value).inc()
-            self._send((client,), exc.reply())
+            self._send((client,), protocol.ErrorReply.of(exc))
             if exc.close_code is not None:
-                served.close(int(exc.close_code), exc.message, read_more=False)
+                connection.close(int(exc.close_code), exc.message, read_more=False)
             return True
-        if self._admit(client, request, within_rate) is not _Verdict.SERVE:
+        if not self._admit(client, request, within_rate):
             return True  # refused with an error; the connection goes on
         self.in_flight += 1
         try:
-            self._handler.serve(client, request, lambda outcome: served.answer(request, started, outcome))
-        except Exception:  # a bug before any answer: answer internal, keep the count right
-            logger.exception("request %s failed", request.TYPE)
-            self.answered(client, request, started, Refusal(ErrorCode.INTERNAL, "the server failed"))
+            self._handler.serve(
+                client, request, lambda outcome: self._answer(client, request, started, outcome)
+            )
+        except Exception as bug:  # before any answer: answered all the same, the count kept right
+            self.answered(client, request, started, bug)
             return True
         return False
+
+    def _answer(
+        self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
+    ) -> None:
+        """The handler's ``respond``: write the replies (or the refusal), then serve the next message."""
+        self.answered(client, request, started, outcome)
+        client.transport.served()
 
     def answered(
         self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
     ) -> None:
-        """Write the outcome of a served request."""
+        """Write the outcome of a served request (a failure as the error `refusal_for` says)."""
         self.in_flight -= 1
-        if isinstance(outcome, Refusal):
-            self._refuse(client, outcome.code, outcome.message, request)
+        if isinstance(outcome, BaseException):
+            refusal = refusal_for(outcome, request.TYPE)
+            self._refuse(client, refusal.code, refusal.message, request)
             return
         for reply in outcome:
             self._send((client,), reply)
         if request.TYPE in _ACTIONS:
             self._metrics.action_latency.observe(time.perf_counter() - started)
 
-    def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> _Verdict:
+    def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
         """The one place a decoded request is let through to the handler, or refused (replied to):
         the rate limit (the frame was metered as it was read) and shutting down."""
         if not within_rate:
             self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
-            return _Verdict.REFUSED
+            return False
         if self.draining:
             self._refuse(client, ErrorCode.UNAVAILABLE, "the server is shutting down; reconnect", request)
-            return _Verdict.REFUSED
-        return _Verdict.SERVE
+            return False
+        return True
 
     def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
         """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)."""
@@ -196,9 +174,9 @@ class ConnectionLoop:
             deadline = time.monotonic() - idle
             for client in [client for client in self.clients if client.last_seen < deadline]:
                 connection: WebSocketConnection = client.transport
-                client.last_seen = max(client.last_seen, connection.last_frame_at)
+                client.touch(max(client.last_seen, connection.last_frame_at))
                 if client.last_seen < deadline:
-                    client.last_seen = float("inf")  # one close per client, however long it takes
+                    client.touch(float("inf"))  # one close per client, however long it takes
                     connection.close(1000, "idle timeout")
 
     async def wait_idle(self, timeout: float) -> None:

@@ -1,49 +1,51 @@
 """What the server does with each client request: one method per message type, one route per type.
 
 This layer knows players, games and rooms, but no sockets: it takes a decoded request and the
-`Session` it came from and answers the messages to send back to that session, in order. Pushes to
-other connections (diffs, game_over) are the rooms' business. Adding a request is one entry in
-``_routes`` plus its method.
+`Session` it came from and answers the messages to send back to that session, in order (or the
+failure that refuses it: `server.errors.refusal_for` makes it the client's error). Pushes to other
+connections (diffs, game_over) are the rooms' business. Adding a request is one entry in ``_routes``
+plus its method.
 
-The hot path is an action on a game in memory whose room is free: ``serve`` has the room apply and
-submit it at once and answers from the commit's callback, with no task, future or lock per action.
-Anything else (the room busy or not loaded, any other request) is served by a task around ``handle``.
+An action takes one path whatever the state of its room: its checks here, then an `Act` sent to the
+room's driver, whose commit callback answers it. Only when the room is not in memory does a task load
+it first; an action on a room in memory needs no task, future or lock. Every other request is served
+by a task around its route.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import functools
-import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import protocol
-from engine import Deal, IllegalMoveError
+from engine import Deal
 from server.clock import utc_now
-from server.committer import Committer, Write
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
-from server.errors import ErrorCode, Refusal, storage_failures_refused, unavailable
-from server.hints import SolverBusy, SolvingService
+from server.edge.ratelimit import BucketsByKey
+from server.errors import ErrorCode, Refusal, refusal_for
 from server.ids import hash_token, new_id, new_token
-from server.leaderboard import LeaderboardService
-from server.quotas import UnfinishedGames
-from server.ratelimit import BucketsByKey
-from server.room import FinishedGame, GameRoom, PlayerRef
-from server.rooms import RoomRegistry
-from server.session import Session
-from server.storage import Database, LiveGame, PlayerRecord, StorageUnavailable, repository
+from server.play.commands import Act, HintPosition, Resign, View, Watch
+from server.play.driver import RoomDriver
+from server.play.effects import HintSpot
+from server.play.game_room import FinishedGame, PlayerRef
+from server.play.registry import GameRoomDriver, RoomRegistry
+from server.play.session import Session
+from server.services.fair_play import FairPlay
+from server.services.hints import SolverBusy, SolvingService
+from server.services.quotas import UnfinishedGames
+from server.services.rankings import LeaderboardService
+from server.storage import Database, LiveGame, PlayerRecord, repository
+from server.storage.committer import Committer, Write
 
 __all__ = ["Outcome", "Reply", "RequestHandler", "Respond"]
 
-logger = logging.getLogger(__name__)
-
 Reply = list[protocol.ServerMessage]
-#: What a request comes to: its replies, in order, or its refusal (the connection answers ``error``).
-Outcome = Reply | Refusal
+#: What a request comes to: its replies, in order, or the failure that refuses it.
+Outcome = Reply | BaseException
 #: Called exactly once per served request, with its outcome.
 Respond = Callable[[Outcome], None]
 _RANDOM = secrets.SystemRandom()
@@ -73,16 +75,13 @@ class RequestHandler:
         self._version = version
         self._solving = solving or SolvingService()
         self._unfinished = unfinished
+        self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._tasks: set[asyncio.Task[None]] = set()
         self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
-            protocol.MoveRequest: self._act,
-            protocol.TapRequest: self._act,
-            protocol.AutoRequest: self._act,
-            protocol.UndoRequest: self._act,
             protocol.ResignRequest: self._resign,
             protocol.ResumeRequest: self._resume,
             protocol.WatchRequest: self._watch,
@@ -98,39 +97,72 @@ class RequestHandler:
         """Serve ``request``; ``respond`` is called exactly once with its outcome, later (from a task,
         or an action's commit callback) or, when nothing needs waiting for, before this returns. A
         connection serves its next frame only after ``respond``, so one connection's requests are
-        answered in order. A failure of the server itself is logged and answered ``internal``."""
-        if isinstance(request, _ACTIONS) and session.player is not None:
+        answered in order."""
+        if session.player is None and not isinstance(request, protocol.HelloRequest):
+            respond(Refusal(ErrorCode.UNAUTHORIZED, f"say hello before {request.TYPE}"))
+        elif isinstance(request, _ACTIONS):
             room = self._registry.room(request.game)
-            if room is not None and self._act_at_once(session, request, room, respond):
-                return
-        task = asyncio.get_running_loop().create_task(self._outcome(session, request, respond))
+            if room is not None:
+                self._act(session, request, room, respond)
+            else:
+                self._spawn(self._act_once_found(session, request, respond))
+        else:
+            self._spawn(self._outcome(session, request, respond))
+
+    async def handle(self, session: Session, request: protocol.ClientMessage) -> Reply:
+        """``serve`` awaited, for callers without a connection (tests, benches): the replies, or the
+        refusal the client would be told, raised.
+
+        Raises:
+            Refusal: the request is refused.
+        """
+        answered: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self.serve(session, request, answered.set_result)
+        outcome = await answered
+        if isinstance(outcome, BaseException):
+            raise refusal_for(outcome, request.TYPE) from None
+        return outcome
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)  # held until done: the loop keeps only a weak reference
         task.add_done_callback(self._tasks.discard)
 
     async def _outcome(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
         try:
-            outcome: Outcome = await self.handle(session, request)
-        except Refusal as refusal:
-            outcome = refusal
-        except Exception:
-            logger.exception("request %s failed", request.TYPE)
-            outcome = _internal()
+            outcome: Outcome = await self._routes[type(request)](session, request)
+        except Exception as failure:
+            outcome = failure
         respond(outcome)
 
-    async def handle(self, session: Session, request: protocol.ClientMessage) -> Reply:
-        """The replies to ``request``, in order.
+    # ------------------------------------------------------------------ actions
 
-        Raises:
-            Refusal: the request is refused; reply ``error`` with its code. Storage failures become
-                ``unavailable`` here, for every request.
-        """
-        if session.player is None and not isinstance(request, protocol.HelloRequest):
-            raise Refusal(ErrorCode.UNAUTHORIZED, f"say hello before {request.TYPE}")
+    def _act(
+        self, session: Session, request: protocol.ActionRequest, room: GameRoomDriver, respond: Respond
+    ) -> None:
+        """The one path of an action: the owner and the games limit checked, the connection a viewer
+        of the game, then the action sent to the room, which answers it once its commit's outcome
+        is known (or at once when it refuses it)."""
         try:
-            with storage_failures_refused():
-                return await self._routes[type(request)](session, request)
-        except IllegalMoveError as exc:
-            raise Refusal(ErrorCode.ILLEGAL_MOVE, str(exc)) from None
+            _check_owner(session, room.owner.id, room.id)
+            self._check_games_limit(session, room.id)
+        except Refusal as refusal:
+            self._registry.forget_if_idle(room)
+            respond(refusal)
+            return
+        session.view(room)
+        room.send(Act(session, request.action, request.v, request.request_id, respond))
+
+    async def _act_once_found(
+        self, session: Session, request: protocol.ActionRequest, respond: Respond
+    ) -> None:
+        """An action on a game not in memory: its room loaded first."""
+        try:
+            room = await self._own_room(session, request.game)
+        except Exception as failure:
+            respond(failure)
+            return
+        self._act(session, request, room, respond)
 
     # ------------------------------------------------------------------ players
 
@@ -156,7 +188,8 @@ class RequestHandler:
             )
             await self._committer.stored(Write(player=record))
             games, more = [], None
-        session.player = PlayerRef(record.id, record.name)
+        session.identify(PlayerRef(record.id, record.name))
+        assert session.player is not None
         return [
             protocol.Welcome(
                 request_id=request.request_id,
@@ -177,87 +210,42 @@ class RequestHandler:
         deal = request.deal
         daily_date = None
         if deal is None and request.daily:
-            daily_date = utc_now().date()
+            now = utc_now()
+            daily_date = now.date()
             deal = await self._solving.daily_deal(daily_date, request.cells)
+            await self._fair_play.check_daily_start(player.id, daily_date, deal.cells, deal.code(), now)
         elif deal is None and request.winnable:
             deal = self._solving.winnable_deal(request.cells)
         elif deal is None:
             deal = Deal.random(_RANDOM, request.cells)
         room = await self._registry.create(player, deal, daily_date=daily_date)
-        session.viewing[room.id] = room
-        snapshot = await room.view(session, request.request_id)
-        return [snapshot if snapshot is not None else room.snapshot(request.request_id)]
-
-    async def _act(self, session: Session, request: Any) -> Reply:
-        room = await self._own_room(session, request.game)
-        try:
-            self._check_games_limit(session, room.id)
-            session.viewing[room.id] = room
-            return await room.act(session, request.action, request.v, request.request_id)
-        finally:
-            self._registry.forget_if_idle(room)
-
-    def _act_at_once(
-        self, session: Session, request: protocol.ActionRequest, room: GameRoom, respond: Respond
-    ) -> bool:
-        """``_act`` without a task, for a room in memory whose turn is free: the same checks and
-        refusals (answered now), the action applied and submitted now and answered from its commit's
-        callback. False, with nothing answered, when the room is busy: the action waits its turn."""
-        try:
-            _check_owner(session, room.owner.id, room.id)
-            self._check_games_limit(session, room.id)
-            session.viewing[room.id] = room
-            answer = functools.partial(self._acted, room, respond)
-            return room.try_act(session, request.action, request.v, request.request_id, answer)
-        except Refusal as refusal:
-            outcome = refusal
-        except IllegalMoveError as exc:
-            outcome = Refusal(ErrorCode.ILLEGAL_MOVE, str(exc))
-        except Exception:
-            logger.exception("request %s failed", request.TYPE)
-            outcome = _internal()
-        self._registry.forget_if_idle(room)
-        respond(outcome)
-        return True
-
-    def _acted(self, room: GameRoom, respond: Respond, outcome: Reply | Exception) -> None:
-        """An action's answer from its commit's callback (the room's turn is released): the room may go
-        if nobody follows it any more (the requester's connection closed meanwhile)."""
-        self._registry.forget_if_idle(room)
-        if isinstance(outcome, Refusal):
-            respond(outcome)
-        elif isinstance(outcome, StorageUnavailable):
-            respond(unavailable())
-        elif isinstance(outcome, Exception):
-            logger.error("an action failed after its commit", exc_info=outcome)
-            respond(_internal())
-        else:
-            respond(outcome)
+        session.view(room)
+        replies = await room.ask(lambda reply_to: View(session, request.request_id, reply_to))
+        return replies if replies is not None else [room.room.snapshot(request.request_id)]
 
     async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
-        """The solver's verdict from the game as it stands (committed, in the room's turn); the game
-        is stored as hinted first, while it is still being played."""
+        """The solver's verdict from the game as it stands (committed); the game is stored as hinted
+        first, while it is still being played."""
         room = await self._own_room(session, request.game)
+        spot = await room.ask(lambda reply_to: HintPosition(session, reply_to))
+        if not isinstance(spot, HintSpot):
+            raise spot
         try:
-            v, layout = await room.hint_position(session)
-            try:
-                verdict, move = await self._solving.hint(room.id, v, layout)
-            except SolverBusy as exc:
-                raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
-            return [
-                protocol.Hint(
-                    room.id, v, protocol.Verdict(verdict.value), move, request_id=request.request_id
-                )
-            ]
-        finally:
-            self._registry.forget_if_idle(room)
+            verdict, move = await self._solving.hint(room.id, spot.v, spot.layout)
+        except SolverBusy as exc:
+            raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
+        return [
+            protocol.Hint(
+                room.id, spot.v, protocol.Verdict(verdict.value), move, request_id=request.request_id
+            )
+        ]
 
     async def _resign(self, session: Session, request: protocol.ResignRequest) -> Reply:
         room = await self._own_room(session, request.game)
-        try:
-            return [await room.resign(session, request.request_id)]
-        finally:
-            self._registry.forget_if_idle(room)
+        outcome = await room.ask(lambda reply_to: Resign(session, request.request_id, reply_to))
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome  # type: ignore[no-any-return]
 
     async def _resume(self, session: Session, request: protocol.ResumeRequest) -> Reply:
         return await self._follow(session, request.game, request.request_id, as_owner=True)
@@ -272,34 +260,38 @@ class RequestHandler:
     ) -> Reply:
         """``session`` follows ``game_id`` (its owner's game as a viewer, or any game as a spectator);
         its snapshot. A finished game gives its final snapshot and is not followed."""
-        while True:  # again if the game ended, or was reloaded, while we waited for its lock
+        if not as_owner:  # a shared deal's moves are sealed to whoever can still play it
+            await self._fair_play.check_watch(_player(session).id, game_id, utc_now())
+        while True:  # again if the room closed (the game ended, or was reloaded) before our turn
             found = await self._registry.find(game_id)
             if isinstance(found, FinishedGame):
                 if as_owner:
                     _check_owner(session, found.owner.id, found.id)
                 else:  # counts toward the watch limit like a live game, until unwatched (issue 11)
                     self._check_watch_limit(session, found.id)
-                    session.watched_finished.add(found.id)
+                    session.watch_finished(found.id)
                 return [found.snapshot(request_id)]
             try:
                 if as_owner:
                     _check_owner(session, found.owner.id, found.id)
                     self._check_games_limit(session, found.id)
-                    snapshot = await found.view(session, request_id)
-                    follows = session.viewing
                 else:
                     self._check_watch_limit(session, found.id)
-                    snapshot = await found.watch(session, request_id)
-                    follows = session.watching
-                if snapshot is not None:
-                    follows[found.id] = found
-                    return [snapshot]
-            finally:
+            except Refusal:
                 self._registry.forget_if_idle(found)
+                raise
+            if as_owner:
+                session.view(found)
+                replies = await found.ask(lambda reply_to: View(session, request_id, reply_to))
+            else:
+                session.watch(found)
+                replies = await found.ask(lambda reply_to: Watch(session, request_id, reply_to))
+            if replies is not None:
+                return replies  # type: ignore[no-any-return]
 
     async def _unwatch(self, session: Session, request: protocol.UnwatchRequest) -> Reply:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
-        session.unfollow(request.game, self._registry)
+        session.unfollow(request.game)
         return [protocol.Ok(request_id=request.request_id)]
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
@@ -311,12 +303,13 @@ class RequestHandler:
             found = await repository.live_games(
                 conn, active_since=since, after=after, limit=request.limit + 1
             )
-        page = found[: request.limit]
-        games = tuple(self._live_entry(game) for game in page)
+            page = found[: request.limit]
+            sealed = await self._fair_play.sealed_live(conn, _player(session).id, page, utc_now())
+        games = tuple(self._live_entry(game, game.id in sealed) for game in page)
         next_cursor = time_cursor(page[-1].active_at, page[-1].id) if len(found) > len(page) else None
         return [protocol.LivePage(request_id=request.request_id, games=games, next_cursor=next_cursor)]
 
-    def _live_entry(self, game: LiveGame) -> protocol.LiveGame:
+    def _live_entry(self, game: LiveGame, sealed: bool) -> protocol.LiveGame:
         room = self._registry.room(game.id)
         return protocol.LiveGame(
             game=game.id,
@@ -326,6 +319,7 @@ class RequestHandler:
             score=game.score,
             watchers=0 if room is None else len(room.spectators),
             started_at=game.started_at,
+            sealed=True if sealed else None,
         )
 
     async def _games(self, session: Session, request: protocol.GamesRequest) -> Reply:
@@ -364,19 +358,15 @@ class RequestHandler:
         if game_id not in session.watching and game_id not in session.watched_finished and watched >= limit:
             raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} watches per connection")
 
-    async def _own_room(self, session: Session, game_id: str) -> GameRoom:
+    async def _own_room(self, session: Session, game_id: str) -> GameRoomDriver:
         found = await self._registry.find(game_id)
         if _player(session).id != found.owner.id:
-            if isinstance(found, GameRoom):
+            if isinstance(found, RoomDriver):
                 self._registry.forget_if_idle(found)
             _check_owner(session, found.owner.id, game_id)
         if isinstance(found, FinishedGame):
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {game_id} is over")
         return found
-
-
-def _internal() -> Refusal:
-    return Refusal(ErrorCode.INTERNAL, "the server failed on this request")
 
 
 def _player(session: Session) -> PlayerRef:

@@ -1,22 +1,22 @@
-"""The ``eightoff`` command line: serve, db, deal, solve, verify."""
+"""The ``eightoff`` command line: serve, db, deal, solve, verify, export, replay."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from engine import Deal, InvalidCodeError
 from protocol import layout_fields
 from server import __version__
 from server.config import SettingError, Unavailable, add_arguments, needs, settings_from_args
+from server.ops.runtime import configure_logging, fast_event_loop
 
 __all__ = ["main"]
 
@@ -73,7 +73,7 @@ def _solve(args: argparse.Namespace) -> int:
 
 
 def _winnable(args: argparse.Namespace) -> int:
-    from server.winnable import TABLE_MAX_NODES, TABLE_SEED, search_winnable
+    from server.services.winnable import TABLE_MAX_NODES, TABLE_SEED, search_winnable
     from solver import Verdict
 
     started = time.monotonic()
@@ -103,45 +103,32 @@ def _winnable(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if settings.workers > 1:
-        from server.workers import Supervisor  # after the settings, as below
+        from server.ops.workers import Supervisor  # after the settings, as below
 
         configure_logging("supervisor")
         with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
             return runner.run(Supervisor(settings).run())
     from server.app import run  # after the settings: a bad one is refused without loading the server
+    from server.ops.workers import check_address_free
 
+    with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+        check_address_free(settings.host, settings.port)
     configure_logging(None)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         runner.run(run(settings))
     return 0
 
 
-def configure_logging(process: str | None) -> None:
-    """Log lines on stderr, naming ``process`` (a worker's node, or the supervisor) when there are
-    several."""
-    where = f" [{process}]" if process else ""
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{where} %(name)s: %(message)s")
-    logging.getLogger("websockets").setLevel(logging.WARNING)  # not a line per connection and request
-
-
-def fast_event_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop where it is installed (it is a dependency on POSIX): about 15% more
-    actions per second under load; the standard loop elsewhere."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
-
-
 def _db(args: argparse.Namespace) -> int:
     from server.storage import current_revision, head_revision, upgrade_to_head
+    from server.storage.db import check_sqlite_files
 
     settings = settings_from_args(args)
     with needs(
         "database_url", what=f"cannot {'migrate' if args.action == 'upgrade' else 'read'} the database"
     ):
         if args.action == "upgrade":
+            check_sqlite_files(settings.database_url)  # as serve: a missing directory is not created
             upgrade_to_head(settings.database_url)
         current = current_revision(settings.database_url)
     print(f"database at {current or 'base (empty)'}; head is {head_revision()}")
@@ -190,7 +177,7 @@ class _ProgressBar:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from server.leaderboard import verify_games
+    from server.ops.verify import verify_games
     from server.storage import Database, current_revision
 
     settings = settings_from_args(args)
@@ -213,6 +200,58 @@ def _verify(args: argparse.Namespace) -> int:
         print(f"MISMATCH {mismatch.game_id}: {mismatch.problem}")
     print(f"verified {checked:,} stored games: {len(mismatches):,} mismatch(es)")
     return 1 if mismatches else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from server.ops.records import ExportError, load_record
+    from server.storage import Database, current_revision
+
+    settings = settings_from_args(args)
+
+    async def run() -> str:
+        database = Database.create(settings.database_url)
+        try:
+            return (await load_record(database, args.game_id)).text()
+        finally:
+            await database.dispose()
+
+    with needs("database_url", what="cannot read the database"):
+        if current_revision(settings.database_url) is None:
+            print("eightoff export: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
+            return 2
+        try:
+            text = asyncio.run(run())
+        except ExportError as exc:
+            print(f"eightoff export: {exc}", file=sys.stderr)
+            return 1
+    sys.stdout.write(text)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from protocol import GameRecord, InvalidRecordError, RecordMismatchError, replay_record
+    from protocol.records import MAX_RECORD_CHARS
+
+    try:
+        if args.file == "-":
+            text = sys.stdin.read(MAX_RECORD_CHARS + 1)
+        else:
+            with open(args.file, encoding="utf-8") as source:
+                text = source.read(MAX_RECORD_CHARS + 1)  # a longer one is refused unread
+        record = GameRecord.parse(text)
+    except (OSError, UnicodeDecodeError, InvalidRecordError) as exc:
+        print(f"eightoff replay: {args.file}: not a game record: {exc}", file=sys.stderr)
+        return 2
+    try:
+        game = replay_record(record)
+    except RecordMismatchError as exc:
+        print(f"eightoff replay: {args.file}: does not replay as recorded: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{record.deal.code()} {game.status.value}: score {game.score}, {game.moves} moves, "
+        f"{game.undos} undos, {game.v} actions; the record replays as it says"
+    )
+    return 0
 
 
 def _positive_int(text: str) -> int:
@@ -262,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.set_defaults(handler=_solve)
     winnable = commands.add_parser(
         "winnable",
-        help="print a table of proven-winnable deals (server/winnable/C<cells>.txt)",
+        help="print a table of proven-winnable deals (server/services/winnable/C<cells>.txt)",
         description="Solve the table's candidate deals in order and print the first COUNT proven "
         "winnable, with a header saying how many were tried and how long it took.",
     )
@@ -287,6 +326,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="games per read (default 500)",
     )
     verify.set_defaults(handler=_verify)
+    export = commands.add_parser(
+        "export",
+        help="print a stored game as a game record (protocol/README.md section 14)",
+        description="Print the game record of a stored game: its deal, player, times, every action and "
+        "result. Exits 1 when no game has the id or the game does not replay as stored.",
+    )
+    export.add_argument("game_id", metavar="GAME_ID", help="the game's id")
+    export.add_argument(
+        "--database-url", dest="database_url", default=None, help="as for serve (env EIGHTOFF_DATABASE_URL)"
+    )
+    export.set_defaults(handler=_export)
+    replay = commands.add_parser(
+        "replay",
+        help="check a game record by replaying it through the rules engine; print the result",
+        description="Read a game record (protocol/README.md section 14), replay every action through "
+        "the rules engine and print how the game ends. Exits 1 when an action is illegal or the game "
+        "does not end as the record says, 2 when the file is not a record.",
+    )
+    replay.add_argument("file", metavar="FILE", help="the record's file, or - for standard input")
+    replay.set_defaults(handler=_replay)
     return parser
 
 

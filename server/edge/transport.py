@@ -20,7 +20,7 @@ fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections together
 What the asyncio server gave for free and is done here: the handshake (``/ws`` with subprotocol
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
 HTTP routes and closed), the open timeout, keepalive pings, close handshakes and lingering closes,
-HTTP 400 for a request that is not HTTP. Admission (``server.admission``) is asked at accept, before
+HTTP 400 for a request that is not HTTP. Admission (``server.edge.admission``) is asked at accept, before
 anything is read, and again at the handshake for the client behind a trusted proxy; until its request
 comes a connection is half-open, and the gate may evict it to make room for a newer one (its open
 timeout is shorter while many are half-open). Once open, each frame also takes a token of the bucket
@@ -50,8 +50,8 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 import protocol
-from server.admission import ConnectionGate, SharedBucket, ThrottledLog
-from server.ratelimit import TokenBucket, Verdict
+from server.edge.admission import ConnectionGate, SharedBucket, ThrottledLog
+from server.edge.ratelimit import Metered, TokenBucket
 
 __all__ = [
     "Channel",
@@ -564,16 +564,16 @@ class WebSocketConnection(asyncio.Protocol):
             return  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
         shared = self._address_bucket
-        if metered is Verdict.SERVE and shared is not None and shared.crowded:
+        if metered is Metered.SERVE and shared is not None and shared.crowded:
             metered = shared.take()
-        if metered is Verdict.CLOSE:
+        if metered is Metered.CLOSE:
             self._flooding()
             return
         opcode = frame.opcode
         data = cast(bytes, frame.data)  # parsed frames hold bytes
         if opcode is Opcode.BINARY or opcode is Opcode.TEXT:
             if frame.fin:
-                self._whole(data, opcode is Opcode.TEXT, metered is Verdict.SERVE)
+                self._whole(data, opcode is Opcode.TEXT, metered is Metered.SERVE)
             else:
                 self._fragmented_text = opcode is Opcode.TEXT
                 self._fragment_timer = asyncio.get_running_loop().call_later(
@@ -585,7 +585,7 @@ class WebSocketConnection(asyncio.Protocol):
                 return
             whole = b"".join(self._fragments)
             self._drop_fragments()
-            self._whole(whole, self._fragmented_text, metered is Verdict.SERVE)
+            self._whole(whole, self._fragmented_text, metered is Metered.SERVE)
         elif opcode is Opcode.PONG and data == self._ping_payload:
             self._pong_awaited = False  # an unsolicited pong does not prove the peer reads
         elif opcode is Opcode.CLOSE:

@@ -13,7 +13,7 @@ connections older than that; under pressure an address may not hold more than
 many sockets per address are refused, not admitted only to drop someone else's). A real client sends
 its request at once, so it is the youngest: the last to go.
 
-Pure decisions, no sockets: ``connection.py`` asks ``ConnectionGate`` as each TCP connection is
+Pure decisions, no sockets: ``server.edge.transport`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
 refusal with HTTP 503 at once; ``app.py`` asks it again at the handshake of a connection from a
 trusted proxy (now that the client's address is known), and asks ``OriginPolicy``, answering a
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from server.ratelimit import BucketsByKey, TokenBucket
+from server.edge.ratelimit import BucketsByKey, TokenBucket
 
 __all__ = [
     "RESERVED_FILES",

@@ -1,13 +1,19 @@
 """``eightoff serve --workers N``: N server processes on one port, under one supervisor.
 
-The supervisor migrates the database once, binds the address once to learn its port (port 0 too) and
-keeps that socket bound, not listening, so the port stays ours; then it spawns the workers (fresh
-interpreters: nothing is forked after an event loop exists). Each worker binds its own listening
-socket to that port with ``SO_REUSEPORT``, so the kernel spreads new connections across their accept
-queues, and serves it with `App` under its own node name (``NODE-wI``) on the shared database. Without
-Redis the supervisor relays each worker's bus events to the others (`server.bus.RelayBus`), so a
-spectator on any worker sees every game's diffs; with ``--redis-url`` the workers use Redis as
-separate nodes do.
+The supervisor binds the address once to learn its port (port 0 too) and keeps that socket bound, not
+listening, so the port stays ours; it claims the port (below), prepares the database once, then spawns
+the workers (fresh interpreters: nothing is forked after an event loop exists). Each worker binds its
+own listening socket to that port with ``SO_REUSEPORT``, so the kernel spreads new connections across
+their accept queues, and serves it with `App` under its own node name (``NODE-wI``) on the shared
+database. Without Redis the supervisor relays each worker's bus events to the others
+(`server.play.bus.RelayBus`), so a spectator on any worker sees every game's diffs; with ``--redis-url``
+the workers use Redis as separate nodes do.
+
+Only one supervisor serves a port: ``SO_REUSEPORT`` lets any process of the same user join the port's
+group, and the kernel would then split new players between two servers and two databases. So the
+supervisor holds a `PortClaim` on its port from before it opens the database until it exits, and a
+second one is refused at start-up (a single-process server needs no claim: its socket, bound without
+``SO_REUSEPORT``, already keeps every other socket off its address).
 
 The supervisor prints the usual banner once every worker listens, forwards SIGTERM and SIGINT to the
 workers (each shuts down gracefully) and exits when they have. A worker that dies otherwise is logged
@@ -20,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
+import fcntl
 import functools
 import gc
 import logging
@@ -27,18 +35,21 @@ import multiprocessing
 import os
 import signal
 import socket
+import struct
 import sys
+import tempfile
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any, Final
 
 from server import __version__
-from server.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.config import Settings, Unavailable, needs
-from server.storage import upgrade_to_head
+from server.play.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
+from server.storage.db import describe_database, prepare_for_serving
 
-__all__ = ["ListenAddress", "Supervisor", "worker_main"]
+__all__ = ["ListenAddress", "PortClaim", "Supervisor", "check_address_free", "worker_main"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,12 +94,137 @@ class ListenAddress:
             sock.setblocking(False)
         except OSError as exc:
             sock.close()
-            # The words of the event loop's own bind failure, which one process reports.
-            reason = (exc.strerror or str(exc)).lower()
-            raise OSError(
-                exc.errno, f"error while attempting to bind on address {self.sockaddr!r}: {reason}"
-            ) from exc
+            raise _bind_error(exc, self.sockaddr) from exc
         return sock
+
+
+def _bind_error(exc: OSError, sockaddr: tuple[Any, ...]) -> OSError:
+    """The words of the event loop's own bind failure, which one process reports."""
+    reason = (exc.strerror or str(exc)).lower()
+    return OSError(exc.errno, f"error while attempting to bind on address {sockaddr!r}: {reason}")
+
+
+def check_address_free(host: str, port: int) -> None:
+    """Fail as the single process's bind will if ``host`` and ``port`` are served already, before
+    that process opens its database: it binds last, and would otherwise create and migrate a
+    database of its own before it is refused. The bind that follows still decides (this is a check,
+    not a claim); port 0 is always free.
+
+    Raises:
+        OSError: as the event loop's bind would (in use, not ours, unknown host).
+    """
+    if port == 0:
+        return
+    for family, _, _, _, sockaddr in socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    ):
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the event loop's
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(sockaddr)
+            except OSError as exc:
+                raise _bind_error(exc, sockaddr) from exc
+
+
+class PortClaim:
+    """A supervisor's exclusive claim on a TCP port, released when its process ends however it ends
+    (``kill -9`` included): nothing is left behind to clean up.
+
+    On Linux it is an abstract unix socket named after the port (``@eightoff-serve/tcp/PORT``), so it
+    is scoped as the port itself is, by network namespace: two containers that share the host's
+    network see each other's claims, whatever their file systems. It listens only so that a refused
+    supervisor can name the holder's pid (``SO_PEERCRED``). Elsewhere it is a ``flock`` on a file named
+    after the port in the temporary directory.
+
+    The claim is on the port, not on host and port: with ``SO_REUSEPORT`` the kernel lets a supervisor
+    on ``0.0.0.0`` share connections with one on ``127.0.0.1`` (and ``::`` with both), so only the port
+    tells every overlap apart. Two supervisors on two distinct addresses of one port are refused too.
+    """
+
+    def __init__(self, port: int, holder: socket.socket | int) -> None:
+        self.port = port
+        self._holder = holder  # the abstract socket, or the locked file's descriptor
+
+    @classmethod
+    def take(cls, port: int) -> PortClaim:
+        """Claim ``port`` for this process.
+
+        Raises:
+            OSError: EADDRINUSE when another process holds the claim (naming its pid when known).
+        """
+        if sys.platform == "linux":
+            return cls(port, _claim_abstract_socket(port))
+        return cls(port, _claim_lock_file(port, Path(tempfile.gettempdir())))
+
+    def fileno(self) -> int | None:
+        """The listening socket's descriptor, to answer `answer_probes` from the event loop (None
+        for a lock file)."""
+        return self._holder.fileno() if isinstance(self._holder, socket.socket) else None
+
+    def answer_probes(self) -> None:
+        """Accept and close the connections of refused supervisors (they read our pid from the
+        connection itself), so that the backlog never fills."""
+        if not isinstance(self._holder, socket.socket):
+            return
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while True:
+                self._holder.accept()[0].close()
+
+    def release(self) -> None:
+        if isinstance(self._holder, socket.socket):
+            self._holder.close()
+        else:
+            os.close(self._holder)
+
+
+def _claimed(port: int, pid: int | None) -> OSError:
+    holder = "another eightoff serve --workers" + (f" (pid {pid})" if pid else "")
+    return OSError(errno.EADDRINUSE, f"{holder} already serves port {port}")
+
+
+def _claim_abstract_socket(port: int) -> socket.socket:
+    name = f"\0eightoff-serve/tcp/{port}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(name)
+        sock.listen(16)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise _claimed(port, _holder_pid(name)) from None
+    return sock
+
+
+def _holder_pid(name: str) -> int | None:
+    """The pid of the process listening on the abstract socket ``name``; None if it cannot be told."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(name)
+            credentials = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return None
+    pid, _, _ = struct.unpack("3i", credentials)
+    return pid or None
+
+
+def _claim_lock_file(port: int, directory: Path) -> int:
+    """An exclusive ``flock`` on the port's file in ``directory`` (created if missing), which holds
+    the holder's pid."""
+    fd = os.open(directory / f"eightoff-serve-tcp-{port}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        text = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        raise _claimed(port, int(text) if text.isdigit() else None) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
 
 
 # ---------------------------------------------------------------------------------------- the supervisor
@@ -128,18 +264,30 @@ class Supervisor:
         """Serve until a signal (0 once every worker stopped gracefully) or a worker's death (1).
 
         Raises:
-            server.config.Unavailable: the database, the address, or a worker's start (Redis...).
+            server.config.Unavailable: the address (another supervisor's claim on the port too), the
+                database, or a worker's start (Redis...).
         """
         settings = self._settings
-        with needs("database_url", what="cannot open and migrate the database"):
-            await asyncio.to_thread(upgrade_to_head, settings.database_url)
-        with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
-            address, reserved = ListenAddress.reserve(settings.host, settings.port)
+        loop = asyncio.get_running_loop()
+        with contextlib.ExitStack() as held:
+            with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
+                address, reserved = ListenAddress.reserve(settings.host, settings.port)
+                held.callback(reserved.close)
+                claim = PortClaim.take(address.port)
+                held.callback(claim.release)
+            if (claim_fd := claim.fileno()) is not None:
+                loop.add_reader(claim_fd, claim.answer_probes)
+                held.callback(loop.remove_reader, claim_fd)
+            with needs("database_url", what="cannot open and migrate the database"):
+                await asyncio.to_thread(prepare_for_serving, settings.database_url)
+            return await self._serve(address)
+
+    async def _serve(self, address: ListenAddress) -> int:
         loop = asyncio.get_running_loop()
         for signum in _STOP_SIGNALS:
             loop.add_signal_handler(signum, self._on_signal, signum)
         try:
-            self._workers = [self._spawn(index, address) for index in range(1, settings.workers + 1)]
+            self._workers = [self._spawn(index, address) for index in range(1, self._settings.workers + 1)]
             await self._connect_relay()
             failure = await self._wait_started()
             if failure is not None:
@@ -151,7 +299,6 @@ class Supervisor:
         finally:
             for signum in _STOP_SIGNALS:
                 loop.remove_signal_handler(signum)
-            reserved.close()
             for worker in self._workers:
                 self._release(worker)
 
@@ -286,6 +433,7 @@ class Supervisor:
         logger.info("%d workers serving (%s)", len(self._workers), ", ".join(w.node for w in self._workers))
         print(f"eightoff {__version__} serving ws://{host}:{port}/ws", flush=True)
         print(f"browser client: http://{host}:{port}/", flush=True)
+        print(f"database: {describe_database(settings.database_url)}", flush=True)
 
     @staticmethod
     def _release(worker: _Worker) -> None:
@@ -319,7 +467,7 @@ def worker_main(
 ) -> None:
     """A worker process's entry point (spawned by the supervisor); exits 0 after a graceful stop, 1
     when it could not start (having reported why on ``control``)."""
-    from server.cli import configure_logging, fast_event_loop
+    from server.ops.runtime import configure_logging, fast_event_loop
 
     configure_logging(settings.node)
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:

@@ -5,7 +5,7 @@ worker by default): the event loop only awaits its futures. What it finds is cac
 question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
 also keeps the rest of its winning line: a player who follows it asks about positions already on the
 line, answered without searching again. Random winnable deals come from the shipped tables of
-``server.winnable`` and cost nothing at request time.
+``server.services.winnable`` and cost nothing at request time.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 
 from engine import Deal, Game, Layout, Move
-from server.winnable import random_winnable_deal
+from server.services.winnable import random_winnable_deal
 from solver import Verdict, solve, winnable_daily_deal
 
 __all__ = ["HINT_MAX_NODES", "Hint", "SolverBusy", "SolvingService"]

@@ -1,0 +1,121 @@
+"""Plain HTTP on the WebSocket port: ``/healthz``, ``/metrics``, the JSON API and the browser client's
+files, and the origin check of a WebSocket handshake (the transport's ``HttpRoutes``)."""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import logging
+from http import HTTPStatus
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import unquote
+
+import protocol
+from server.edge.admission import OriginPolicy, ThrottledLog
+from server.edge.transport import Request, Response, http_response
+from server.errors import ErrorCode, refusal_for
+from server.ops.metrics import Metrics
+from server.services.rankings import LeaderboardService, parse_leaderboard_query, parse_profile_path
+from server.storage import Database, StorageUnavailable
+
+__all__ = ["WEB_ROOT", "HttpEndpoints"]
+
+logger = logging.getLogger(__name__)
+
+WEB_ROOT = Path(str(importlib.resources.files("web"))).resolve()
+_STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
+
+
+class HttpEndpoints:
+    """Plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web client), and the
+    origin check of a WebSocket handshake (``server.edge.transport.HttpRoutes``).
+
+    ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
+    ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
+    with the HTTP status of their code.
+    """
+
+    _STATUS: ClassVar[dict[ErrorCode, HTTPStatus]] = {
+        ErrorCode.BAD_REQUEST: HTTPStatus.BAD_REQUEST,
+        ErrorCode.NOT_FOUND: HTTPStatus.NOT_FOUND,
+        ErrorCode.UNAVAILABLE: HTTPStatus.SERVICE_UNAVAILABLE,
+    }
+
+    def __init__(
+        self, metrics: Metrics, leaderboards: LeaderboardService, database: Database, origins: OriginPolicy
+    ) -> None:
+        self._metrics = metrics
+        self._leaderboards = leaderboards
+        self._database = database
+        self._origins = origins
+        self._log = ThrottledLog()
+
+    def check_handshake(self, request: Request) -> Response | None:
+        return self._check_origin(request)
+
+    async def respond(self, request: Request) -> Response:
+        path, _, query = request.path.partition("?")
+        if path == "/healthz":
+            return await self._health()
+        if path == "/metrics":
+            return http_response(
+                HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
+            )
+        is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
+        if is_api:
+            return await self._api(path, query)
+        return self._static(path)
+
+    async def _health(self) -> Response:
+        """200 ``ok`` when the database answers (within its timeout), else 503: a load balancer stops
+        sending players to a node that could store nothing."""
+        try:
+            await self._database.ping()
+        except StorageUnavailable:
+            return http_response(
+                HTTPStatus.SERVICE_UNAVAILABLE, b"database unavailable\n", "text/plain; charset=utf-8"
+            )
+        return http_response(HTTPStatus.OK, b"ok\n", "text/plain; charset=utf-8")
+
+    def _check_origin(self, request: Request) -> Response | None:
+        """None when the handshake may go on; else HTTP 403 (a web page of another site must not
+        open our WebSocket from its visitors' browsers)."""
+        origin = request.headers.get("Origin")
+        if self._origins.allows(origin, request.headers.get("Host")):
+            return None
+        self._log.warning("origin refused", f"{origin!r} is not an allowed origin")
+        return http_response(HTTPStatus.FORBIDDEN, b"origin not allowed\n", "text/plain; charset=utf-8")
+
+    async def _api(self, path: str, query: str) -> Response:
+        try:
+            if path == "/api/leaderboard":
+                message: protocol.ServerMessage = await self._leaderboards.leaderboard(
+                    parse_leaderboard_query(query)
+                )
+            else:
+                player_id = parse_profile_path(unquote(path.removeprefix("/api/players/")))
+                message = await self._leaderboards.profile(player_id)
+        except protocol.ProtocolError as exc:
+            return self._json(HTTPStatus.BAD_REQUEST, {"code": exc.code.value, "message": exc.message})
+        except Exception as failure:
+            refusal = refusal_for(failure, f"GET {path}")
+            status = self._STATUS.get(refusal.code, HTTPStatus.INTERNAL_SERVER_ERROR)
+            return self._json(status, {"code": refusal.code.value, "message": refusal.message})
+        wire = message.to_wire()
+        return self._json(HTTPStatus.OK, {k: v for k, v in wire.items() if k not in ("type", "id")})
+
+    @staticmethod
+    def _json(status: HTTPStatus, body: dict[str, object]) -> Response:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        response = http_response(status, data, "application/json")
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @staticmethod
+    def _static(path: str) -> Response:
+        name = "index.html" if path == "/" else path.lstrip("/")
+        target = (WEB_ROOT / name).resolve()
+        if WEB_ROOT in target.parents and target.is_file() and target.suffix in _STATIC_TYPES:
+            return http_response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
+        return http_response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
