@@ -1,0 +1,156 @@
+"""One gesture is one action (issue 21, item 1), in a real Chromium against the real server: a double
+tap, with a mouse or a finger, 60 to 250 ms between its taps, with the server's replies on time and
+late (300 ms, so that the second tap lands before the first reply), makes exactly the one move the
+rules give a double tap, whatever the first tap's reply redraws under the second.
+
+Bad input tried: a double tap on a card that a tap sends home (the first reply redraws the card
+underneath where the second tap lands), on a card that does not go home (the second tap turns the
+refused tap into the double tap's move), and on the destination of a picked-up card (the first tap
+moves it there, and the second lands on the moved card).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+from pages import (
+    ReplyDelay,
+    centre,
+    deal,
+    double_tap,
+    expect_board,
+    open_client,
+    settled,
+    top_card,
+    touch_tap,
+)
+from playwright.async_api import Page, expect
+
+from engine import UNDO, Deal, Game, IllegalMoveError, Move, parse_pile
+
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+INTERVALS_MS = (60, 120, 180, 250)
+DELAYS_S = (0.0, 0.3)
+DOUBLE_TAP_MS = 350  # the client's window (web/input.js)
+ACTIONS = {"tap", "auto", "move", "undo", "resign", "new_game", "hint"}  # not "live", "leaderboard"…
+
+RECORD_TAPS = """() => {
+  window.tapLog = [];
+  for (const type of ["pointerdown", "pointerup"]) {
+    document.addEventListener(type, (e) => window.tapLog.push([type, e.timeStamp, e.pointerType]), true);
+  }
+}"""
+
+
+def goes_home(game: Game, column: str) -> bool:
+    try:
+        game.copy().play(game.tap_move(parse_pile(column)))
+    except IllegalMoveError:
+        return False
+    return True
+
+
+def auto_column(game: Game) -> tuple[str, Move]:
+    """A column whose top card a tap cannot send home, and the move its double tap makes."""
+    for index in range(1, 9):
+        column = f"t{index}"
+        if not goes_home(game, column):
+            try:
+                return column, game.double_tap_move(parse_pile(column))
+            except IllegalMoveError:
+                continue
+    raise AssertionError("no column for a double tap")
+
+
+def tap_deal() -> tuple[Game, str, Move]:
+    """The first C8 deal whose opening has an ace on top of a column and a single card that can go
+    onto another column's top card but not home: (game, the ace's column, that move)."""
+    for number in range(10_000):
+        game = Game(Deal(number, 8))
+        columns = game.layout().columns
+        aces = [f"t{i}" for i, column in enumerate(columns, 1) if column and str(column[-1])[0] == "A"]
+        onto = [
+            move
+            for move in game.legal_moves
+            if move.count == 1
+            and str(move.source)[0] == "t"
+            and str(move.target)[0] == "t"
+            and not goes_home(game, str(move.source))
+        ]
+        if aces and onto:
+            return game, aces[0], onto[0]
+    raise AssertionError("no such deal in the first 10,000")
+
+
+async def tap(page: Page, point: tuple[float, float], *, touch: bool) -> None:
+    await (touch_tap(page, point) if touch else page.mouse.click(*point))
+
+
+async def check_gap(page: Page, interval_ms: int, *, touch: bool) -> None:
+    """The page saw two taps of the intended kind, the second pressed within the double-tap window."""
+    log = await page.evaluate("window.tapLog.splice(0)")
+    assert [entry[0] for entry in log] == ["pointerdown", "pointerup"] * 2, log
+    assert {entry[2] for entry in log} == {"touch" if touch else "mouse"}, log
+    gap = log[2][1] - log[1][1]
+    assert interval_ms - 5 <= gap < DOUBLE_TAP_MS, (interval_ms, gap)
+
+
+async def one_action(page: Page, proxy: ReplyDelay, mirror: Game, move: Move, sent: list[str]) -> None:
+    """The page shows ``move`` made, nothing else follows, nothing is picked up; the page sent
+    exactly ``sent``. Then the move is undone, for the next try."""
+    mirror.play(move)
+    await expect_board(page, mirror)
+    await asyncio.sleep(DOUBLE_TAP_MS / 1000 + 2 * proxy.delay + 0.2)  # a second action would show by now
+    await expect_board(page, mirror)
+    await expect(page.locator("#board .selected")).to_have_count(0)
+    actions = [kind for kind in proxy.sent if kind in ACTIONS]
+    assert actions == sent, (move, proxy.sent)
+    await page.keyboard.press("u")
+    mirror.play(UNDO)
+    await expect_board(page, mirror)
+    await settled(page)
+    proxy.sent.clear()
+
+
+@pytest.mark.parametrize("touch", [False, True], ids=["mouse", "touch"])
+async def test_a_double_tap_is_one_action(chromium: Any, site: str, touch: bool) -> None:
+    errors: list[str] = []
+    mirror, ace_column, onto = tap_deal()
+    ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
+    proxy = ReplyDelay()
+    options: dict[str, Any] = {"viewport": PHONE, "has_touch": True, "is_mobile": True} if touch else {}
+    context = await chromium.new_context(**(options or {"viewport": DESKTOP}))
+    page = await open_client(context, site, errors, route=proxy.route)
+    await deal(page, mirror.deal.code())
+    await expect_board(page, mirror)
+    await page.evaluate(RECORD_TAPS)
+    auto_source, auto = auto_column(mirror)
+    for delay in DELAYS_S:
+        proxy.delay = delay
+        for interval in INTERVALS_MS:
+            proxy.sent.clear()
+            # A tap sends the ace home; the second tap lands on the card that was under it.
+            await double_tap(page, await centre(top_card(page, ace_column)), interval, touch=touch)
+            await check_gap(page, interval, touch=touch)
+            await one_action(page, proxy, mirror, Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"])
+
+            # The tap is refused (not home); the second tap makes it the double tap's move.
+            await double_tap(page, await centre(top_card(page, auto_source)), interval, touch=touch)
+            await check_gap(page, interval, touch=touch)
+            await one_action(page, proxy, mirror, auto, ["tap", "auto"])
+
+            # A card picked up; the double tap on its destination moves it there, once.
+            await tap(page, await centre(top_card(page, str(onto.source))), touch=touch)
+            await expect(top_card(page, str(onto.source))).to_have_class(re.compile(r"\bselected\b"))
+            await page.evaluate("window.tapLog.length = 0")
+            await asyncio.sleep(DOUBLE_TAP_MS / 1000)
+            await double_tap(page, await centre(top_card(page, str(onto.target))), interval, touch=touch)
+            await check_gap(page, interval, touch=touch)
+            await one_action(page, proxy, mirror, onto, ["tap", "move"])
+    proxy.close()
+    await context.close()
+    assert errors == []
