@@ -7,12 +7,12 @@
 //   words.js        what a player reads (cards, refusals, times)
 // The server is authoritative: the client never decides whether a move is legal.
 
-import { applyChange, boardFromSnapshot, pileCards } from "./board.js";
+import { applyChange, boardFromSnapshot, liftProblem, pileCards } from "./board.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
 import { $, render, renderClock, renderMarks } from "./render.js";
-import { cardText, pileText, playerReason } from "./words.js";
+import { cardText, liftText, pileText, playerReason } from "./words.js";
 
 const TOKEN_KEY = "eightoff.token";          // localStorage: the player survives reloads
 const NAME_KEY = "eightoff.name";            // localStorage: the name the player chose
@@ -389,6 +389,14 @@ function bind() {
     move: (from, to, n) => act("move", { from, to: to[0] === "f" ? "f" : to, n: n > 1 ? n : undefined }),
     undo: () => act("undo"),
     refused,
+    liftProblem: (pile, n) => {
+      const problem = liftProblem(state.board, pile, n);
+      return problem && liftText(pileCards(state.board, pile).slice(-n), problem);
+    },
+    explain: (text) => {
+      say("error", text);
+      draw();
+    },
   });
   $("#undo").addEventListener("click", () => act("undo")?.then((reply) => reply?.type === "error" && refused(reply)));
   $("#hint").addEventListener("click", askHint);

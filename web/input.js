@@ -1,6 +1,7 @@
 // Input: pointer gestures (mouse, touch, pen) and keys on the board, turned into the seeds' actions.
 //   tap a top card          → `tap` (its foundation); refused → the card is selected
-//   tap a card in a column  → selects the run above it; tap a foundation's card → selects it
+//   tap a card in a column  → selects the run above it (only a run a move could take: else says why);
+//                             tap a foundation's card → selects it
 //   tap a pile, selection   → `move` of the selection there
 //   double tap a card       → `auto` (the server's best place), unless the first tap already moved it;
 //                             the second tap of a gesture never acts on what was drawn under it since
@@ -21,7 +22,8 @@ function isRefusal(reply) {
 /**
  * Listen on `boardNode`; `app` supplies playable(), getSelection(), setSelection(sel|null), and the
  * requests tap(pile), auto(pile, n), move(from, to, n), undo() (each a promise of the reply or null),
- * plus refused(reply) to show a refusal.
+ * plus refused(reply) to show a refusal, liftProblem(pile, n) (why those cards cannot be picked up
+ * together, or null) and explain(text) to say it.
  */
 export function bindInput(boardNode, app) {
   let press = null;    // the pointer that went down on the board and has not come up
@@ -99,7 +101,11 @@ export function bindInput(boardNode, app) {
       });
       return "tap";
     }
-    select(where);
+    const problem = app.liftProblem(where.pile, where.n);
+    if (problem) {
+      select(null);
+      app.explain(problem);  // nothing is picked up that no move could take; a double tap still asks
+    } else select(where);
     return "card";
   }
 
@@ -187,6 +193,13 @@ export function bindInput(boardNode, app) {
     const dy = event.clientY - press.y;
     if (!press.drag) {
       if (!press.cardNode || Math.hypot(dx, dy) < DRAG_THRESHOLD_PX) return;
+      const problem = app.liftProblem(press.pile, press.n);
+      if (problem) {
+        press = null;  // not lifted; the rest of this press is neither a drag nor a tap
+        lastTap = null;
+        app.explain(problem);
+        return;
+      }
       startDrag(event);
     }
     press.drag.ghost.style.transform = `translate(${dx}px, ${dy}px)`;

@@ -1,4 +1,5 @@
-"""One gesture is one action (issue 21, item 1), in a real Chromium against the real server: a double
+"""One gesture is one action (issue 21, item 1), and only a run a move could take is picked up
+(item 3), in a real Chromium against the real server: a double
 tap, with a mouse or a finger, 60 to 250 ms between its taps, with the server's replies on time and
 late (300 ms, so that the second tap lands before the first reply), makes exactly the one move the
 rules give a double tap, whatever the first tap's reply redraws under the second.
@@ -6,7 +7,8 @@ rules give a double tap, whatever the first tap's reply redraws under the second
 Bad input tried: a double tap on a card that a tap sends home (the first reply redraws the card
 underneath where the second tap lands), on a card that does not go home (the second tap turns the
 refused tap into the double tap's move), and on the destination of a picked-up card (the first tap
-moves it there, and the second lands on the moved card).
+moves it there, and the second lands on the moved card); a tap and a drag (mouse and finger) on a
+card inside a column whose cards above are not a run, and on a run too long for any move.
 """
 
 from __future__ import annotations
@@ -18,18 +20,25 @@ from typing import Any
 import pytest
 from pages import (
     ReplyDelay,
+    card_from_top,
+    card_text,
     centre,
     deal,
     double_tap,
     expect_board,
+    gesture_deal,
+    mouse_drag,
     open_client,
+    pile,
     settled,
+    strip_point,
     top_card,
+    touch_drag,
     touch_tap,
 )
 from playwright.async_api import Page, expect
 
-from engine import UNDO, Deal, Game, IllegalMoveError, Move, parse_pile
+from engine import UNDO, Deal, Game, IllegalMoveError, Move, max_group_size, parse_pile
 
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
@@ -37,6 +46,10 @@ INTERVALS_MS = (60, 120, 180, 250)
 DELAYS_S = (0.0, 0.3)
 DOUBLE_TAP_MS = 350  # the client's window (web/input.js)
 ACTIONS = {"tap", "auto", "move", "undo", "resign", "new_game", "hint"}  # not "live", "leaderboard"…
+
+#: A C2 deal with both cells full and QD, JD on top of column 6: a run no move can carry at the opening.
+TWO_RUN_C2 = "EO1-C2-AAAAAAI"
+TWO_RUN_COLUMN = "t6"
 
 RECORD_TAPS = """() => {
   window.tapLog = [];
@@ -152,5 +165,72 @@ async def test_a_double_tap_is_one_action(chromium: Any, site: str, touch: bool)
             await check_gap(page, interval, touch=touch)
             await one_action(page, proxy, mirror, onto, ["tap", "move"])
     proxy.close()
+    await context.close()
+    assert errors == []
+
+
+def non_run(game: Game) -> tuple[str, int]:
+    """A column and a depth whose top cards are not a same-suit run (the engine says so)."""
+    for index in range(1, 9):
+        for count in (3, 2):
+            reason = game.illegal_reason(Move.parse(f"t{index}-t{index % 8 + 1}:{count}"))
+            if reason and "not a same-suit run" in reason:
+                return f"t{index}", count
+    raise AssertionError("every column is a run")
+
+
+async def expect_refused_lift(page: Page, mirror: Game, column: str, count: int, words: str) -> None:
+    await expect(page.locator("#message")).to_have_text(words)
+    await expect(page.locator("#message")).to_have_attribute("data-kind", "error")
+    await expect(page.locator("#board .selected, .lifted, .drag-ghost")).to_have_count(0)
+    await expect_board(page, mirror)
+
+
+async def test_only_a_movable_run_is_picked_up(chromium: Any, site: str) -> None:
+    errors: list[str] = []
+    mirror, _, group_text = gesture_deal()
+    group = Move.parse(group_text)
+    column, count = non_run(mirror)
+    cards = [card_text(str(card)) for card in mirror.layout().columns[int(column[1:]) - 1][-count:]]
+    not_a_run = f"{', '.join(cards[:-1])} and {cards[-1]} are not a run: only a run of one suit in order moves together"
+    context = await chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    page = await open_client(context, site, errors)
+    await deal(page, mirror.deal.code())
+
+    # A tap (mouse, then finger) inside the column on a card that does not start a run: nothing lifted.
+    deep = card_from_top(page, column, count)
+    await page.mouse.click(*await strip_point(deep))
+    await expect_refused_lift(page, mirror, column, count, not_a_run)
+    await page.evaluate("document.querySelector('#message').textContent = ''")
+    await asyncio.sleep(DOUBLE_TAP_MS / 1000)
+    await touch_tap(page, await strip_point(deep))
+    await expect_refused_lift(page, mirror, column, count, not_a_run)
+    # Nor by dragging it, with the mouse or a finger.
+    for drag in (mouse_drag, touch_drag):
+        await page.evaluate("document.querySelector('#message').textContent = ''")
+        await drag(page, deep, pile(page, "c6"))
+        await expect_refused_lift(page, mirror, column, count, not_a_run)
+
+    # A run a move can take is picked up whole, and goes where it is tapped to.
+    await asyncio.sleep(DOUBLE_TAP_MS / 1000)
+    await touch_tap(page, await strip_point(card_from_top(page, str(group.source), group.count)))
+    await expect(pile(page, str(group.source)).locator(".selected")).to_have_count(group.count)
+    await touch_tap(page, await centre(pile(page, str(group.target))))
+    mirror.play(group)
+    await expect_board(page, mirror)
+    await context.close()
+
+    # A run of one suit, but more cards than any move can carry now (C2, both cells full: 1).
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_client(context, site, errors, name="Bo")
+    mirror = Game.from_code(TWO_RUN_C2)
+    await deal(page, TWO_RUN_C2)
+    for target in range(1, 9):
+        reason = mirror.illegal_reason(Move.parse(f"{TWO_RUN_COLUMN}-t{target}:2")) or ""
+        assert "not a same-suit run" not in reason  # the engine: a run, refused for its size or place
+    assert max_group_size(mirror.empty_cells(), mirror.empty_columns()) == 1
+    await page.mouse.click(*await strip_point(card_from_top(page, TWO_RUN_COLUMN, 2)))
+    words = "2 cards are too many to move at once: 1 at most now (free cells and empty columns allow more)"
+    await expect_refused_lift(page, mirror, TWO_RUN_COLUMN, 2, words)
     await context.close()
     assert errors == []
