@@ -192,7 +192,8 @@ async def test_only_a_movable_run_is_picked_up(chromium: Any, site: str) -> None
     group = Move.parse(group_text)
     column, count = non_run(mirror)
     cards = [card_text(str(card)) for card in mirror.layout().columns[int(column[1:]) - 1][-count:]]
-    not_a_run = f"{', '.join(cards[:-1])} and {cards[-1]} are not a run: only a run of one suit in order moves together"
+    named = f"{', '.join(cards[:-1])} and {cards[-1]}"
+    not_a_run = f"{named} are not a run: only a run of one suit in order moves together"
     context = await chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
     page = await open_client(context, site, errors)
     await deal(page, mirror.deal.code())
