@@ -29,6 +29,7 @@ from server.admission import (
     open_files_budget,
 )
 from server.bus import Bus, LocalBus, RedisBus
+from server.clock import utc_now
 from server.committer import Committer
 from server.config import Settings, needs
 from server.connection import ConnectionLoop, Fanout
@@ -237,7 +238,7 @@ class _HttpRoutes:
 
     ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
     ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
-    with the HTTP status of their code.
+    with the HTTP status of their code. ``GET /api/time`` answers ``{now}``, the server's clock.
     """
 
     _STATUS: ClassVar[dict[ErrorCode, HTTPStatus]] = {
@@ -266,6 +267,8 @@ class _HttpRoutes:
             return http_response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
             )
+        if path == "/api/time":  # the browser client sets its game clock by the server's
+            return self._json(HTTPStatus.OK, {"now": protocol.format_timestamp(utc_now())})
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
         if is_api:
             return await self._api(path, query)

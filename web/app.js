@@ -8,6 +8,7 @@
 // The server is authoritative: the client never decides whether a move is legal.
 
 import { applyChange, boardFromSnapshot, liftProblem, pileCards } from "./board.js";
+import { ServerClock, fetchServerTime } from "./clock.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
@@ -32,8 +33,14 @@ const state = {
   over: null,                // {won, score, moves, duration_ms?} once the shown game ended
   overRank: null,            // the player's rank on the finished deal's board
   message: null,             // {kind: "error" | "info", text}
-  clockSkewMs: 0,            // how far this machine's clock runs ahead of the server's (estimated)
 };
+
+/** The server's clock (clock.js): a game's time is the server's, never this machine's. */
+const clock = new ServerClock();
+
+function serverNow() {
+  return clock.ready ? clock.now() : null;  // null: not known yet, the clock shows "–"
+}
 
 function storageGet(store, key) {
   try { return store.getItem(key); } catch { return null; }
@@ -77,7 +84,7 @@ function draw() {
   drawPending = true;
   requestAnimationFrame(() => {
     drawPending = false;
-    render(state, knownCodes());
+    render(state, knownCodes(), serverNow());
     boards.render();
   });
 }
@@ -94,7 +101,10 @@ function dropMyGame(game) {
 
 function handleStatus(status) {
   state.connection = status;
-  if (status === "open") hello();
+  if (status === "open") {
+    hello();
+    clock.sync(fetchServerTime).then(draw);  // again after a reconnect: it may be another node
+  }
   draw();
 }
 
@@ -174,7 +184,6 @@ const HANDLERS = {
       rememberCode(message.game, message.code);
       storageSet(sessionStorage, CURRENT_KEY, message.status === "playing" ? message.game : null);
       if (message.status === "playing") addMyGame(message.game); else dropMyGame(message.game);
-      if (message.v === 0) state.clockSkewMs = Date.now() - Date.parse(message.started_at);
     }
     if (request && ["new_game", "resume", "watch"].includes(request.type)) say(null, null);
   },
@@ -189,6 +198,7 @@ const HANDLERS = {
     const result = applyChange(board, message);
     if (result === "gap") resync();
     if (result === "applied") {
+      if (message.status !== "playing") board.endedAt = serverNow();  // until game_over's duration_ms
       state.hint = null;
       if (state.message && state.message.kind === "hint") say(null, null);  // it spoke of the old position
       if (message.status !== "playing") dropMyGame(message.game);
@@ -281,7 +291,11 @@ function refused(reply) {
 
 function newGame(fields) {
   say(null, null);
-  conn.request("new_game", fields);
+  const sentAt = performance.now();
+  conn.request("new_game", fields)?.then((reply) => {
+    // The server read its clock for `started_at` while this request was out: a sample of it.
+    if (reply && reply.type === "snapshot" && reply.v === 0) clock.sample(Date.parse(reply.started_at), sentAt, performance.now());
+  });
 }
 
 function dealFields(cells, winnable) {
@@ -448,9 +462,16 @@ function bind() {
   setInterval(() => {
     if (conn.isOpen && state.player && document.visibilityState === "visible") requestLive();
   }, LIVE_REFRESH_MS);
-  setInterval(() => {
-    if (state.board) renderClock(state);
-  }, 1000);
+  tickClock();
+}
+
+/** Redraw the game's clock just after each of its seconds turns (not on a timer of its own phase,
+ * which would show each second up to a second late). */
+function tickClock() {
+  const now = serverNow();
+  if (state.board) renderClock(state, now);
+  const into = state.board && now !== null ? (now - Date.parse(state.board.startedAt)) % 1000 : 0;
+  setTimeout(tickClock, 1000 - ((into + 1000) % 1000) + 5);
 }
 
 bind();

@@ -125,18 +125,21 @@ export function renderMarks(selection, hint) {
   }
 }
 
-/** The time a game has run: from its deal to now, or its final duration once over. */
-export function elapsedText(state, now = Date.now()) {
+/** The time a game has run as the server will record it: from its deal to `now` (the server's clock,
+ * null while unknown), its end once over, and the server's own `duration_ms` once it has said it. */
+export function elapsedText(state, now) {
   if (state.over && state.over.duration_ms !== undefined) return formatDuration(state.over.duration_ms);
-  if (!state.board || state.board.status !== "playing") return "–";
-  return formatDuration(now - Date.parse(state.board.startedAt) - state.clockSkewMs);
+  const board = state.board;
+  const end = board && board.status === "playing" ? now : board?.endedAt;
+  if (end === null || end === undefined) return "–";
+  return formatDuration(end - Date.parse(board.startedAt));
 }
 
-export function renderClock(state) {
-  $('#game-info [data-field="time"]').textContent = elapsedText(state);
+export function renderClock(state, now) {
+  $('#game-info [data-field="time"]').textContent = elapsedText(state, now);
 }
 
-function renderBoard(state) {
+function renderBoard(state, now) {
   const board = state.board;
   const boardNode = $("#board");
   $("#empty-hint").hidden = board !== null;
@@ -162,7 +165,7 @@ function renderBoard(state) {
   const owner = $("#game-info [data-owner]");
   owner.hidden = state.mode !== "watch";
   $('#game-info [data-field="owner"]').textContent = board.player.name;
-  renderClock(state);
+  renderClock(state, now);
   return renderPiles(board);
 }
 
@@ -229,7 +232,7 @@ function renderLists(state, codes) {
 }
 
 /** Draw everything but the leaderboards; returns true when the piles were redrawn. */
-export function render(state, codes) {
+export function render(state, codes, now) {
   const labels = { connecting: "Connecting…", open: "Connected", closed: "Disconnected — reconnecting…" };
   document.body.dataset.connection = state.connection;
   $("#connection").textContent = labels[state.connection];
@@ -240,7 +243,7 @@ export function render(state, codes) {
   const message = $("#message");
   message.textContent = state.message ? state.message.text : "";
   message.dataset.kind = state.message ? state.message.kind : "";
-  const redrawn = renderBoard(state);
+  const redrawn = renderBoard(state, now);
   renderMarks(state.selection, state.hint);
   renderGameOver(state);
   renderLists(state, codes);
