@@ -33,6 +33,7 @@ const state = {
   over: null,                // {won, score, moves, duration_ms?} once the shown game ended
   overRank: null,            // the player's rank on the finished deal's board
   message: null,             // {kind: "error" | "info", text}
+  abandonArmed: null,        // the unfinished game whose "Abandon" was tapped once (a second tap resigns it)
 };
 
 /** The server's clock (clock.js): a game's time is the server's, never this machine's. */
@@ -342,6 +343,59 @@ async function restart() {
   newGame({ code: board.code });
 }
 
+/**
+ * Leave the shown game in progress only when the player says so (a new deal, another game): keep it
+ * for later (it stays in the unfinished games) or give it up (resigned); `then` runs unless the player
+ * stays. Games left unasked used to pile up in the list.
+ */
+let leaving = null;  // {game, then} while the question is open
+
+function leaveThen(then) {
+  if (!playable()) {
+    then();
+    return;
+  }
+  const board = state.board;
+  leaving = { game: board.game, then };
+  const moves = board.moves === 1 ? "1 move" : `${board.moves} moves`;
+  $("#leave-text").textContent = `Your game ${board.code} is not finished (${moves}). Keep it in your `
+    + "unfinished games to resume later, or give it up: it then counts as a resigned game.";
+  $("#leave-dialog").returnValue = "";
+  $("#leave-dialog").showModal();
+}
+
+async function leaveChosen(choice) {
+  const pending = leaving;
+  leaving = null;
+  if (!pending || (choice !== "keep" && choice !== "resign")) return;  // "Stay", or Esc
+  if (choice === "resign") {
+    const reply = await conn.request("resign", { game: pending.game });
+    if (!reply || (reply.type === "error" && reply.code !== "illegal_move")) {  // illegal_move: over already
+      if (reply) say("error", playerReason(reply.message));
+      draw();
+      return;
+    }
+  }
+  pending.then();
+}
+
+/** "Abandon" on an unfinished game of the list: a first tap asks, a second (within 3 s) resigns it. */
+let abandonTimer = null;
+function abandon(game) {
+  clearTimeout(abandonTimer);
+  if (state.abandonArmed === game) {
+    state.abandonArmed = null;
+    conn.request("resign", { game });
+  } else {
+    state.abandonArmed = game;
+    abandonTimer = setTimeout(() => {
+      state.abandonArmed = null;
+      draw();
+    }, 3000);
+  }
+  draw();
+}
+
 function armTwice(button, label, confirm, action) {
   let armed = null;
   button.addEventListener("click", () => {
@@ -429,12 +483,13 @@ function bind() {
     newGame(dealFields(cells, cells !== 8));
   });
   $("#refresh-live").addEventListener("click", requestLive);
-  $("#quick-deal").addEventListener("click", () => dealFromForm($("#new-game-form")));
+  $("#quick-deal").addEventListener("click", () => leaveThen(() => dealFromForm($("#new-game-form"))));
   const form = $("#new-game-form");
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    dealFromForm(form);
+    leaveThen(() => dealFromForm(form));
   });
+  $("#leave-dialog").addEventListener("close", () => leaveChosen($("#leave-dialog").returnValue));
   form.elements.cells.addEventListener("change", syncWinnable);
   form.elements.winnable.addEventListener("change", () => { winnableTouched = true; });
   $("#code").addEventListener("input", () => {
@@ -443,8 +498,10 @@ function bind() {
   const resumeOrWatch = (event) => {
     const resume = event.target.closest("[data-resume]");
     const watch = event.target.closest("[data-watch]");
-    if (resume) conn.request("resume", { game: resume.dataset.resume });
-    if (watch) conn.request("watch", { game: watch.dataset.watch });
+    const abandoned = event.target.closest("[data-abandon]");
+    if (resume) leaveThen(() => conn.request("resume", { game: resume.dataset.resume }));
+    if (watch) leaveThen(() => conn.request("watch", { game: watch.dataset.watch }));
+    if (abandoned) abandon(abandoned.dataset.abandon);
   };
   $("#my-games").addEventListener("click", resumeOrWatch);
   $("#live-games").addEventListener("click", resumeOrWatch);

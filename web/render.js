@@ -203,9 +203,18 @@ function renderLists(state, codes) {
           "li",
           { "data-my-game": game },
           el("span", { text: codes[game] ?? game }),
-          game === current
-            ? el("span", { className: "tag", text: "open" })
-            : el("button", { type: "button", "data-resume": game, text: "Resume" }),
+          ...(game === current
+            ? [el("span", { className: "tag", text: "open" })]
+            : [
+              el("button", { type: "button", "data-resume": game, text: "Resume" }),
+              el("button", {
+                type: "button",
+                "data-abandon": game,
+                "data-armed": state.abandonArmed === game ? "true" : "false",
+                title: "Give this game up: it counts as a resigned game",
+                text: state.abandonArmed === game ? "Abandon? Tap again" : "Abandon",
+              }),
+            ]),
         ),
       )),
   );

@@ -80,10 +80,20 @@ async def choose_name(page: Page, name: str | None) -> None:
     await expect(page.locator("#player-name")).to_have_attribute("data-player-id", re.compile(r".+"))
 
 
-async def deal(page: Page, code: str) -> str:
-    """A new game of ``code`` from the side panel; returns its game id."""
+async def leave_game(page: Page, choice: str) -> None:
+    """Answer the question asked before a game in progress is left: "keep", "resign" or "cancel"."""
+    await expect(page.locator("#leave-dialog")).to_be_visible()
+    await page.click(f"#leave-{choice}")
+    await expect(page.locator("#leave-dialog")).to_be_hidden()
+
+
+async def deal(page: Page, code: str, *, leaving: str | None = None) -> str:
+    """A new game of ``code`` from the side panel; returns its game id. ``leaving``: the answer to
+    the question asked when a game is in progress (none is expected without it)."""
     await page.fill("#code", code)
     await page.click("#new-game")
+    if leaving is not None:
+        await leave_game(page, leaving)
     board = page.locator("#board")
     await expect(board).to_have_attribute("data-v", "0")
     await expect(page.locator('#game-info [data-field="code"]')).to_have_text(code)

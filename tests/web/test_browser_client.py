@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import pytest
-from pages import expect_board, open_client, top_card
+from pages import expect_board, leave_game, open_client, top_card
 from playwright.async_api import WebSocketRoute, expect
 
 from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
@@ -128,11 +128,14 @@ async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None
     await expect(page.locator("#board")).to_have_attribute("data-game", game_id)  # this tab's game
     await expect_board(page, mirror)
 
-    # Switch to another deal, then resume the first from the list of unfinished games.
+    # Switch to another deal, then resume the first from the list of unfinished games (each time the
+    # game in progress is kept for later, as asked).
     await page.check('input[name="deal"][value="random"]')
     await page.click("#new-game")
+    await leave_game(page, "keep")
     await expect(page.locator("#board")).not_to_have_attribute("data-game", game_id)
     await page.click(f'[data-resume="{game_id}"]')
+    await leave_game(page, "keep")
     await expect(page.locator("#board")).to_have_attribute("data-game", game_id)
     await expect_board(page, mirror)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import serverutil
-from pages import deal, open_client, top_card
+from pages import deal, leave_game, open_client, top_card
 from playwright.async_api import BrowserContext, Page, expect
 from wsclient import WsClient
 
@@ -135,6 +135,7 @@ async def test_the_clock_is_the_servers_on_every_path(
     await page.reload()
     for game, version in ((old, "0"), (older, "1")):
         await page.click(f'[data-resume="{game}"]')
+        await leave_game(page, "keep")
         await expect(page.locator("#board")).to_have_attribute("data-game", game)
         await expect(page.locator("#board")).to_have_attribute("data-v", version)
         shown = await expect_clock(page, await started_at_of(observer, game))
