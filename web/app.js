@@ -19,6 +19,7 @@ const TOKEN_KEY = "eightoff.token";          // localStorage: the player survive
 const NAME_KEY = "eightoff.name";            // localStorage: the name the player chose
 const CURRENT_KEY = "eightoff.current";      // sessionStorage: this tab's game, resumed after a reload
 const CODES_KEY = "eightoff.codes";          // localStorage: game id -> code, to label unfinished games
+const HINTED_KEY = "eightoff.hinted";        // localStorage: the games whose hint cost the player accepted
 const LIVE_REFRESH_MS = 10000;
 
 const state = {
@@ -414,6 +415,33 @@ function armTwice(button, label, confirm, action) {
   });
 }
 
+function hintedGames() {
+  try { return JSON.parse(storageGet(localStorage, HINTED_KEY) || "[]"); } catch { return []; }
+}
+
+/** The first hint of a game asks first, saying plainly what it costs (a tooltip no finger sees did
+ * before); once accepted, the game's next hints are asked at once. */
+function hintAsked() {
+  if (!playable()) return;
+  if (hintedGames().includes(state.board.game)) {
+    askHint();
+    return;
+  }
+  hintFor = state.board.game;
+  $("#hint-dialog").returnValue = "";
+  $("#hint-dialog").showModal();
+}
+
+let hintFor = null;  // the game the hint question is about, while open
+
+function hintChosen(choice) {
+  const game = hintFor;
+  hintFor = null;
+  if (choice !== "accept" || !playable() || state.board.game !== game) return;
+  storageSet(localStorage, HINTED_KEY, JSON.stringify([...hintedGames(), game].slice(-100)));
+  askHint();
+}
+
 /** The solver's word on the position, shown only because the player asked (the seeds forbid announcing
  * a loss unasked). It is a message of kind "hint": the next change of the board takes it away. */
 async function askHint() {
@@ -467,7 +495,8 @@ function bind() {
     },
   });
   $("#undo").addEventListener("click", () => act("undo")?.then((reply) => reply?.type === "error" && refused(reply)));
-  $("#hint").addEventListener("click", askHint);
+  $("#hint").addEventListener("click", hintAsked);
+  $("#hint-dialog").addEventListener("close", () => hintChosen($("#hint-dialog").returnValue));
   armTwice($("#restart"), "Restart", "Restart? Tap again", restart);
   armTwice($("#resign"), "Resign", "Really resign?", () => {
     if (playable()) conn.request("resign", { game: state.board.game });

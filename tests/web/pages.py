@@ -87,6 +87,13 @@ async def leave_game(page: Page, choice: str) -> None:
     await expect(page.locator("#leave-dialog")).to_be_hidden()
 
 
+async def accept_hint_cost(page: Page) -> None:
+    """Say yes to the cost of a game's first hint (asked once per game, before it)."""
+    await expect(page.locator("#hint-dialog")).to_be_visible()
+    await page.click("#hint-accept")
+    await expect(page.locator("#hint-dialog")).to_be_hidden()
+
+
 async def deal(page: Page, code: str, *, leaving: str | None = None) -> str:
     """A new game of ``code`` from the side panel; returns its game id. ``leaving``: the answer to
     the question asked when a game is in progress (none is expected without it)."""

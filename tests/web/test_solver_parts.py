@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from pages import (
+    accept_hint_cost,
     card_from_top,
     centre,
     deal,
@@ -149,6 +150,8 @@ async def test_winnable_deals_and_hints_followed_by_taps(chromium: Any, site: st
 
     for step in range(10):  # hints followed by taps: to foundations, cells, columns, a run of 2
         await page.click("#hint")
+        if step == 0:
+            await accept_hint_cost(page)  # the game's first hint: asked once
         move = await hinted_move(page)
         assert_wins_after(mirror, move)
         if step == 0:
@@ -207,6 +210,7 @@ async def test_a_lost_position_is_told_calmly_and_only_when_asked(chromium: Any,
     assert "hint" not in gate.sent
 
     await page.click("#hint")
+    await accept_hint_cost(page)
     await expect(page.locator("#message")).to_have_text(LOST_NOTICE)
     await expect(page.locator("#message")).to_have_attribute("data-kind", "hint")
     await expect(page.locator("#board .hint, #board .hint-target")).to_have_count(0)
