@@ -76,6 +76,7 @@ const boards = new Leaderboards({
   connection: conn,
   player: () => state.player,
   shownCode: () => (state.board ? state.board.code : null),
+  playDeal: (code) => leaveThen(() => newGame({ code })),
 });
 
 let drawPending = false;
