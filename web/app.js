@@ -12,7 +12,7 @@ import { ServerClock, fetchServerTime } from "./clock.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
-import { $, render, renderClock, renderMarks } from "./render.js";
+import { $, fitBoard, render, renderClock, renderMarks } from "./render.js";
 import { cardText, liftText, pileText, playerReason } from "./words.js";
 
 const TOKEN_KEY = "eightoff.token";          // localStorage: the player survives reloads
@@ -188,7 +188,10 @@ const HANDLERS = {
       storageSet(sessionStorage, CURRENT_KEY, message.status === "playing" ? message.game : null);
       if (message.status === "playing") addMyGame(message.game); else dropMyGame(message.game);
     }
-    if (request && ["new_game", "resume", "watch"].includes(request.type)) say(null, null);
+    if (request && ["new_game", "resume", "watch"].includes(request.type)) {
+      say(null, null);
+      if (document.body.dataset.tab !== "table") showTab("table");  // a game chosen on a phone's tab
+    }
   },
 
   ack(message) {
@@ -249,6 +252,17 @@ const HANDLERS = {
     }
   },
 };
+
+/** Phones: show one section (the table, a new game, the games lists, the leaderboards). */
+function showTab(tab) {
+  document.body.dataset.tab = tab;
+  for (const button of document.querySelectorAll("#tabs [data-tab]")) {
+    button.setAttribute("aria-current", String(button.dataset.tab === tab));
+  }
+  if (tab === "boards" && !$("#leaderboards").open) $("#leaderboards").open = true;  // its toggle loads it
+  if (tab === "table") requestAnimationFrame(() => fitBoard(state.board));
+  window.scrollTo(0, 0);
+}
 
 function handleMessage(message, request) {
   const handler = HANDLERS[message.type];
@@ -546,6 +560,12 @@ function bind() {
   });
   boards.bind();
   syncWinnable();
+  // Phones: the sections are tabs; the board is fitted again when the screen turns or resizes.
+  $("#tabs").addEventListener("click", (event) => {
+    const tab = event.target.closest("[data-tab]");
+    if (tab) showTab(tab.dataset.tab);
+  });
+  window.addEventListener("resize", () => fitBoard(state.board));
   setInterval(() => {
     if (conn.isOpen && state.player && document.visibilityState === "visible") requestLive();
   }, LIVE_REFRESH_MS);

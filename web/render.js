@@ -105,6 +105,50 @@ function renderPiles(board) {
   return true;
 }
 
+/** Phones: portrait, or landscape with little height (the media query of style.css's phone layout). */
+const PHONE = "(max-width: 720px), (max-height: 500px)";
+const MIN_STRIP_PX = 30;   // the least of a covered card that shows: a comfortable target for a finger
+const GAP = 0.08;          // gaps and padding on a phone, in card widths
+const PAD = 0.12;
+const SIDE_PX = 170;
+
+/**
+ * Fit the board to a phone's screen: cards as wide as the width allows (in landscape the foundations
+ * and cells share one row), no taller than lets the longest column show below them with strips of at
+ * least MIN_STRIP_PX, and the strips as tall as the height then leaves (up to three quarters of a card). A column
+ * too long for the screen keeps its strips and the page scrolls. Elsewhere the style sheet's sizes hold.
+ */
+export function fitBoard(board) {
+  const node = $("#board");
+  const props = ["--card-w", "--card-h", "--gap", "--shown", "--slots"];
+  if (!board || node.hidden || !window.matchMedia(PHONE).matches) {
+    for (const prop of props) node.style.removeProperty(prop);
+    delete node.dataset.fit;
+    return;
+  }
+  if (node.offsetParent === null) return;  // another tab is shown: fitted when the table is again
+  const wide = window.innerWidth > window.innerHeight;
+  const slots = wide ? Math.max(8, 4 + board.cells.length) : 8;
+  const rows = wide ? 1 : 2;  // rows of piles above the tableau
+  const strips = Math.max(5, ...board.tableau.map((column) => column.length)) - 1;
+  // #table's width; in landscape the game bar takes a column of SIDE_PX beside the board
+  const width = node.parentElement.parentElement.clientWidth - (wide ? SIDE_PX : 0);
+  const height = window.innerHeight - (node.getBoundingClientRect().top + window.scrollY) - 6;
+  const byWidth = width / (slots + (slots - 1) * GAP + 2 * PAD);
+  // rows × (h + gap) + h + strips × MIN_STRIP + padding ≤ height, with h = 1.4 w and gap = GAP w
+  const byHeight = (height - strips * MIN_STRIP_PX) / ((rows + 1) * 1.4 + rows * GAP + 2 * GAP + 2 * PAD);
+  const w = Math.floor(Math.max(34, Math.min(byWidth, byHeight, 96)));
+  const h = w * 1.4;
+  const room = height - rows * (h + GAP * w) - h - 3 * GAP * w;
+  const shown = Math.floor(Math.max(MIN_STRIP_PX, Math.min(h * 0.75, room / strips)));
+  node.dataset.fit = wide ? "wide" : "tall";
+  node.style.setProperty("--card-w", `${w}px`);
+  node.style.setProperty("--card-h", `${h}px`);
+  node.style.setProperty("--gap", `${GAP * w}px`);
+  node.style.setProperty("--shown", `${shown}px`);
+  node.style.setProperty("--slots", String(slots));
+}
+
 /** Mark the selected cards (the top `n` of a pile) and a hint's source and destination. */
 export function renderMarks(selection, hint) {
   for (const node of document.querySelectorAll(".selected, .source, .hint, .hint-target")) {
@@ -152,6 +196,7 @@ function renderBoard(state, now) {
   $("#unwatch").hidden = state.mode !== "watch";
   if (!board) {
     drawnBoard = drawnGame = null;
+    fitBoard(null);
     return false;
   }
   boardNode.dataset.mode = state.mode ?? "";
@@ -166,7 +211,9 @@ function renderBoard(state, now) {
   owner.hidden = state.mode !== "watch";
   $('#game-info [data-field="owner"]').textContent = board.player.name;
   renderClock(state, now);
-  return renderPiles(board);
+  const redrawn = renderPiles(board);
+  if (redrawn) fitBoard(board);
+  return redrawn;
 }
 
 function renderGameOver(state) {

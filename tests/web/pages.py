@@ -96,7 +96,10 @@ async def accept_hint_cost(page: Page) -> None:
 
 async def deal(page: Page, code: str, *, leaving: str | None = None) -> str:
     """A new game of ``code`` from the side panel; returns its game id. ``leaving``: the answer to
-    the question asked when a game is in progress (none is expected without it)."""
+    the question asked when a game is in progress (none is expected without it). On a phone the form
+    is a tab of its own."""
+    if await page.locator("#tabs").is_visible():
+        await page.click('#tabs [data-tab="new"]')
     await page.fill("#code", code)
     await page.click("#new-game")
     if leaving is not None:

@@ -38,7 +38,13 @@ async def shown_game(page: Page) -> str:
     return game
 
 
+async def tab(page: Page, name: str) -> None:
+    """A phone's sections are tabs."""
+    await page.locator(f'#tabs [data-tab="{name}"]').tap()
+
+
 async def deal_random(page: Page) -> None:
+    await tab(page, "new")
     await page.check('input[name="deal"][value="random"]')
     await page.locator("#new-game").tap()
 
@@ -64,12 +70,14 @@ async def test_leaving_a_game_asks_and_the_list_abandons(chromium: Any, site: st
     await expect(dialog).to_be_hidden()
     assert await shown_game(page) == first
     await expect(page.locator("#my-games [data-my-game]")).to_have_count(1)
+    await tab(page, "games")
 
     # "Keep it for later": a new deal, the first game waits in the list.
     await deal_random(page)
     await page.locator("#leave-keep").tap()
     await expect(page.locator("#board")).not_to_have_attribute("data-game", first)
     second = await shown_game(page)
+    await tab(page, "games")
     await expect(page.locator(f'#my-games [data-resume="{first}"]')).to_be_visible()
     assert await status_of(web_app, token, first) == "playing"
 
@@ -78,6 +86,8 @@ async def test_leaving_a_game_asks_and_the_list_abandons(chromium: Any, site: st
     await expect(dialog).to_be_visible()
     await page.locator("#leave-keep").tap()
     await expect(page.locator("#board")).to_have_attribute("data-game", first)
+    await expect(page.locator("#board")).to_be_visible()  # a game chosen: the table's tab
+    await tab(page, "games")
     await expect(page.locator(f'#my-games [data-resume="{second}"]')).to_be_visible()
 
     # "Abandon" in the list: one tap asks, the second gives the game up.
