@@ -47,9 +47,11 @@ export function bindInput(boardNode, app) {
     if (isRefusal(reply)) app.refused(reply);
   }
 
-  /** Whether a tap at `point` belongs to the gesture of the tap before: soon after it, at its place. */
-  function sameGesture(previous, point) {
+  /** Whether a tap at `point` on `where` belongs to the gesture of the tap before: soon after it, at its
+   * place, on its pile (piles never move; the cards drawn in them may have changed since). */
+  function sameGesture(previous, where, point) {
     return previous !== null && point !== null && point.time - previous.time < DOUBLE_TAP_MS
+      && where.pile === previous.pile
       && Math.hypot(point.x - previous.x, point.y - previous.y) <= DOUBLE_TAP_SLOP_PX;
   }
 
@@ -59,7 +61,7 @@ export function bindInput(boardNode, app) {
    * first tap to a double tap, or does nothing. One gesture is one action.
    */
   function tapAt(where, point) {
-    if (sameGesture(lastTap, point)) {
+    if (sameGesture(lastTap, where, point)) {
       const first = lastTap;
       first.time = point.time;  // a third tap at once is still this gesture
       if (!first.doubled) {

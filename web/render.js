@@ -75,10 +75,13 @@ function slideFrom(before) {
     const dx = old.left - rect.left;
     const dy = old.top - rect.top;
     if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
-    node.animate(
+    // A card in flight takes no taps: a tap lands on the pile under it, where the card is no more.
+    node.classList.add("sliding");
+    const slide = node.animate(
       [{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 5 }, { transform: "none", zIndex: 5 }],
       { duration: SLIDE_MS, easing: "ease-out" },
     );
+    slide.onfinish = slide.oncancel = () => node.classList.remove("sliding");
   }
 }
 

@@ -70,6 +70,7 @@ async def test_the_board_fits_a_phone_and_the_rest_is_one_tap_away(chromium: Any
     )
     page = await open_client(context, site, errors)
     await deal(page, mirror.deal.code())
+    await expect(page.locator("#board")).to_have_attribute("data-fit", "tall")
     await check_fit(page)
     await screenshot(page, "phone-portrait.png")
     await check_tabs(page)
@@ -79,6 +80,7 @@ async def test_the_board_fits_a_phone_and_the_rest_is_one_tap_away(chromium: Any
     await page.locator('#tabs [data-tab="table"]').tap()
 
     await page.set_viewport_size(LANDSCAPE)
+    await expect(page.locator("#board")).to_have_attribute("data-fit", "wide")  # resized: fitted again
     await check_fit(page)
     await top_card(page, ace_column).tap()
     ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
@@ -93,6 +95,7 @@ async def test_the_board_fits_a_phone_and_the_rest_is_one_tap_away(chromium: Any
     await expect_board(page, Game.from_code(C2))
     await check_fit(page)
     await page.set_viewport_size(PORTRAIT)
+    await expect(page.locator("#board")).to_have_attribute("data-fit", "tall")
     await check_fit(page)
     await context.close()
     assert errors == []

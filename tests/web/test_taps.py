@@ -235,3 +235,47 @@ async def test_only_a_movable_run_is_picked_up(chromium: Any, site: str) -> None
     await expect_refused_lift(page, mirror, TWO_RUN_COLUMN, 2, words)
     await context.close()
     assert errors == []
+
+
+def adjacent_onto() -> tuple[Game, Move]:
+    """The first C8 deal whose opening has a single card that goes onto the next column's top card
+    (left or right) but not home."""
+    for number in range(10_000):
+        game = Game(Deal(number, 8))
+        for move in sorted(game.legal_moves, key=str):
+            source, target = str(move.source), str(move.target)
+            if (
+                move.count == 1
+                and source[0] == target[0] == "t"
+                and abs(int(source[1:]) - int(target[1:])) == 1
+                and not goes_home(game, source)
+            ):
+                return game, move
+    raise AssertionError("no such deal in the first 10,000")
+
+
+async def test_a_quick_tap_on_the_next_column_is_a_move_not_a_double_tap(chromium: Any, site: str) -> None:
+    """Adjacent columns are about 46 px apart on a phone: a card picked up, then the next column tapped
+    near their common edge 150 ms later, is the move there (two gestures), not a double tap."""
+    errors: list[str] = []
+    mirror, onto = adjacent_onto()
+    proxy = ReplyDelay()
+    context = await chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True)
+    page = await open_client(context, site, errors, route=proxy.route)
+    await deal(page, mirror.deal.code())
+    proxy.sent.clear()
+    first = await centre(top_card(page, str(onto.source)))
+    await touch_tap(page, first)
+    await expect(top_card(page, str(onto.source))).to_have_class(re.compile(r"\bselected\b"))
+    box = await top_card(page, str(onto.target)).bounding_box()
+    assert box
+    edge = box["x"] + 4 if box["x"] > first[0] else box["x"] + box["width"] - 4  # the side facing it
+    assert abs(edge - first[0]) < 32  # as near as a double tap's second tap may be
+    await asyncio.sleep(0.15)
+    await touch_tap(page, (edge, first[1]))
+    mirror.play(onto)
+    await expect_board(page, mirror)
+    assert [kind for kind in proxy.sent if kind in ACTIONS] == ["tap", "move"]
+    proxy.close()
+    await context.close()
+    assert errors == []
