@@ -264,10 +264,6 @@ class Player(_Value):
         """The player as the wire names it: ``bot`` only when it is one."""
         return cls(player_id, name, True if bot else None)
 
-    @property
-    def is_bot(self) -> bool:
-        return self.bot is True
-
 
 @_wire_value
 @dataclass(frozen=True, slots=True)

@@ -316,9 +316,8 @@ def parse_leaderboard_query(query: str) -> LeaderboardRequest:
     """The request of ``GET /api/leaderboard?QUERY``: the message's fields as query parameters.
 
     Values are text; ``cells`` and ``limit`` made of digits become integers, ``bots=true`` and
-    ``bots=false`` flags. The result goes through
-    the protocol's own validation, so the rules and the ``bad_request`` messages (naming the
-    parameter) are those of the ``leaderboard`` message.
+    ``bots=false`` flags. The result goes through the protocol's own validation, so the rules and
+    the ``bad_request`` messages (naming the parameter) are those of the ``leaderboard`` message.
 
     Raises:
         protocol.ProtocolError: ``bad_request``.

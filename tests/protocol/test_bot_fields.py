@@ -66,8 +66,7 @@ def test_bot_fields_round_trip_through_to_wire(request_: protocol.ClientMessage)
 def test_player_says_bot_only_for_a_bot() -> None:
     assert protocol.Player.of("p", "Ann", bot=False).to_wire() == {"id": "p", "name": "Ann"}
     assert protocol.Player.of("b", "solver", bot=True).to_wire() == {"id": "b", "name": "solver", "bot": True}
-    assert protocol.Player.of("b", "solver", bot=True).is_bot
-    assert not protocol.Player("p", "Ann").is_bot
+    assert protocol.Player("p", "Ann") == protocol.Player.of("p", "Ann", bot=False)  # v1's two fields
 
 
 def _welcome(player: dict[str, object]) -> dict[str, object]:
