@@ -191,7 +191,9 @@ class Run:
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         for statement in (*writer_pragmas("FULL"), *variant.schema, *variant.pragmas):
             self.conn.execute(statement)
-        self.conn.execute("INSERT INTO players VALUES ('p', 'bench', 'h', ?)", (STARTED,))
+        self.conn.execute(
+            "INSERT INTO players (id, name, token_hash, created_at) VALUES ('p', 'bench', 'h', ?)", (STARTED,)
+        )
         self.versions: dict[str, int] = {}
         for _ in range(games):
             self._start_game()

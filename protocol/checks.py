@@ -176,7 +176,7 @@ _game_id = _text(ID_PATTERN, ID_RULE)
 _card = _text(_CARD_RE, "a card such as 'TD'")
 _pile = _text(_PILE_RE, "a location t1..t8, c1..c8, fS fH fD fC")
 _status = _one_of("playing", "won", "resigned")
-_player = _record({"id": _game_id, "name": _string(1, MAX_NAME_LENGTH)})
+_player = _record({"id": _game_id, "name": _string(1, MAX_NAME_LENGTH), "bot": _true}, frozenset({"bot"}))
 _cursor = _text(CURSOR_PATTERN, CURSOR_RULE)
 
 

@@ -140,13 +140,19 @@ class _Request:
 
 @dataclass(frozen=True, slots=True)
 class HelloRequest(_Request):
-    """``hello``: the first message of every connection; no ``token`` asks for a new guest player."""
+    """``hello``: the first message of every connection; no ``token`` asks for a new guest player.
+
+    ``bot`` (None: not said): True, the client is a program; a new player made so is a bot for life
+    (its games rank on the bots' boards only). With a ``token``, a ``bot`` said must agree with the
+    player (the server refuses it otherwise); not said, it takes the player as made.
+    """
 
     TYPE: ClassVar[str] = "hello"
     _WIRE_CONSTANTS: ClassVar[dict[str, object]] = {"protocol": PROTOCOL_VERSION}
     token: str | None = None
     name: str | None = None
     request_id: RequestId | None = None
+    bot: bool | None = None  # last, so that the older positional construction keeps its meaning
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +314,8 @@ class LeaderboardRequest(_Request):
     ``deal`` is set for the ``deal`` board only; ``cells`` is the variant of the ``deal``, ``variant``
     and ``daily`` boards (None for ``players``); ``date`` may be set for ``daily`` only (None: the
     server's current UTC day); ``period`` is None for ``daily`` (a daily board is one day by nature).
-    ``around`` (a player id) and ``after`` (a cursor) never come together.
+    ``around`` (a player id) and ``after`` (a cursor) never come together. ``bots``: the bots'
+    board of the same name (bots rank apart from people; the default is the people's board).
     """
 
     TYPE: ClassVar[str] = "leaderboard"
@@ -322,6 +329,7 @@ class LeaderboardRequest(_Request):
     after: str | None = None
     around: str | None = None
     request_id: RequestId | None = None
+    bots: bool = False
 
 
 @dataclass(frozen=True, slots=True)

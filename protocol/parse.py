@@ -233,7 +233,7 @@ _PILE_RULE = "t1..t8, c1..c8, fS, fH, fD or fC"
 
 # --------------------------------------------------------------------------- one parser per type
 
-_HELLO = frozenset({"type", "id", "protocol", "token", "name"})
+_HELLO = frozenset({"type", "id", "protocol", "token", "name", "bot"})
 
 
 def _hello(message: dict[object, object], rid: RequestId | None) -> HelloRequest:
@@ -252,10 +252,12 @@ def _hello(message: dict[object, object], rid: RequestId | None) -> HelloRequest
     _check_fields(message, _HELLO, (), rid)
     token = message.get("token", _MISSING)
     name = message.get("name", _MISSING)
+    bot = message.get("bot", _MISSING)
     return HelloRequest(
         token=None if token is _MISSING else _pattern(token, "token", TOKEN_PATTERN, TOKEN_RULE, rid),
         name=None if name is _MISSING else _name(name, rid),
         request_id=rid,
+        bot=None if bot is _MISSING else _bool(bot, "bot", rid),
     )
 
 
@@ -362,7 +364,7 @@ def _games(message: dict[object, object], rid: RequestId | None) -> GamesRequest
 
 
 _LEADERBOARD = frozenset(
-    {"type", "id", "board", "code", "cells", "date", "period", "order", "limit", "after", "around"}
+    {"type", "id", "board", "code", "cells", "date", "period", "order", "limit", "after", "around", "bots"}
 )
 _BOARDS: dict[str, Board] = {board.value: board for board in Board}
 _PERIODS: dict[str, Period] = {period.value: period for period in Period}
@@ -417,6 +419,7 @@ def _leaderboard(message: dict[object, object], rid: RequestId | None) -> Leader
     around = get("around", _MISSING)
     if after is not _MISSING and around is not _MISSING:
         _bad("leaderboard: 'after' and 'around' exclude each other", rid)
+    bots = get("bots", _MISSING)
     return LeaderboardRequest(
         board=board,
         deal=deal,
@@ -428,6 +431,7 @@ def _leaderboard(message: dict[object, object], rid: RequestId | None) -> Leader
         after=None if after is _MISSING else _cursor(after, rid),
         around=None if around is _MISSING else _game_id(around, "around", rid),
         request_id=rid,
+        bots=False if bots is _MISSING else _bool(bots, "bots", rid),
     )
 
 

@@ -251,10 +251,18 @@ def _wire_value(cls: type[_V]) -> type[_V]:
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class Player(_Value):
-    """Who plays: ``{id, name}`` in welcome, snapshot, live and leaderboard rows, profile."""
+    """Who plays: ``{id, name}`` in welcome, snapshot, live and leaderboard rows, profile; and
+    ``bot: true`` for a bot (left out for a person, so that clients that know no bots read it as
+    before)."""
 
     id: str
     name: str
+    bot: bool | None = None
+
+    @classmethod
+    def of(cls, player_id: str, name: str, *, bot: bool) -> Player:
+        """The player as the wire names it: ``bot`` only when it is one."""
+        return cls(player_id, name, True if bot else None)
 
 
 @_wire_value

@@ -175,20 +175,23 @@ class RequestHandler:
                 record = await repository.get_player_by_token_hash(conn, hash_token(request.token))
                 if record is None:
                     raise Refusal(ErrorCode.UNAUTHORIZED, "unknown token")
+                _check_bot(request.bot, record)
                 games, more = await self._unfinished.page(conn, record.id, self._settings.welcome_games)
         else:
             self._check_guest_quota(session)
             token = new_token()
             player_id = new_id()
+            bot = request.bot is True
             record = PlayerRecord(
                 id=player_id,
-                name=request.name or f"guest-{player_id[:6]}",
+                name=request.name or f"{'bot' if bot else 'guest'}-{player_id[:6]}",
                 token_hash=hash_token(token),
                 created_at=utc_now(),
+                bot=bot,
             )
             await self._committer.stored(Write(player=record))
             games, more = [], None
-        session.identify(PlayerRef(record.id, record.name))
+        session.identify(PlayerRef.of(record.id, record.name, bot=record.bot))
         assert session.player is not None
         return [
             protocol.Welcome(
@@ -313,7 +316,7 @@ class RequestHandler:
         room = self._registry.room(game.id)
         return protocol.LiveGame(
             game=game.id,
-            player=protocol.Player(game.player_id, game.player_name),
+            player=protocol.Player.of(game.player_id, game.player_name, bot=game.player_bot),
             code=game.code,
             moves=game.moves,
             score=game.score,
@@ -373,6 +376,18 @@ def _player(session: Session) -> PlayerRef:
     if session.player is None:
         raise Refusal(ErrorCode.UNAUTHORIZED, "say hello first")
     return session.player
+
+
+def _check_bot(said: bool | None, record: PlayerRecord) -> None:
+    """A hello's ``bot``, when said, must be what the token's player was made as: a player is a
+    bot or a person for life (protocol/README.md, hello)."""
+    if said is not None and said != record.bot:
+        made = "a bot" if record.bot else "a person"
+        raise Refusal(
+            ErrorCode.FORBIDDEN,
+            f"this token's player was made as {made}, for life: say bot: {str(record.bot).lower()}"
+            " or leave bot out",
+        )
 
 
 def _check_owner(session: Session, owner_id: str, game_id: str) -> None:

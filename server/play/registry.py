@@ -142,7 +142,7 @@ class RoomRegistry:
             player = await repository.get_player(conn, stored.player_id) if stored else None
         if stored is None or player is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no game {game_id}")
-        owner = PlayerRef(player.id, player.name)
+        owner = PlayerRef.of(player.id, player.name, bot=player.bot)
         game = await asyncio.to_thread(replay_stored, stored)  # a long log must not stall the loop
         if stored.status != Status.PLAYING.value or game.is_over():
             finished = FinishedGame(stored.id, owner, stored.started_at, game)

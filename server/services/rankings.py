@@ -60,6 +60,9 @@ _GAME_ORDERS: Final[dict[Order, boards.GameOrder]] = {
 _PERIODS: Final[dict[Period, boards.Period]] = {Period.DAY: "day", Period.WEEK: "week", Period.ALL: "all"}
 #: Query parameters whose value is an integer on the wire.
 _INTEGER_PARAMETERS: Final = frozenset({"cells", "limit"})
+#: Query parameters whose value is true or false on the wire (written ``true`` / ``false``).
+_BOOLEAN_PARAMETERS: Final = frozenset({"bots"})
+_BOOLEANS: Final = {"true": True, "false": False}
 _DIGITS: Final = re.compile(r"[0-9]{1,16}")
 
 
@@ -73,7 +76,14 @@ class _Target:
 
 
 def _target(request: LeaderboardRequest, day: dt.date) -> _Target:
-    """The scope of ``request`` when the current UTC day is ``day``."""
+    """The scope of ``request`` when the current UTC day is ``day`` (the bots' twin with ``bots``)."""
+    target = _people_target(request, day)
+    if not request.bots:
+        return target
+    return _Target(target.kind, boards.bots_scope(target.scope, True), target.player_order)
+
+
+def _people_target(request: LeaderboardRequest, day: dt.date) -> _Target:
     period = _PERIODS[request.period or Period.ALL]
     if request.board is Board.PLAYERS:
         order: boards.PlayerOrder = "score" if request.order is Order.SCORE else "wins"
@@ -158,7 +168,7 @@ def _decode_key(target: _Target, body: bytes) -> GameKey | PlayerKey:
 def _game_row(row: BoardGame) -> protocol.GameRow:
     return protocol.GameRow(
         rank=row.rank,
-        player=protocol.Player(row.player_id, row.player_name),
+        player=protocol.Player.of(row.player_id, row.player_name, bot=row.player_bot),
         game=row.game_id,
         code=row.code,
         cells=row.cells,
@@ -173,7 +183,7 @@ def _game_row(row: BoardGame) -> protocol.GameRow:
 def _player_row(row: BoardPlayer) -> protocol.PlayerRow:
     return protocol.PlayerRow(
         rank=row.rank,
-        player=protocol.Player(row.player_id, row.player_name),
+        player=protocol.Player.of(row.player_id, row.player_name, bot=row.player_bot),
         played=row.played,
         won=row.won,
         best_score=row.best_score,
@@ -289,7 +299,7 @@ class LeaderboardService:
         current, best = daily_streaks(found.daily_wins, self._today())
         return protocol.Profile(
             request_id=request_id,
-            player=protocol.Player(found.player_id, found.name),
+            player=protocol.Player.of(found.player_id, found.name, bot=found.bot),
             played=found.played,
             won=found.won,
             best_score=found.best_score,
@@ -305,9 +315,9 @@ class LeaderboardService:
 def parse_leaderboard_query(query: str) -> LeaderboardRequest:
     """The request of ``GET /api/leaderboard?QUERY``: the message's fields as query parameters.
 
-    Values are text; ``cells`` and ``limit`` made of digits become integers. The result goes through
-    the protocol's own validation, so the rules and the ``bad_request`` messages (naming the
-    parameter) are those of the ``leaderboard`` message.
+    Values are text; ``cells`` and ``limit`` made of digits become integers, ``bots=true`` and
+    ``bots=false`` flags. The result goes through the protocol's own validation, so the rules and
+    the ``bad_request`` messages (naming the parameter) are those of the ``leaderboard`` message.
 
     Raises:
         protocol.ProtocolError: ``bad_request``.
@@ -322,11 +332,21 @@ def parse_leaderboard_query(query: str) -> LeaderboardRequest:
             raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"unexpected parameter {name!r}")
         if name in message:
             raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, f"{name}: given more than once")
-        message[name] = int(value) if name in _INTEGER_PARAMETERS and _DIGITS.fullmatch(value) else value
+        message[name] = _query_value(name, value)
     request = protocol.parse_client_message(message)
     if not isinstance(request, LeaderboardRequest):  # pragma: no cover - the type is fixed above
         raise protocol.ProtocolError(protocol.ErrorCode.BAD_REQUEST, "not a leaderboard request")
     return request
+
+
+def _query_value(name: str, value: str) -> object:
+    """A query parameter's text as the message's value: digits for integers, true/false for flags;
+    anything else stays text, for the protocol's own check to refuse."""
+    if name in _INTEGER_PARAMETERS and _DIGITS.fullmatch(value):
+        return int(value)
+    if name in _BOOLEAN_PARAMETERS and value in _BOOLEANS:
+        return _BOOLEANS[value]
+    return value
 
 
 def parse_profile_path(player_id: str) -> str:

@@ -46,6 +46,10 @@ Within a game scope a row only ever gets better (a best never gets worse), so a 
 repeats a row whose key did not change while paging; a player row may move either way (a lost game
 lowers the win rate), and then appears where it now stands.
 
+Bots rank apart from people: a bot's game goes to the same scopes with ``B/`` in front
+(``B/V/8/m/a``, and ``B/a`` for the players board), never to the people's; `bots_scope` makes them.
+A player is a bot or not for life (``players.bot``), so a player's rows are all on one side.
+
 The day and week buckets are kept forever (about one row per player and active day); pruning old ones
 is a possible maintenance job, not done here.
 """
@@ -92,6 +96,7 @@ __all__ = [
     "Period",
     "PlayerOrder",
     "board_rows",
+    "bots_scope",
     "daily_scope",
     "deal_scope",
     "explain",
@@ -123,6 +128,7 @@ _PLAYED_CAP: Final = (1 << 32) - 1
 GAME_ORDERS: Final[tuple[GameOrder, ...]] = ("moves", "time", "score")
 _ORDER_TAGS: Final[dict[GameOrder, str]] = {"moves": "m", "time": "t", "score": "s"}
 _VARIANTS: Final = (8, 4, 2)
+_BOTS_PREFIX: Final = "B/"
 RECENT_GAMES: Final = 10
 
 
@@ -177,6 +183,11 @@ def player_scope(bucket: str) -> str:
     return bucket
 
 
+def bots_scope(scope: str, bots: bool) -> str:
+    """The scope itself for people's games, its bots' twin (``B/`` in front) when ``bots``."""
+    return _BOTS_PREFIX + scope if bots else scope
+
+
 def _utc_day(moment: dt.datetime) -> dt.date:
     return moment.astimezone(dt.UTC).date()
 
@@ -196,7 +207,7 @@ def board_rows(game: RankedGame) -> list[dict[str, Any]]:
             scopes.append(daily_scope(game.daily_date, game.cells, order))
         rows.extend(
             {
-                "scope": scope,
+                "scope": bots_scope(scope, game.bot),
                 "player_id": game.player_id,
                 "sort_key": key,
                 "finished_at": game.finished_at,
@@ -213,7 +224,7 @@ def player_stats_rows(game: RankedGame) -> list[dict[str, Any]]:
     won = 1 if game.won else 0
     return [
         {
-            "scope": player_scope(period_bucket(period, day)),
+            "scope": bots_scope(player_scope(period_bucket(period, day)), game.bot),
             "player_id": game.player_id,
             "played": 1,
             "won": won,
@@ -326,6 +337,7 @@ def _rows_statement(board: _Board, scope: str) -> Select[Any]:
                 *board.keys,
                 board_bests.c.player_id,
                 players.c.name,
+                players.c.bot,
                 games.c.code,
                 games.c.cells,
                 games.c.won,
@@ -345,6 +357,7 @@ def _rows_statement(board: _Board, scope: str) -> Select[Any]:
             board.keys[0],
             player_stats.c.player_id,
             players.c.name,
+            players.c.bot,
             player_stats.c.played,
             player_stats.c.won,
             player_stats.c.best_score,
@@ -425,6 +438,7 @@ def _game_row(row: Any, rank: int) -> BoardGame:
         duration_ms=row.duration_ms or 0,
         finished_at=row.finished_at,
         key=GameKey(row.sort_key, row.finished_at, row.game_id),
+        player_bot=bool(row.bot),
     )
 
 
@@ -437,6 +451,7 @@ def _player_row(row: Any, rank: int) -> BoardPlayer:
         won=row.won,
         best_score=row.best_score,
         key=PlayerKey(row[0], row.player_id),
+        player_bot=bool(row.bot),
     )
 
 
@@ -566,20 +581,24 @@ _FIGURES: Final = (
 async def get_profile(
     conn: AsyncConnection, player_id: str, *, recent: int = RECENT_GAMES
 ) -> PlayerProfile | None:
-    """A player's profile, or None when there is no such player."""
+    """A player's profile, or None when there is no such player (a bot's figures are from its boards)."""
     player = (
-        await conn.execute(select(players.c.id, players.c.name).where(players.c.id == player_id))
+        await conn.execute(
+            select(players.c.id, players.c.name, players.c.bot).where(players.c.id == player_id)
+        )
     ).first()
     if player is None:
         return None
+    bot = bool(player.bot)
     stats = (
         await conn.execute(
             select(player_stats.c.played, player_stats.c.won, player_stats.c.best_score).where(
-                player_stats.c.scope == player_scope("a"), player_stats.c.player_id == player_id
+                player_stats.c.scope == bots_scope(player_scope("a"), bot),
+                player_stats.c.player_id == player_id,
             )
         )
     ).first()
-    best_scopes = {variant_scope(cells, "moves", "a"): cells for cells in _VARIANTS}
+    best_scopes = {bots_scope(variant_scope(cells, "moves", "a"), bot): cells for cells in _VARIANTS}
     best_rows = (
         await conn.execute(
             select(board_bests.c.scope, *_FIGURES)
@@ -621,6 +640,7 @@ async def get_profile(
         best=tuple(best),
         daily_wins=tuple(daily),
         recent=tuple(map(_figures, recent_rows)),
+        bot=bot,
     )
 
 

@@ -22,12 +22,14 @@ class PlayerRecord:
         name: the display name (at most 64 characters).
         token_hash: hex SHA-256 of the player's secret token; the token itself is never stored.
         created_at: when the player was created (aware, UTC).
+        bot: the player is a program, for life (declared in the hello that made it).
     """
 
     id: str
     name: str
     token_hash: str
     created_at: datetime
+    bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,7 @@ class LiveGame:
     active_at: datetime
     cells: int = 8
     daily_date: date | None = None  # a daily game's date (its deal is shared: `server.services.sealing`)
+    player_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +191,7 @@ class RankedGame:
     Attributes:
         daily_date: the UTC date of the daily challenge the game played, or None.
         finished_at: when the game ended (aware); it decides the day and week buckets.
+        bot: the player is a bot: the game ranks on the bots' boards, never on the people's.
     """
 
     id: str
@@ -200,6 +204,7 @@ class RankedGame:
     duration_ms: int
     won: bool
     finished_at: datetime
+    bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +241,7 @@ class BoardGame:
     duration_ms: int
     finished_at: datetime
     key: GameKey
+    player_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +255,7 @@ class BoardPlayer:
     won: int
     best_score: int
     key: PlayerKey
+    player_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,3 +299,4 @@ class PlayerProfile:
     best: tuple[FinishedGameFigures, ...]
     daily_wins: tuple[date, ...]
     recent: tuple[FinishedGameFigures, ...]
+    bot: bool = False

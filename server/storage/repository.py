@@ -48,7 +48,9 @@ RECORD_PROGRESS: Final = (
 
 
 def _player(row: Row[Any]) -> PlayerRecord:
-    return PlayerRecord(id=row.id, name=row.name, token_hash=row.token_hash, created_at=row.created_at)
+    return PlayerRecord(
+        id=row.id, name=row.name, token_hash=row.token_hash, created_at=row.created_at, bot=row.bot
+    )
 
 
 async def insert_player(conn: AsyncConnection, player: PlayerRecord) -> None:
@@ -64,6 +66,7 @@ async def insert_player(conn: AsyncConnection, player: PlayerRecord) -> None:
             "name": player.name,
             "token_hash": player.token_hash,
             "created_at": player.created_at,
+            "bot": player.bot,
         },
     )
 
@@ -150,6 +153,12 @@ async def record_progress(conn: AsyncConnection, records: Sequence[ActionRecord]
         )
 
 
+#: Whether the player of the game being updated is a bot (read in the same statement).
+_PLAYER_IS_BOT: Final = (
+    select(players.c.bot).where(players.c.id == games.c.player_id).scalar_subquery().label("bot")
+)
+
+
 async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
     """Write a game's final figures, if it is still being played, and put it on the leaderboards.
 
@@ -178,7 +187,14 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
                 duration_ms=result.duration_ms,
                 won=result.won,
             )
-            .returning(games.c.player_id, games.c.code, games.c.cells, games.c.daily_date, games.c.hinted)
+            .returning(
+                games.c.player_id,
+                games.c.code,
+                games.c.cells,
+                games.c.daily_date,
+                games.c.hinted,
+                _PLAYER_IS_BOT,
+            )
         )
     ).first()
     if finished is None:
@@ -198,6 +214,7 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
             duration_ms=result.duration_ms,
             won=result.won,
             finished_at=result.finished_at,
+            bot=bool(finished.bot),
         ),
     )
     return True
@@ -297,6 +314,7 @@ async def live_games(
             games.c.active_at,
             games.c.cells,
             games.c.daily_date,
+            players.c.bot,
         )
         .join(players, players.c.id == games.c.player_id)
         .where(games.c.status == "playing", games.c.active_at >= active_since)
@@ -321,6 +339,7 @@ async def live_games(
             active_at=row.active_at,
             cells=row.cells,
             daily_date=row.daily_date,
+            player_bot=row.bot,
         )
         for row in rows
     ]

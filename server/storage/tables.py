@@ -91,6 +91,10 @@ class PlayerRow(Base):
     name: Mapped[str] = mapped_column(String(64))
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: A program, declared in the hello that made the player, for life: its games rank on the bots'
+    #: boards only (`server.storage.leaderboards`). No Python default: an insert names it or the
+    #: database's default (false) applies, so rows written by older code are people.
+    bot: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
     games: Mapped[list[GameRow]] = relationship(back_populates="player", lazy="raise")
 

@@ -23,7 +23,7 @@ from sqlalchemy.pool import NullPool
 
 from server.storage import current_revision, downgrade_to_base, head_revision, upgrade_to_head
 from server.storage.db import _alembic_config, migrations_directory
-from server.storage.tables import Base, actions, games, players
+from server.storage.tables import Base, actions, board_bests, games, player_stats, players
 
 TABLES = {"players", "games", "actions"}
 FILE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-\d{4}_[a-z0-9_]+\.py$")
@@ -203,3 +203,85 @@ def test_clustering_the_actions_keeps_their_rows_and_constraints(empty_database_
     assert_actions_fenced(url)
     if sqlite:
         assert "WITHOUT ROWID" not in run_on(url, actions_table_sql)
+
+
+# Revision 7b936593044a: players.bot, and the bots' boards ---------------------------------------------------
+
+BEFORE_BOTS = "604bb49ebbb6"
+#: (scope, player) of the summary rows: a person's on the people's boards, a bot's on the bots' boards.
+PERSON_BESTS = [("V/8/m/a", "p")]
+BOT_BESTS = [("B/V/8/m/a", "b"), ("B/D/EO1-C8-AAAAAFA/m/w2026-11-30", "b")]
+PERSON_STATS = [("a", "p")]
+BOT_STATS = [("B/a", "b"), ("B/d2026-11-30", "b")]
+
+
+def seed_a_person(connection: Connection) -> None:
+    connection.execute(insert(players).values(id="p", name="Ann", token_hash="hp", created_at=STARTED))
+    connection.commit()
+
+
+def seed_a_bot_and_the_boards(connection: Connection) -> None:
+    """A bot (made once the column exists) and summary rows on both sides."""
+    connection.execute(
+        insert(players).values(id="b", name="solver", token_hash="hb", created_at=STARTED, bot=True)
+    )
+    connection.execute(
+        insert(board_bests),
+        [
+            {"scope": scope, "player_id": player, "sort_key": 7, "finished_at": STARTED, "game_id": "g"}
+            for scope, player in PERSON_BESTS + BOT_BESTS
+        ],
+    )
+    connection.execute(
+        insert(player_stats),
+        [
+            {
+                "scope": scope,
+                "player_id": player,
+                "played": 1,
+                "won": 1,
+                "best_score": 5,
+                "wins_key": 1,
+                "score_key": -5,
+            }
+            for scope, player in PERSON_STATS + BOT_STATS
+        ],
+    )
+    connection.commit()
+
+
+def bots(connection: Connection) -> dict[str, bool]:
+    return {row.id: row.bot for row in connection.execute(select(players.c.id, players.c.bot))}
+
+
+def player_columns(connection: Connection) -> set[str]:
+    return {column["name"] for column in inspect(connection).get_columns("players")}
+
+
+def summary_scopes(connection: Connection) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    bests = connection.execute(select(board_bests.c.scope, board_bests.c.player_id))
+    stats = connection.execute(select(player_stats.c.scope, player_stats.c.player_id))
+    return {(row.scope, row.player_id) for row in bests}, {(row.scope, row.player_id) for row in stats}
+
+
+def test_players_bot_starts_false_and_the_downgrade_makes_bots_people(empty_database_url: str) -> None:
+    url = empty_database_url
+    command.upgrade(_alembic_config(url), BEFORE_BOTS)
+    run_on(url, seed_a_person)
+
+    upgrade_to_head(url)
+    assert run_on(url, bots) == {"p": False}  # everyone stored before bots is a person
+    run_on(url, seed_a_bot_and_the_boards)
+    assert run_on(url, bots) == {"p": False, "b": True}
+
+    command.downgrade(_alembic_config(url), BEFORE_BOTS)
+    assert "bot" not in run_on(url, player_columns)
+    # The bot's rows moved to the people's boards (the older schema knows only people); no row lost.
+    people_bests = {("V/8/m/a", "b"), ("D/EO1-C8-AAAAAFA/m/w2026-11-30", "b")}
+    assert run_on(url, summary_scopes) == (
+        set(PERSON_BESTS) | people_bests,
+        set(PERSON_STATS) | {("a", "b"), ("d2026-11-30", "b")},
+    )
+
+    upgrade_to_head(url)
+    assert run_on(url, bots) == {"p": False, "b": False}
