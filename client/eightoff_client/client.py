@@ -103,7 +103,11 @@ class Client:
     async def start(self) -> Client:
         """Open the connection and say ``hello``; raises `ServerError` (``unauthorized`` for an unknown
         token), OSError or websockets' InvalidHandshake when it cannot."""
-        await self._open_connection()
+        try:
+            await self._open_connection()
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def close(self) -> None:
@@ -463,16 +467,6 @@ class _Connect:
 
     def __await__(self) -> Generator[Any, None, Client]:
         return self._client.start().__await__()
-
-    @property
-    def is_connected(self) -> bool:
-        """Open and past ``hello`` (false while reconnecting)."""
-        return self._ws is not None and self._ready.is_set() and self._fatal is None
-
-    async def wait_connected(self) -> None:
-        """Return once the connection is open again (after a break: games resumed and watched), or
-        raise `ConnectionLost` when reconnecting gave up."""
-        await self._connection()
 
     async def __aenter__(self) -> Client:
         return await self._client.start()
