@@ -29,7 +29,8 @@ Every setting of the server, as `eightoff serve --help` lists them. Each is a co
 `EIGHTOFF_*` environment variable; the flag wins over the variable, the variable over the default. A
 setting that may be *off* (its type says `| None`) is switched off with the value `off` (or `none`, or
 an empty variable). A value the server cannot use stops every command at start with one line naming
-the flag and the variable, and exit status 2 ([reliability.md](reliability.md#start-up-refusals-and-storage-faults)).
+the flag and the variable, and exit status 2
+([reliability.md](reliability.md#start-up-refusals-and-storage-faults)).
 What each limit does when it is reached, and the test that attacks it: [reliability.md](reliability.md).
 
 | flag | variable | type | default | what it sets |
