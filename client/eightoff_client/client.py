@@ -27,7 +27,15 @@ from websockets.typing import Subprotocol
 
 from eightoff_client.board import Board
 from eightoff_client.codec import SUBPROTOCOLS, Encoding, decode, encode, request
-from eightoff_client.errors import ConnectionLost, EightOffError, ProtocolViolation, ServerError, Stale
+from eightoff_client.errors import (
+    ConnectionLost,
+    EightOffError,
+    ProtocolViolation,
+    ServerError,
+    Stale,
+    Unauthorized,
+    UnsupportedVersion,
+)
 from eightoff_client.messages import (
     Ack,
     Action,
@@ -89,6 +97,7 @@ class Client:
         self._ready = asyncio.Event()
         self._fatal: EightOffError | None = None
         self._closing = False
+        self._reconnecting = False
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[Message, asyncio.Future[Message]]] = {}
         self._open: set[str] = set()  # own games open on this connection: resumed after a break
@@ -362,8 +371,8 @@ class Client:
         for _, reply in self._pending.values():
             if not reply.done():
                 reply.set_exception(_Dropped())
-        if self._closing or self._fatal is not None:
-            return
+        if self._closing or self._fatal is not None or self._reconnecting:
+            return  # a reconnect under way tries again by itself
         if not self.reconnect:
             self._fail(ConnectionLost("the connection broke (reconnect is off)"))
             return
@@ -373,15 +382,31 @@ class Client:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.reconnect_timeout
         delay = 0.05
+        self._reconnecting = True
+        try:
+            await self._reconnect_until(deadline, delay)
+        finally:
+            self._reconnecting = False
+
+    async def _reconnect_until(self, deadline: float, delay: float) -> None:
+        loop = asyncio.get_running_loop()
         while not self._closing:
             try:
                 await self._open_connection()
                 self.reconnects += 1
                 return
-            except ServerError as exc:  # the server refused the hello (an unknown token): no retry helps
+            except (Unauthorized, UnsupportedVersion) as exc:  # the hello refused: no retry helps
                 self._fail(exc)
                 return
-            except (OSError, TimeoutError, InvalidHandshake, InvalidURI, _Dropped, ConnectionClosed) as exc:
+            except (
+                OSError,
+                TimeoutError,
+                InvalidHandshake,
+                InvalidURI,
+                _Dropped,
+                ConnectionClosed,
+                ServerError,  # unavailable, rate_limited, internal: later, it may work
+            ) as exc:
                 if self._ws is not None:
                     await self._ws.close()
                     self._ws = None

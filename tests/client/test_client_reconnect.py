@@ -130,3 +130,35 @@ async def test_reconnecting_gives_up_after_its_timeout(app: App, proxy: TcpProxy
         await cut_off(proxy, client)
         with pytest.raises(eightoff_client.ConnectionLost, match="could not reconnect"):
             await asyncio.wait_for(client.leaderboard("players"), 10)
+
+
+async def test_a_spectator_watches_again_after_a_break_and_its_copy_catches_up(
+    app: App, proxy: TcpProxy
+) -> None:
+    code = winnable_code(0)
+    line = winning_line(code)
+    async with (
+        eightoff_client.connect(direct_url(app), name="Mover") as player,
+        eightoff_client.connect(f"ws://127.0.0.1:{proxy.port}/ws", name="Eyes", encoding="json") as watcher,
+    ):
+        board = await player.new_game(code=code)
+        copy = await watcher.watch(board.game)
+        await player.move(board.game, *line[0])
+        await cut_off(proxy, watcher)
+        for move in line[1:4]:  # diffs the watcher never gets
+            await player.move(board.game, *move)
+        await proxy.start()
+        await watcher.wait_connected()
+        copy = watcher.boards[board.game]  # a fresh snapshot from watching again
+        assert (copy.v, copy.tableau, copy.cells, copy.foundations) == (
+            4,
+            board.tableau,
+            board.cells,
+            board.foundations,
+        )
+        await player.move(board.game, *line[4])
+        for _ in range(500):
+            if copy.v == 5:
+                break
+            await asyncio.sleep(0.01)
+        assert (copy.v, copy.tableau, copy.cells) == (5, board.tableau, board.cells)
