@@ -104,7 +104,7 @@ class Client:
         self._watched: set[str] = set()  # watched games: watched again after a break
         self._acting: Counter[str] = Counter()  # games with an action waiting: its retry resumes them
         self._ended: dict[str, asyncio.Event] = {}
-        self._listeners: set[asyncio.Queue[Message]] = set()
+        self._listeners: set[asyncio.Queue[Message | None]] = set()  # None: the client closed
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- opening and closing
@@ -123,6 +123,8 @@ class Client:
         """Close the connection; requests still waiting raise `ConnectionLost`."""
         self._closing = True
         self._fail(ConnectionLost("the client was closed"))
+        for queue in self._listeners:
+            queue.put_nowait(None)
         if self._ws is not None:
             await self._ws.close()
         for task in list(self._tasks):
@@ -221,12 +223,12 @@ class Client:
 
     async def pushes(self) -> AsyncIterator[Message]:
         """Every pushed message (``diff``, ``game_over``, a resync ``snapshot``) from now on, after the
-        boards have taken it."""
-        queue: asyncio.Queue[Message] = asyncio.Queue()
+        boards have taken it; the iteration ends when the client is closed."""
+        queue: asyncio.Queue[Message | None] = asyncio.Queue()
         self._listeners.add(queue)
         try:
-            while True:
-                yield await queue.get()
+            while not self._closing and (push := await queue.get()) is not None:
+                yield push
         finally:
             self._listeners.discard(queue)
 

@@ -70,3 +70,18 @@ async def test_a_resign_ends_the_spectator_copy_without_a_diff(url: str) -> None
         over = await watcher.wait_game_over(board.game, timeout=10)
         assert over["won"] is False and copy.status == "resigned" and copy.v == board.v == 1
         assert board_state(copy) == board_state(board)
+
+
+async def test_pushes_end_when_the_client_closes(url: str) -> None:
+    client = await eightoff_client.connect(url, name="Listener")
+    seen: list[dict[str, object]] = []
+
+    async def listen() -> None:
+        async for push in client.pushes():
+            seen.append(push)
+
+    listening = asyncio.create_task(listen())
+    await asyncio.sleep(0.01)
+    await client.close()
+    await asyncio.wait_for(listening, 5)
+    assert seen == []
