@@ -17,6 +17,8 @@ COPY protocol ./protocol
 COPY server ./server
 COPY migrations ./migrations
 COPY web ./web
+# The client library (client/, its own distribution too): the root pyproject installs it beside the server.
+COPY client ./client
 RUN pip install . && rm -rf /build
 
 # Run as an unprivileged user; /app is its working directory (the default SQLite file lands here).

@@ -383,8 +383,11 @@ def test_dockerfile_installs_the_project_as_a_non_root_user() -> None:
     # Every top-level package setuptools installs, and the readme pyproject names, is copied into the build.
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     copied = {Path(word).as_posix().rstrip("/") for copy in _dockerfile("COPY") for word in copy.split()[:-1]}
+    find = pyproject["tool"]["setuptools"]["packages"]["find"]
+    roots = [where for where in find.get("where", ["."]) if where != "."]  # client/: a package's folder
     needed = {
-        pattern.rstrip("*") for pattern in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+        next((root for root in roots if (ROOT / root / pattern.rstrip("*")).is_dir()), pattern.rstrip("*"))
+        for pattern in find["include"]
     }
     needed |= {"pyproject.toml", pyproject["project"]["readme"]}
     assert needed <= copied, f"the Dockerfile does not copy {sorted(needed - copied)}"

@@ -135,10 +135,11 @@ def test_standard_library_only_names_each_other_import() -> None:
 
 def test_lint_imports_breaks_each_contract_on_its_violation(tmp_path: Path) -> None:
     """A copy of the tree with one violation of each rule: every contract in pyproject.toml is broken."""
-    for name in ("engine", "protocol", "solver", "server", "migrations", "bench", "tools"):
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("engine", "protocol", "solver", "server", "migrations", "bench", "tools", "client"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "build"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     violations = {
+        "client/eightoff_client/board.py": "import engine",
         "engine/cards.py": "import sqlalchemy",
         "protocol/codec.py": "import websockets",
         "engine/piles.py": "import server",
@@ -148,10 +149,13 @@ def test_lint_imports_breaks_each_contract_on_its_violation(tmp_path: Path) -> N
     for path, line in violations.items():
         with (tmp_path / path).open("a") as source:
             source.write(f"\n{line}  # noqa\n")
-    result = run([str(BIN / "lint-imports"), "--no-cache"], cwd=tmp_path)
+    # The client library lives in client/ (its own distribution): the copy's, not the installed one.
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "client")}
+    result = run([str(BIN / "lint-imports"), "--no-cache"], cwd=tmp_path, env=env)
     assert result.returncode == 1
-    assert "Contracts: 0 kept, 5 broken." in result.stdout
+    assert "Contracts: 0 kept, 6 broken." in result.stdout
     for message in (
+        "eightoff_client.board is not allowed to import engine",
         "engine.cards is not allowed to import sqlalchemy",
         "protocol.codec is not allowed to import websockets",
         "engine.piles -> server",
