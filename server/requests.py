@@ -27,7 +27,7 @@ from server.committer import Committer, Write
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
 from server.errors import ErrorCode, Refusal, storage_failures_refused, unavailable
-from server.hints import SolverBusy, SolvingService
+from server.hints import Asker, SolverBusy, SolvingService
 from server.ids import hash_token, new_id, new_token
 from server.leaderboard import LeaderboardService
 from server.quotas import UnfinishedGames
@@ -241,9 +241,10 @@ class RequestHandler:
         try:
             v, layout = await room.hint_position(session)
             try:
-                verdict, move = await self._solving.hint(room.id, v, layout)
+                asker = Asker(room.owner.id, str(getattr(session.transport, "client_address", "")))
+                verdict, move = await self._solving.hint(room.id, v, layout, asker)
             except SolverBusy as exc:
-                raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
+                raise Refusal(exc.code, str(exc)) from None
             return [
                 protocol.Hint(
                     room.id, v, protocol.Verdict(verdict.value), move, request_id=request.request_id

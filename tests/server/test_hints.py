@@ -14,11 +14,12 @@ from wsclient import WsClient
 from engine import Deal, Game, Layout, Move
 from server.app import App
 from server.committer import Done, Write, WriteConflict
-from server.hints import SolverBusy, SolvingService
+from server.errors import ErrorCode
+from server.hints import Asker, SolverBusy, SolvingService
 from server.storage import StorageUnavailable
 from server.storage.tables import games
 from server.winnable import winnable_deals
-from solver import solve_deal, winnable_daily_deal
+from solver import Verdict, solve_deal, winnable_daily_deal
 
 
 @pytest.fixture
@@ -135,14 +136,84 @@ async def test_solving_service_refuses_hints_beyond_its_queue(app: App) -> None:
     service = SolvingService(max_waiting_hints=1)
     try:
         layout: Layout = Deal(1, 4).layout()
-        first = asyncio.ensure_future(service.hint("g_1", 0, layout))
+        first = asyncio.ensure_future(service.hint("g_1", 0, layout, Asker("p_1", "127.0.0.1")))
         await asyncio.sleep(0)
-        with pytest.raises(SolverBusy):
-            await service.hint("g_2", 0, layout)
-        same = await service.hint("g_1", 0, layout)  # the same position shares the one in flight
+        with pytest.raises(SolverBusy) as busy:
+            await service.hint("g_2", 0, layout, Asker("p_2", "127.0.0.2"))
+        assert busy.value.code is ErrorCode.UNAVAILABLE
+        # the same position shares the one in flight, whoever asks
+        same = await service.hint("g_1", 0, layout, Asker("p_2", "127.0.0.2"))
         assert same == await first
     finally:
         service.close()
+
+
+async def test_solving_service_refuses_a_player_or_an_address_over_its_share(app: App) -> None:
+    """Issue 20: past its share a player (or an address) is told ``rate_limited``; others still queue."""
+    service = SolvingService(hints_per_player=1, hints_per_address=2)
+    layouts = [Deal(n, 8).layout() for n in range(1, 5)]
+    try:
+        first = asyncio.ensure_future(service.hint("g_1", 0, layouts[0], Asker("p_1", "127.0.0.1")))
+        await asyncio.sleep(0)
+        with pytest.raises(SolverBusy) as player_busy:
+            await service.hint("g_2", 0, layouts[1], Asker("p_1", "127.0.0.1"))
+        second = asyncio.ensure_future(service.hint("g_3", 0, layouts[2], Asker("p_2", "127.0.0.1")))
+        await asyncio.sleep(0)
+        with pytest.raises(SolverBusy) as address_busy:
+            await service.hint("g_4", 0, layouts[3], Asker("p_3", "127.0.0.1"))
+        elsewhere = await service.hint("g_4", 0, layouts[3], Asker("p_3", "127.0.0.2"))
+        assert [player_busy.value.code, address_busy.value.code] == [ErrorCode.RATE_LIMITED] * 2
+        assert "once one is answered" in str(player_busy.value) and "your address" in str(address_busy.value)
+        for hint in (await first, await second, elsewhere):
+            assert hint[0] is Verdict.WIN and hint[1] is not None
+        # answered: the shares are free again
+        assert (await service.hint("g_2", 0, layouts[1], Asker("p_1", "127.0.0.1")))[0] is Verdict.WIN
+    finally:
+        service.close()
+
+
+FLOOD_CONNECTIONS = 12
+BYSTANDER_HINTS = 20
+
+
+async def hint_loop(client: WsClient, replies: list[dict[str, Any]], rounds: int | None = None) -> None:
+    """new_game, hint, resign, over and over (``rounds`` times, or until cancelled): each hint is of a
+    new game's opening, so none is answered from the cache."""
+    done = 0
+    while rounds is None or done < rounds:
+        game = (await client.request("new_game"))["game"]
+        replies.append(await client.request("hint", game=game))
+        await client.request("resign", game=game)
+        done += 1
+
+
+async def test_a_bystanders_hints_are_answered_during_a_hint_flood_from_one_address(
+    app: App, url: str
+) -> None:
+    """Issue 20, item 5: 12 connections from 127.0.0.1 looping new_game, hint, resign took every place
+    of the solver's queue (58 % of another player's hints were ``unavailable``). The flood gets
+    ``rate_limited`` past its address's share; the bystander, on 127.0.0.2, has 90 % or more of its
+    hints answered."""
+    flooders = [await player(url, f"Flood {n}") for n in range(FLOOD_CONNECTIONS)]
+    bystander = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
+    await bystander.hello(name="Bystander")
+    flood_replies: list[dict[str, Any]] = []
+    floods = [asyncio.ensure_future(hint_loop(client, flood_replies)) for client in flooders]
+    try:
+        while len(flood_replies) < FLOOD_CONNECTIONS:  # every flooder is asking
+            await asyncio.sleep(0.01)
+        mine: list[dict[str, Any]] = []
+        await hint_loop(bystander, mine, BYSTANDER_HINTS)
+    finally:
+        for flood in floods:
+            flood.cancel()
+        await asyncio.gather(*floods, return_exceptions=True)
+    answered = sum(reply["type"] == "hint" for reply in mine)
+    assert answered / BYSTANDER_HINTS >= 0.9, [reply.get("code") for reply in mine]
+    flood_codes = {reply.get("code", reply["type"]) for reply in flood_replies}
+    assert flood_codes == {"hint", "rate_limited"}, flood_codes  # never unavailable: a share, not the queue
+    for client in (*flooders, bystander):
+        await client.close()
 
 
 # ---------------------------------------------------------------- hints racing moves (two tabs)
@@ -279,10 +350,10 @@ async def test_a_hint_asked_before_the_win_keeps_the_game_off_the_boards(
     solved = asyncio.Event()
     real_hint = fast_app.services.solving.hint
 
-    async def slow_hint(game_id: str, v: int, layout: Layout) -> Any:
+    async def slow_hint(game_id: str, v: int, layout: Layout, asker: Asker) -> Any:
         solving.set()
         await solved.wait()
-        return await real_hint(game_id, v, layout)
+        return await real_hint(game_id, v, layout, asker)
 
     monkeypatch.setattr(fast_app.services.solving, "hint", slow_hint)
     hinting = asyncio.ensure_future(second.request("hint", game=game))
