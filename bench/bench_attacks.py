@@ -21,7 +21,11 @@ process running for the same window:
 - ``live``: 4 connections asking ``live`` at just under the rate limit;
 - ``storm``: raw TCP connections opened as fast as possible and held idle (to the caps, then 503s);
 - ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
-- ``guests``: ``hello`` without a token on a new connection, in a loop.
+- ``guests``: ``hello`` without a token on a new connection, in a loop;
+- ``hints``: 12 guests' connections from one address looping ``new_game`` / ``hint`` / ``resign``
+  (issue 20, item 5), and a second bystander, a player on 127.0.0.3 in the attacker's process, doing the
+  same: the row's last line is the fraction of its hints answered (not ``unavailable`` nor
+  ``rate_limited``) and their round trips; hints are slow work, so what counts is that they are answered.
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
 server's CPU use during the window, then what the attacker saw (replies by type or error code, closes
@@ -71,7 +75,21 @@ DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
     "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
 )
-ATTACKS = ("calm", "flood", "botnet", "paced", "invalid", "watch", "live", "storm", "games", "guests")
+HINT_BYSTANDER_ADDRESS = "127.0.0.3"
+HINT_FLOOD_CONNECTIONS = 12
+ATTACKS = (
+    "calm",
+    "flood",
+    "botnet",
+    "paced",
+    "invalid",
+    "watch",
+    "live",
+    "storm",
+    "games",
+    "guests",
+    "hints",
+)
 
 
 async def _connect(url: str, address: str) -> ClientConnection:
@@ -239,6 +257,49 @@ async def _guests(url: str, tally: Tally, until: float) -> None:
             tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'other')}"] += 1
 
 
+async def _hint_loop(
+    ws: ClientConnection, until: float, seen: Callable[[dict[str, Any], float], None]
+) -> None:
+    """``new_game``, ``hint``, ``resign`` in turn until ``until``, just under the rate limit; ``seen``
+    gets each hint's reply and round trip."""
+    with contextlib.suppress(ConnectionClosed):
+        for index in itertools.count(step=3):
+            if time.monotonic() > until:
+                break
+            game = (await _request(ws, {"type": "new_game", "id": index}))["game"]
+            started = time.perf_counter()
+            reply = await _request(ws, {"type": "hint", "id": index + 1, "game": game})
+            seen(reply, time.perf_counter() - started)
+            await _request(ws, {"type": "resign", "id": index + 2, "game": game})
+            await asyncio.sleep(3 / (RATE * 0.9))
+
+
+async def _hints(url: str, tally: Tally, until: float) -> None:
+    """The hint flood, and the hint bystander's answered fraction and round trips in ``tally``."""
+    flooders = [(await _player(url, tally, None))[0] for _ in range(HINT_FLOOD_CONNECTIONS)]
+    bystander = await _connect(url, HINT_BYSTANDER_ADDRESS)
+    await _request(bystander, {"type": "hello", "protocol": 1, "id": 1})
+    trips: list[float] = []
+
+    def flood_saw(reply: dict[str, Any], _: float) -> None:
+        tally.reply(msgpack.packb(reply))
+
+    def bystander_saw(reply: dict[str, Any], seconds: float) -> None:
+        tally.counts["bystander hints asked"] += 1
+        tally.counts["bystander hints answered"] += reply.get("type") == "hint"
+        trips.append(seconds)
+
+    flood = [asyncio.ensure_future(_hint_loop(ws, until, flood_saw)) for ws in flooders]
+    await asyncio.sleep(START_MARGIN / 2)  # the flood under way, as for the first bystander
+    await _hint_loop(bystander, until - START_MARGIN / 2, bystander_saw)
+    await asyncio.gather(*flood)
+    trips.sort()
+    tally.counts["bystander hint p50 ms"] = round(_percentile(trips, 0.5) * 1000)
+    tally.counts["bystander hint p99 ms"] = round(_percentile(trips, 0.99) * 1000)
+    for ws in (*flooders, bystander):
+        await ws.close()
+
+
 async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     tally = Tally()
     until = time.monotonic() + seconds
@@ -275,6 +336,8 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         tasks = [_storm(url, tally, until)]
     elif name == "guests":
         tasks = [_guests(url, tally, until) for _ in range(CONNECTIONS)]
+    elif name == "hints":
+        tasks = [_hints(url, tally, until)]
     await asyncio.gather(*tasks)
     return dict(tally.counts)
 
@@ -349,6 +412,9 @@ def report(rows: list[Row], command: str) -> None:
     for name, _, seen, _ in rows:
         if name != "calm":
             print(f"  {name}: " + ", ".join(f"{key} {value:,}" for key, value in sorted(seen.items())))
+        if name == "hints":
+            asked, answered = seen.get("bystander hints asked", 0), seen.get("bystander hints answered", 0)
+            print(f"  hints: the hint bystander had {answered / max(1, asked):.0%} of its hints answered")
     print(f"\ncommand: {command}")
 
 
