@@ -43,6 +43,7 @@ class Node:
 
     def __init__(self, database_url: str, log: Path, *args: str, workers: int = 2) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("EIGHTOFF_")}
+        env["TMPDIR"] = str(log.parent)  # the node's metrics directory goes here, not in the system's
         self.log = log
         with log.open("wb") as stderr:
             self.process = subprocess.Popen(
@@ -382,11 +383,16 @@ async def node_totals(port: int, expected: dict[str, float], timeout: float = 10
     return [totals(await asyncio.to_thread(scrape, port, next(sources))) for _ in range(SCRAPES)]
 
 
-async def test_every_scrape_shows_the_node_summed_over_its_workers(node: Node) -> None:
+async def test_every_scrape_shows_the_node_summed_over_its_workers(node: Node, tmp_path: Path) -> None:
     """Issue 20, item 9: /metrics answered for whichever worker took the scrape (a player on the other
     worker was missing from it). Now every scrape shows both workers' connections, games, actions,
-    latencies and errors, summed."""
+    latencies and errors, summed; the node's one metrics directory holds each worker's files and is
+    gone once the node stopped."""
     clients = await one_client_per_worker(node.url)
+    (shared,) = tmp_path.glob("eightoff-metrics-*")
+    assert {name.rsplit("_", 1)[1] for name in os.listdir(shared)} == {
+        f"{pid}.db" for pid in node.worker_pids().values()
+    }
     (_, first), (_, second) = sorted(clients.items())
     moves = {first: 3, second: 5}
     for client, count in moves.items():
@@ -410,6 +416,8 @@ async def test_every_scrape_shows_the_node_summed_over_its_workers(node: Node) -
     expected |= {"eightoff_connections": 1.0, "eightoff_live_games": 1.0}
     assert (await node_totals(node.port, expected))[-1] == expected
     await second.close()
+    node.stop()
+    assert node.process.returncode == 0 and list(tmp_path.glob("eightoff-metrics-*")) == []
 
 
 async def test_the_connection_caps_hold_for_the_node_not_each_worker(sqlite_url: str, tmp_path: Path) -> None:
