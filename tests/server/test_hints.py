@@ -172,6 +172,24 @@ async def test_solving_service_refuses_a_player_or_an_address_over_its_share(app
         service.close()
 
 
+async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: App) -> None:
+    """A hint queued behind another when the service closes is cancelled, not left waiting for ever
+    (nor solved in a pool started again after the close)."""
+    service = SolvingService()
+    askers = [Asker("p_1", "127.0.0.1"), Asker("p_2", "127.0.0.2")]
+    hints = [
+        asyncio.ensure_future(service.hint(f"g_{n}", 0, Deal(n + 1, 8).layout(), asker))
+        for n, asker in enumerate(askers)
+    ]
+    await asyncio.sleep(0)
+    service.close()
+    for hint in hints:
+        with pytest.raises(asyncio.CancelledError):
+            await hint
+    await asyncio.sleep(0.1)
+    assert service._pool is None
+
+
 FLOOD_CONNECTIONS = 12
 BYSTANDER_HINTS = 20
 
