@@ -22,7 +22,7 @@ process running for the same window:
 - ``storm``: raw TCP connections opened as fast as possible and held idle (to the caps, then 503s);
 - ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
 - ``guests``: ``hello`` without a token on a new connection, in a loop;
-- ``hints``: 12 guests' connections from one address looping ``new_game`` / ``hint`` / ``resign``
+- ``hints``: 12 guests' connections from one address (127.0.0.4) looping ``new_game`` / ``hint`` / ``resign``
   (issue 20, item 5), and a second bystander, a player on 127.0.0.3 in the attacker's process, doing the
   same: the row's last line is the fraction of its hints answered (not ``unavailable`` nor
   ``rate_limited``) and their round trips; hints are slow work, so what counts is that they are answered.
@@ -76,6 +76,7 @@ DEFAULT_LIMITS = (
     "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
 )
 HINT_BYSTANDER_ADDRESS = "127.0.0.3"
+HINT_FLOOD_ADDRESS = "127.0.0.4"  # one address of its own: the guests attack leaves 127.0.0.1 no guests
 HINT_FLOOD_CONNECTIONS = 12
 ATTACKS = (
     "calm",
@@ -266,7 +267,11 @@ async def _hint_loop(
         for index in itertools.count(step=3):
             if time.monotonic() > until:
                 break
-            game = (await _request(ws, {"type": "new_game", "id": index}))["game"]
+            game = (await _request(ws, {"type": "new_game", "id": index})).get("game")
+            if game is None:  # refused: counted as the hint's reply, tried again after a pause
+                seen({"type": "error", "code": "new_game refused"}, 0.0)
+                await asyncio.sleep(0.1)
+                continue
             started = time.perf_counter()
             reply = await _request(ws, {"type": "hint", "id": index + 1, "game": game})
             seen(reply, time.perf_counter() - started)
@@ -276,7 +281,9 @@ async def _hint_loop(
 
 async def _hints(url: str, tally: Tally, until: float) -> None:
     """The hint flood, and the hint bystander's answered fraction and round trips in ``tally``."""
-    flooders = [(await _player(url, tally, None))[0] for _ in range(HINT_FLOOD_CONNECTIONS)]
+    flooders = [await _connect(url, HINT_FLOOD_ADDRESS) for _ in range(HINT_FLOOD_CONNECTIONS)]
+    for ws in flooders:
+        tally.reply(msgpack.packb(await _request(ws, {"type": "hello", "protocol": 1, "id": 1})))
     bystander = await _connect(url, HINT_BYSTANDER_ADDRESS)
     await _request(bystander, {"type": "hello", "protocol": 1, "id": 1})
     trips: list[float] = []
