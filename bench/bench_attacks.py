@@ -34,6 +34,10 @@ process running for the same window:
   its own, try to connect and play: the attacker reports how many got in. 3,750 sockets fill the
   cap on open connections only where it is lower than that (an open-files limit of a few thousand
   lowers it): ``--server-args "--max-connections 3000"`` puts it there.
+- ``hints``: 12 guests' connections from one address (127.0.0.4) looping ``new_game`` / ``hint`` / ``resign``
+  (issue 20, item 5), and a second bystander, a player on 127.0.0.3 in the attacker's process, doing the
+  same: the row's last line is the fraction of its hints answered (not ``unavailable`` nor
+  ``rate_limited``) and their round trips; hints are slow work, so what counts is that they are answered.
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
 server's CPU use during the window and the growth of its resident memory over the attack, then what
@@ -86,6 +90,9 @@ DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
     "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
 )
+HINT_BYSTANDER_ADDRESS = "127.0.0.3"
+HINT_FLOOD_ADDRESS = "127.0.0.4"  # one address of its own: the guests attack leaves 127.0.0.1 no guests
+HINT_FLOOD_CONNECTIONS = 12
 ATTACKS = (
     "calm",
     "flood",
@@ -105,6 +112,7 @@ ATTACKS = (
     "fragments",
     "addresses",
     "halfopen",
+    "hints",
 )
 CROWD = 199  # the addresses attack
 HALF_OPEN_ADDRESSES, HALF_OPEN_PER_ADDRESS, NEWCOMERS = 150, 25, 34
@@ -450,6 +458,55 @@ async def _half_open_attack(url: str, tally: Tally, until: float) -> None:
     await asyncio.gather(*newcomers, *holders)
 
 
+async def _hint_loop(
+    ws: ClientConnection, until: float, seen: Callable[[dict[str, Any], float], None]
+) -> None:
+    """``new_game``, ``hint``, ``resign`` in turn until ``until``, just under the rate limit; ``seen``
+    gets each hint's reply and round trip."""
+    with contextlib.suppress(ConnectionClosed):
+        for index in itertools.count(step=3):
+            if time.monotonic() > until:
+                break
+            game = (await _request(ws, {"type": "new_game", "id": index})).get("game")
+            if game is None:  # refused: counted as the hint's reply, tried again after a pause
+                seen({"type": "error", "code": "new_game refused"}, 0.0)
+                await asyncio.sleep(0.1)
+                continue
+            started = time.perf_counter()
+            reply = await _request(ws, {"type": "hint", "id": index + 1, "game": game})
+            seen(reply, time.perf_counter() - started)
+            await _request(ws, {"type": "resign", "id": index + 2, "game": game})
+            await asyncio.sleep(3 / (RATE * 0.9))
+
+
+async def _hints(url: str, tally: Tally, until: float) -> None:
+    """The hint flood, and the hint bystander's answered fraction and round trips in ``tally``."""
+    flooders = [await _connect(url, HINT_FLOOD_ADDRESS) for _ in range(HINT_FLOOD_CONNECTIONS)]
+    for ws in flooders:
+        tally.reply(msgpack.packb(await _request(ws, {"type": "hello", "protocol": 1, "id": 1})))
+    bystander = await _connect(url, HINT_BYSTANDER_ADDRESS)
+    await _request(bystander, {"type": "hello", "protocol": 1, "id": 1})
+    trips: list[float] = []
+
+    def flood_saw(reply: dict[str, Any], _: float) -> None:
+        tally.reply(msgpack.packb(reply))
+
+    def bystander_saw(reply: dict[str, Any], seconds: float) -> None:
+        tally.counts["bystander hints asked"] += 1
+        tally.counts["bystander hints answered"] += reply.get("type") == "hint"
+        trips.append(seconds)
+
+    flood = [asyncio.ensure_future(_hint_loop(ws, until, flood_saw)) for ws in flooders]
+    await asyncio.sleep(START_MARGIN / 2)  # the flood under way, as for the first bystander
+    await _hint_loop(bystander, until - START_MARGIN / 2, bystander_saw)
+    await asyncio.gather(*flood)
+    trips.sort()
+    tally.counts["bystander hint p50 ms"] = round(_percentile(trips, 0.5) * 1000)
+    tally.counts["bystander hint p99 ms"] = round(_percentile(trips, 0.99) * 1000)
+    for ws in (*flooders, bystander):
+        await ws.close()
+
+
 async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     tally = Tally()
     until = time.monotonic() + seconds
@@ -505,6 +562,8 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         tasks = [_crowd_player(url, tally, _crowd_address(index), until) for index in range(CROWD)]
     elif name == "halfopen":
         tasks = [_half_open_attack(url, tally, until)]
+    elif name == "hints":
+        tasks = [_hints(url, tally, until)]
     await asyncio.gather(*tasks)
     return dict(tally.counts)
 
@@ -584,6 +643,9 @@ def report(rows: list[Row], command: str) -> None:
     for name, _, seen, *_ in rows:
         if name != "calm":
             print(f"  {name}: " + ", ".join(f"{key} {value:,}" for key, value in sorted(seen.items())))
+        if name == "hints":
+            asked, answered = seen.get("bystander hints asked", 0), seen.get("bystander hints answered", 0)
+            print(f"  hints: the hint bystander had {answered / max(1, asked):.0%} of its hints answered")
     print(f"\ncommand: {command}")
 
 

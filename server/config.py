@@ -322,6 +322,25 @@ class Settings:
         if self.workers > 1 and _node(self.worker_node(self.workers)) is not None:
             raise SettingError("node", f"{self.node!r} leaves no room for the worker suffix -w{self.workers}")
 
+    def worker_share(self) -> Settings:
+        """The settings of one of ``workers`` workers (``workers`` 1): the connection caps counted
+        per process (in all, per address, new ones per address, new guests per address) divided
+        among them, rounded down (never below 1), so that the node as a whole keeps the figures set."""
+        n = self.workers
+
+        def divided(cap: int | None) -> int | None:
+            return None if cap is None else max(1, cap // n)
+
+        rate = self.new_connections_per_address_per_second
+        return dataclasses.replace(
+            self,
+            workers=1,
+            max_connections=max(1, self.max_connections // n),
+            max_connections_per_address=divided(self.max_connections_per_address),
+            new_connections_per_address_per_second=None if rate is None else rate / n,
+            guests_per_address_per_minute=divided(self.guests_per_address_per_minute),
+        )
+
     def worker_node(self, index: int) -> str:
         """The node name of worker ``index`` (1-based) of ``--workers N``: each tells clients apart."""
         return f"{self.node}-w{index}"

@@ -35,7 +35,7 @@ from server.play.game_room import FinishedGame, PlayerRef
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.session import Session
 from server.services.fair_play import FairPlay
-from server.services.hints import SolverBusy, SolvingService
+from server.services.hints import Asker, SolverBusy, SolvingService
 from server.services.quotas import UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
@@ -234,9 +234,10 @@ class RequestHandler:
         if not isinstance(spot, HintSpot):
             raise spot
         try:
-            verdict, move = await self._solving.hint(room.id, spot.v, spot.layout)
+            asker = Asker(room.owner.id, str(getattr(session.transport, "client_address", "")))
+            verdict, move = await self._solving.hint(room.id, spot.v, spot.layout, asker)
         except SolverBusy as exc:
-            raise Refusal(ErrorCode.UNAVAILABLE, str(exc)) from None
+            raise Refusal(exc.code, str(exc)) from None
         return [
             protocol.Hint(
                 room.id, spot.v, protocol.Verdict(verdict.value), move, request_id=request.request_id

@@ -50,12 +50,13 @@ class WsClient:
         protocol.validate_server_message(message)  # everything the server sends follows the spec
         return message
 
-    async def request(self, type_: str, **fields: Any) -> dict[str, Any]:
-        """Send a request with a fresh id and return its reply; pushes that arrive first are kept."""
+    async def request(self, type_: str, *, reply_timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+        """Send a request with a fresh id and return its reply (waiting at most ``reply_timeout``
+        seconds for each message); pushes that arrive first are kept."""
         request_id = next(self._ids)
         await self.send({"type": type_, "id": request_id, **fields})
         while True:
-            message = await self.recv()
+            message = await self.recv(reply_timeout)
             if message.get("id") == request_id:
                 return message
             await self.pushed.put(message)

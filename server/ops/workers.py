@@ -46,6 +46,7 @@ from typing import Any, Final
 
 from server import __version__
 from server.config import Settings, Unavailable, needs
+from server.ops.metrics import SharedMetricsDir
 from server.play.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.storage.db import describe_database, prepare_for_serving
 
@@ -259,6 +260,7 @@ class Supervisor:
         self._settings = settings
         self._workers: list[_Worker] = []
         self._stopping = asyncio.Event()
+        self._metrics: SharedMetricsDir | None = None  # the workers' metrics, summed at every scrape
 
     async def run(self) -> int:
         """Serve until a signal (0 once every worker stopped gracefully) or a worker's death (1).
@@ -286,6 +288,7 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         for signum in _STOP_SIGNALS:
             loop.add_signal_handler(signum, self._on_signal, signum)
+        self._metrics = SharedMetricsDir()
         try:
             self._workers = [self._spawn(index, address) for index in range(1, self._settings.workers + 1)]
             await self._connect_relay()
@@ -301,11 +304,12 @@ class Supervisor:
                 loop.remove_signal_handler(signum)
             for worker in self._workers:
                 self._release(worker)
+            self._metrics.remove()
 
     def _spawn(self, index: int, address: ListenAddress) -> _Worker:
         context = multiprocessing.get_context("spawn")
         node = self._settings.worker_node(index)
-        settings = dataclasses.replace(self._settings, node=node, port=address.port, workers=1)
+        settings = dataclasses.replace(self._settings.worker_share(), node=node, port=address.port)
         control, child_control = context.Pipe()
         link, child_link = socket.socketpair() if settings.redis_url is None else (None, None)
         process = context.Process(
@@ -336,6 +340,8 @@ class Supervisor:
     def _on_exit(self, worker: _Worker) -> None:
         asyncio.get_running_loop().remove_reader(worker.process.sentinel)
         worker.process.join()
+        if self._metrics is not None and worker.process.pid is not None:
+            self._metrics.worker_exited(worker.process.pid)
         worker.exited.set_result(worker.process.exitcode or 0)
 
     def _on_signal(self, signum: int) -> None:

@@ -19,22 +19,56 @@ from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 
 from engine import Deal, Game, Layout, Move
+from protocol.errors import ErrorCode
+from server.services.fairqueue import Asker, FairQueue, Full
 from server.services.winnable import random_winnable_deal
 from solver import Verdict, solve, winnable_daily_deal
 
-__all__ = ["HINT_MAX_NODES", "Hint", "SolverBusy", "SolvingService"]
+__all__ = [
+    "HINTS_PER_ADDRESS",
+    "HINTS_PER_PLAYER",
+    "HINT_MAX_NODES",
+    "Asker",
+    "Hint",
+    "SolverBusy",
+    "SolvingService",
+]
 
 #: Positions a hint may search (some seconds of one worker at worst).
 HINT_MAX_NODES = 100_000
 _HINT_CACHE = 4096
+#: Hints one player, and one source address, may have waiting or being solved (issue 20): one
+#: connection asks one at a time, so this is a few tabs' worth; an address holds a few players'.
+HINTS_PER_PLAYER = 2
+HINTS_PER_ADDRESS = 4
+_HINTS_QUEUED = 64  # in all: past it, ``unavailable``
 
 
 class SolverBusy(Exception):
-    """Too many hints are waiting for the solver: the caller says ``unavailable``."""
+    """A hint the solver will not take now; ``code`` is the reply: ``rate_limited`` when the asker
+    (its player or its address) holds its share of the queue, ``unavailable`` when the queue is full."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 Hint = tuple[Verdict, Move | None]
+_Job = tuple[tuple[str, Layout], "asyncio.Future[Hint]"]  # a position to solve, and its answer to come
 _LINES = 1024  # games whose winning line is kept
+
+
+def _refusal(full: Full, held: int) -> SolverBusy:
+    if full is Full.PLAYER:
+        return SolverBusy(
+            ErrorCode.RATE_LIMITED, "you have hints waiting for the solver; ask again once one is answered"
+        )
+    if full is Full.ADDRESS:
+        return SolverBusy(
+            ErrorCode.RATE_LIMITED,
+            "your address has hints waiting for the solver; ask again once one is answered",
+        )
+    return SolverBusy(ErrorCode.UNAVAILABLE, f"{held} hints are waiting for the solver; retry in a moment")
 
 
 def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, tuple[Move, ...]]:
@@ -53,18 +87,35 @@ def _line_steps(layout: Layout, moves: tuple[Move, ...]) -> dict[Layout, Move]:
 
 
 class SolvingService:
-    """Owned by the app; shared by every connection. ``close()`` stops the worker processes."""
+    """Owned by the app; shared by every connection. ``close()`` stops the worker processes.
+
+    Hints are shared fairly (issue 20): a `FairQueue` holds at most ``hints_per_player`` hints per
+    player, ``hints_per_address`` per source address and ``max_waiting_hints`` in all, and hands the
+    solver's ``workers`` slots out in turn between the addresses that wait, then between their players.
+    """
 
     def __init__(
-        self, *, workers: int = 1, hint_max_nodes: int = HINT_MAX_NODES, max_waiting_hints: int = 8
+        self,
+        *,
+        workers: int = 1,
+        hint_max_nodes: int = HINT_MAX_NODES,
+        max_waiting_hints: int = _HINTS_QUEUED,
+        hints_per_player: int = HINTS_PER_PLAYER,
+        hints_per_address: int = HINTS_PER_ADDRESS,
     ) -> None:
         self._workers = workers
         self._hint_max_nodes = hint_max_nodes
-        self._max_waiting = max_waiting_hints
         self._pool: ProcessPoolExecutor | None = None
         self._hints: OrderedDict[tuple[str, Layout], asyncio.Future[Hint]] = OrderedDict()
         self._lines: OrderedDict[str, dict[Layout, Move]] = OrderedDict()
-        self._waiting = 0
+        self._queue: FairQueue[_Job] = FairQueue(
+            running=workers,
+            per_player=hints_per_player,
+            per_address=hints_per_address,
+            total=max_waiting_hints,
+        )
+        self._unanswered: set[asyncio.Future[Hint]] = set()
+        self._solving: set[asyncio.Task[None]] = set()
         self._dailies: dict[tuple[dt.date, int], asyncio.Future[Deal]] = {}
         self._rng: random.Random = secrets.SystemRandom()
 
@@ -75,12 +126,13 @@ class SolvingService:
             self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
         return self._pool
 
-    async def hint(self, game_id: str, v: int, layout: Layout) -> Hint:
-        """The verdict from ``layout`` (the game ``game_id`` at ``v``, in play) and the next winning move.
-        Cached by position, not by v: the one position of a (game, v) is the caller's to ensure.
+    async def hint(self, game_id: str, v: int, layout: Layout, asker: Asker) -> Hint:
+        """The verdict from ``layout`` (the game ``game_id`` at ``v``, in play) and the next winning move,
+        asked by ``asker``. Cached by position, not by v: the one position of a (game, v) is the
+        caller's to ensure. A position being solved already is shared, whoever asked it.
 
         Raises:
-            SolverBusy: more than ``max_waiting_hints`` different positions are being solved.
+            SolverBusy: the asker holds its share of the queue, or the queue is full.
         """
         on_line = self._lines.get(game_id, {}).get(layout)
         if on_line is not None:
@@ -88,17 +140,49 @@ class SolvingService:
         key = (game_id, layout)
         cached = self._hints.get(key)
         if cached is None:
-            if self._waiting >= self._max_waiting:
-                raise SolverBusy(f"{self._waiting} hints are being worked out; retry in a moment")
-            cached = asyncio.ensure_future(self._solve_hint(game_id, layout))
-            self._waiting += 1
-            cached.add_done_callback(lambda done: self._hint_done(key, done))
-            self._hints[key] = cached
-            while len(self._hints) > _HINT_CACHE:
-                self._hints.popitem(last=False)
+            cached = self._queued(key, asker)
         else:
             self._hints.move_to_end(key)
         return await asyncio.shield(cached)
+
+    def _queued(self, key: tuple[str, Layout], asker: Asker) -> asyncio.Future[Hint]:
+        """The answer to come for ``key``, queued for ``asker``."""
+        future: asyncio.Future[Hint] = asyncio.get_running_loop().create_future()
+        full = self._queue.offer(asker, (key, future))
+        if full is not None:
+            raise _refusal(full, self._queue.held)
+        self._unanswered.add(future)
+        future.add_done_callback(lambda done: self._hint_done(key, done))
+        self._hints[key] = future
+        while len(self._hints) > _HINT_CACHE:
+            self._hints.popitem(last=False)
+        self._start_next()
+        return future
+
+    def _start_next(self) -> None:
+        while (job := self._queue.next()) is not None:
+            asker, (key, future) = job
+            task = asyncio.ensure_future(self._run(asker, key, future))
+            self._solving.add(task)
+            task.add_done_callback(self._solving.discard)
+
+    async def _run(self, asker: Asker, key: tuple[str, Layout], future: asyncio.Future[Hint]) -> None:
+        try:
+            if future.done():  # cancelled while it waited (the service closed)
+                return
+            hint = await self._solve_hint(*key)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            if not future.done():
+                future.set_exception(exc)
+        else:
+            if not future.done():
+                future.set_result(hint)
+        finally:
+            self._queue.done(asker)
+            self._start_next()
 
     async def _solve_hint(self, game_id: str, layout: Layout) -> Hint:
         loop = asyncio.get_running_loop()
@@ -112,9 +196,9 @@ class SolvingService:
         return verdict, moves[0]
 
     def _hint_done(self, key: tuple[str, Layout], done: asyncio.Future[Hint]) -> None:
-        self._waiting -= 1
-        if done.cancelled() or done.exception() is not None:  # not an answer: ask again next time
-            self._hints.pop(key, None)
+        self._unanswered.discard(done)
+        if (done.cancelled() or done.exception() is not None) and self._hints.get(key) is done:
+            del self._hints[key]  # not an answer: ask again next time
 
     async def daily_deal(self, date: dt.date, cells: int) -> Deal:
         """The winnable daily deal of ``date`` in ``cells``' variant (``solver.winnable_daily_deal``)."""
@@ -132,6 +216,9 @@ class SolvingService:
         return random_winnable_deal(self._rng, cells)
 
     def close(self) -> None:
+        """Stop the worker processes; hints not answered yet are cancelled."""
+        for future in list(self._unanswered):
+            future.cancel()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None

@@ -122,3 +122,51 @@ def test_a_node_name_that_leaves_no_room_for_the_worker_suffix_is_refused() -> N
         Settings(node="n" * 61, workers=10)
     assert str(refused.value).startswith("--node (EIGHTOFF_NODE): ")
     assert "leaves no room for the worker suffix -w10" in str(refused.value)
+
+
+def test_each_worker_gets_its_share_of_the_connection_caps() -> None:
+    """Issue 20, item 9: the caps counted per process are divided among the workers, rounded down,
+    so the node as a whole keeps the figures set; nothing else changes."""
+    settings = Settings(
+        workers=3,
+        max_connections=10_000,
+        max_connections_per_address=256,
+        new_connections_per_address_per_second=20.0,
+        guests_per_address_per_minute=30,
+    )
+    share = settings.worker_share()
+    assert (share.workers, share.max_connections, share.max_connections_per_address) == (1, 3333, 85)
+    assert share.new_connections_per_address_per_second == pytest.approx(20 / 3)
+    assert share.guests_per_address_per_minute == 10
+    divided = {
+        "workers",
+        "max_connections",
+        "max_connections_per_address",
+        "new_connections_per_address_per_second",
+        "guests_per_address_per_minute",
+    }
+    for field in dataclasses.fields(Settings):
+        if field.name not in divided:
+            assert getattr(share, field.name) == getattr(settings, field.name), field.name
+
+
+def test_a_cap_below_the_workers_leaves_each_worker_one_and_no_cap_stays_none() -> None:
+    tight = Settings(
+        workers=4, max_connections=2, max_connections_per_address=3, guests_per_address_per_minute=1
+    )
+    share = tight.worker_share()
+    assert (
+        share.max_connections,
+        share.max_connections_per_address,
+        share.guests_per_address_per_minute,
+    ) == (1, 1, 1)
+    open_ = Settings(
+        workers=2,
+        max_connections_per_address=None,
+        new_connections_per_address_per_second=None,
+        guests_per_address_per_minute=None,
+    ).worker_share()
+    assert open_.max_connections_per_address is None
+    assert open_.new_connections_per_address_per_second is None
+    assert open_.guests_per_address_per_minute is None
+    assert Settings().worker_share() == Settings()  # one process: its own caps

@@ -7,12 +7,15 @@ driving one game at once, a graceful SIGTERM, and a worker's death taking the no
 from __future__ import annotations
 
 import asyncio
+import http.client
+import itertools
 import os
 import re
 import signal
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,8 @@ from typing import Any
 import dbutil
 import pytest
 from boardcopy import BoardCopy
-from websockets.exceptions import ConnectionClosed
+from prometheus_client.parser import text_string_to_metric_families
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from wsclient import WsClient
 
 from engine import UNDO, Action, Game, Move
@@ -42,6 +46,7 @@ class Node:
         self, database_url: str, log: Path, *args: str, workers: int = 2, port: int = 0, cwd: Path = ROOT
     ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("EIGHTOFF_")}
+        env["TMPDIR"] = str(log.parent)  # the node's metrics directory goes here, not in the system's
         self.log = log
         with log.open("wb") as stderr:
             self.process = subprocess.Popen(
@@ -341,3 +346,113 @@ def _is_running(pid: int) -> bool:
     except OSError:
         return False
     return status != "Z"
+
+
+# ------------------------------------------------------------------------------- one node to operators
+
+
+def scrape(port: int, source: str = "127.0.0.1") -> dict[str, float]:
+    """``GET /metrics`` on a new connection from ``source`` (so the kernel picks the worker afresh):
+    each sample's value by its name and labels, as ``name{label="value"}``."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    try:
+        conn.request("GET", "/metrics")
+        response = conn.getresponse()
+        assert response.status == 200
+        text = response.read().decode()
+    finally:
+        conn.close()
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{key}="{value}"' for key, value in sorted(sample.labels.items()))
+            samples[f"{sample.name}{{{labels}}}" if labels else sample.name] = sample.value
+    return samples
+
+
+NODE_TOTALS = (
+    "eightoff_connections",
+    "eightoff_live_games",
+    "eightoff_actions_total",
+    "eightoff_action_latency_seconds_count",
+    'eightoff_errors_total{code="illegal_move"}',
+)
+SCRAPES = 12  # all on one worker with probability 2**-11
+
+
+def totals(samples: dict[str, float]) -> dict[str, float]:
+    return {name: samples.get(name, 0.0) for name in NODE_TOTALS}
+
+
+async def node_totals(port: int, expected: dict[str, float], timeout: float = 10.0) -> list[dict[str, float]]:
+    """``SCRAPES`` scrapes' node totals, once one shows ``expected`` (a worker's latency histogram
+    reaches the shared directory within a second). Each scrape comes from an address of its own
+    (127.0.0.10 …): the per-address limits on new connections are not what this measures."""
+    sources = (f"127.0.0.{10 + n}" for n in itertools.count())
+    async with asyncio.timeout(timeout):
+        while totals(await asyncio.to_thread(scrape, port, next(sources))) != expected:
+            await asyncio.sleep(0.2)
+    return [totals(await asyncio.to_thread(scrape, port, next(sources))) for _ in range(SCRAPES)]
+
+
+async def test_every_scrape_shows_the_node_summed_over_its_workers(node: Node, tmp_path: Path) -> None:
+    """Issue 20, item 9: /metrics answered for whichever worker took the scrape (a player on the other
+    worker was missing from it). Now every scrape shows both workers' connections, games, actions,
+    latencies and errors, summed; the node's one metrics directory holds each worker's files and is
+    gone once the node stopped."""
+    clients = await one_client_per_worker(node.url)
+    (shared,) = tmp_path.glob("eightoff-metrics-*")
+    assert {name.rsplit("_", 1)[1] for name in os.listdir(shared)} == {
+        f"{pid}.db" for pid in node.worker_pids().values()
+    }
+    (_, first), (_, second) = sorted(clients.items())
+    moves = {first: 3, second: 5}
+    for client, count in moves.items():
+        game = (await client.request("new_game", code=CODE))["game"]
+        for n in range(count):
+            source, target = ("t1", "c5") if n % 2 == 0 else ("c5", "t1")
+            assert (await client.request("move", game=game, **{"from": source, "to": target}))[
+                "type"
+            ] == "ack"
+    assert (await second.request("move", game=game, **{"from": "c1", "to": "c2"}))["code"] == "illegal_move"
+    expected = {
+        "eightoff_connections": 2.0,
+        "eightoff_live_games": 2.0,
+        "eightoff_actions_total": 8.0,
+        "eightoff_action_latency_seconds_count": 8.0,
+        'eightoff_errors_total{code="illegal_move"}': 1.0,
+    }
+    assert await node_totals(node.port, expected) == [expected] * SCRAPES
+    await first.close()
+    # its connection and its game (followed by nobody now) are gone from the node's gauges
+    expected |= {"eightoff_connections": 1.0, "eightoff_live_games": 1.0}
+    assert (await node_totals(node.port, expected))[-1] == expected
+    await second.close()
+    node.stop()
+    assert node.process.returncode == 0 and list(tmp_path.glob("eightoff-metrics-*")) == []
+
+
+async def test_the_connection_caps_hold_for_the_node_not_each_worker(sqlite_url: str, tmp_path: Path) -> None:
+    """Issue 20, item 9: each worker counted --max-connections-per-address on its own (up to N times
+    the setting from one address); the supervisor divides it among the workers."""
+    node = Node(sqlite_url, tmp_path / "stderr.log", "--max-connections-per-address", "4")
+    held: list[WsClient] = []
+    on_worker: Counter[str] = Counter()
+    refused = 0
+    try:
+        for _ in range(40):  # more than enough to find both workers' shares full
+            try:
+                client = await WsClient.open(node.url)
+            except InvalidStatus as exc:
+                assert exc.response.status_code == 503
+                refused += 1
+                continue
+            on_worker[(await client.hello())["server"]["node"]] += 1
+            held.append(client)
+        assert on_worker == {"node-1-w1": 2, "node-1-w2": 2} and refused == 36
+        from_elsewhere = await asyncio.to_thread(scrape, node.port, "127.0.0.2")  # 127.0.0.1 is at its cap
+        assert from_elsewhere["eightoff_connections"] == 4.0
+    finally:
+        for client in held:
+            await client.close()
+        node.stop()
