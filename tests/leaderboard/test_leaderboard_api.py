@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import update
-from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
 from server import dispatch as requests
@@ -24,6 +23,7 @@ from server.ops import cli
 from server.storage import Database, repository
 from server.storage.tables import actions, games
 from solver import solve_deal, winnable_daily_deal
+from tests.support.wsclient import WsClient
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
@@ -289,10 +289,9 @@ async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
 
 
 async def test_verify_reports_an_action_log_that_does_not_replay(database: Database) -> None:
-    from leaderboard_support import T0
-
     from server.ops.verify import verify_games
     from server.storage import GameResult, GameStart, PlayerRecord
+    from tests.leaderboard.leaderboard_support import T0
 
     async with database.transaction() as conn:
         await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
@@ -317,7 +316,6 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
     """A game resigned by another connection between verify's read of ``games`` and its read of
     ``actions`` is seen before or after, never half: not "stored playing, replayed resigned". The
     concurrent commit runs exactly between the two statements (a hook on the actions query)."""
-    from leaderboard_support import T0
     from sqlalchemy import event
     from sqlalchemy.util import await_
 
@@ -325,6 +323,7 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
     from server.ops.verify import verify_games
     from server.play.replay import RESIGN
     from server.storage import GameResult, GameStart, PlayerRecord
+    from tests.leaderboard.leaderboard_support import T0
 
     async with database.transaction() as conn:
         await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
@@ -363,11 +362,10 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
 def test_verify_checks_a_stored_log_as_the_server_loads_it() -> None:
     """`check_stored_game` replays as the server does (`server.room.replay_stored`): a resign row
     after a won game is refused for the engine's reason, and a bad code is named."""
-    from leaderboard_support import T0
-
     from server.ops.verify import check_stored_game
     from server.play.replay import RESIGN
     from server.storage import StoredGame
+    from tests.leaderboard.leaderboard_support import T0
 
     moves = list(solve_deal(Deal.from_code(WINNABLE)).moves)
     played = Game.replay(Deal.from_code(WINNABLE), moves)
@@ -408,10 +406,9 @@ def c2_opening_before_the_fix(deal: Deal) -> Layout:
 
 async def test_verify_names_a_c2_game_stored_under_the_old_layout(database: Database) -> None:
     """A C2 game recorded when cards 51 and 52 were dealt on top of columns 3 and 4 no longer replays."""
-    from leaderboard_support import T0
-
     from server.ops.verify import verify_games
     from server.storage import GameResult, GameStart, PlayerRecord
+    from tests.leaderboard.leaderboard_support import T0
 
     deal, move = Deal.from_code("EO1-C2-AAAAAAC"), Move.parse("t4-t2")
     assert Game.from_layout(c2_opening_before_the_fix(deal), deal).is_legal(move)  # 9H on TH, once exposed

@@ -10,7 +10,11 @@ import datetime as dt
 import random
 
 import pytest
-from leaderboard_support import (
+
+from engine import daily_deal
+from server.errors import Refusal
+from server.storage import Database
+from tests.leaderboard.leaderboard_support import (
     CODE,
     T0,
     Finished,
@@ -24,10 +28,6 @@ from leaderboard_support import (
     service,
     whole_board,
 )
-
-from engine import daily_deal
-from server.errors import Refusal
-from server.storage import Database
 
 UTC = dt.UTC
 MINUTE = dt.timedelta(minutes=1)

@@ -12,10 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
 from alembic import command
-from leaderboard_support import CODE, T0, Finished, Recorder, service
 from sqlalchemy import select
 
 import protocol
@@ -26,6 +24,8 @@ from server.storage import Database, upgrade_to_head
 from server.storage import leaderboards as boards
 from server.storage.db import _alembic_config
 from server.storage.tables import board_bests, player_stats
+from tests.leaderboard.leaderboard_support import CODE, T0, Finished, Recorder, service
+from tests.support import dbutil
 
 UTC = dt.UTC
 

@@ -7,12 +7,12 @@ import dataclasses
 from typing import ClassVar
 
 import pytest
-from wire_support import WINNING_LINE, sample_server_messages, sample_server_values
 
 import protocol
 from engine import ALL_CARDS, FOUNDATION_ORDER, UNDO, Deal, Game, Move
 from protocol import server_messages
 from protocol.checks import checked_fields
+from tests.support.wire import WINNING_LINE, sample_server_messages, sample_server_values
 
 PLAYER = protocol.Player("p_1", "Ann")
 STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")

@@ -16,11 +16,11 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 import pytest
 import yaml  # type: ignore[import-untyped]
-from wire_support import VECTORS, frame_of, sample_server_messages
 
 import protocol
 from protocol import ProtocolError, Subprotocol
 from protocol.limits import MAX_PROFILE_RECENT
+from tests.support.wire import VECTORS, frame_of, sample_server_messages
 
 DOCS = Path(protocol.__file__).parent
 README = (DOCS / "README.md").read_text(encoding="utf-8")

@@ -19,12 +19,12 @@ from typing import Any
 
 import msgpack
 import pytest
-import serverutil
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
-from wsclient import SUBPROTOCOLS, WsClient
 
 from server.app import App
+from tests.support import serverutil
+from tests.support.wsclient import SUBPROTOCOLS, WsClient
 
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "protocol" / "vectors" / "client_messages.json").read_text()

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import update
-from wsclient import WsClient
 
 from engine import Game
 from server.app import App
@@ -21,6 +20,7 @@ from server.play import registry as rooms_module
 from server.play.replay import RESIGN
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"
 T1_C5 = {"from": "t1", "to": "c5"}

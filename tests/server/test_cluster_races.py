@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import serverutil
 from sqlalchemy.exc import IntegrityError
-from wsclient import WsClient
 
 from server.app import App
 from server.ops.verify import check_stored_game
 from server.play.replay import RESIGN, replay_stored
 from server.storage import StoredGame, repository
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"
 TRIALS = 10

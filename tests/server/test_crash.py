@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
 from websockets.exceptions import ConnectionClosed
-from wsclient import WsClient
 
 from engine import UNDO, Action, Deal, Game, Move
+from tests.support import dbutil
+from tests.support.wsclient import WsClient
 
 ROOT = Path(__file__).parents[2]
 

@@ -9,15 +9,15 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-import dbutil
 import pytest
 from sqlalchemy.engine import make_url
-from tcpproxy import TcpProxy
-from test_http import http_get
-from wsclient import WsClient
 
 from server.app import App
 from server.config import Settings
+from tests.server.test_http import http_get
+from tests.support import dbutil
+from tests.support.tcpproxy import TcpProxy
+from tests.support.wsclient import WsClient
 
 #: The server's database timeout in these tests: a blackholed request must be answered soon after.
 DATABASE_TIMEOUT = 1.0

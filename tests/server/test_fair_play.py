@@ -10,17 +10,16 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
-import serverutil
 from sqlalchemy.ext.asyncio import AsyncConnection
-from wsclient import WsClient
 
 from engine import Game
 from server import dispatch as requests
 from server.errors import ErrorCode, Refusal
 from server.services.fair_play import FairPlay
 from server.storage import Database, GameDaily, GameStart, PlayerRecord, repository
+from tests.support import dbutil, serverutil
+from tests.support.wsclient import WsClient
 
 FREE_CODE = "EO1-C8-AAAAAFA"
 

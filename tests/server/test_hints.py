@@ -7,9 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-import serverutil
 from sqlalchemy import select
-from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
 from server.app import App
@@ -19,6 +17,8 @@ from server.storage import StorageUnavailable
 from server.storage.committer import Done, Write, WriteConflict
 from server.storage.tables import games
 from solver import solve_deal, winnable_daily_deal
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
 
 
 @pytest.fixture

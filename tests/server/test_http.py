@@ -7,9 +7,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from wsclient import WsClient
 
 from server.app import App
+from tests.support.wsclient import WsClient
 
 
 def http_get(app: App, path: str) -> tuple[int, str, str]:

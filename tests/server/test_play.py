@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from boardcopy import BoardCopy
-from wsclient import SUBPROTOCOLS, WsClient
 
 from engine import Deal, Foundation, Game, Move
 from solver import solve_deal
+from tests.support.board import ClientBoard
+from tests.support.wsclient import SUBPROTOCOLS, WsClient
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
@@ -41,7 +41,7 @@ async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> 
     for spectator in spectators:
         first = await spectator.request("watch", game=game_id)
         assert first["type"] == "snapshot"
-        copies.append(BoardCopy(first))
+        copies.append(ClientBoard(first))
 
     for index, move in enumerate(solution):
         # Mix the ways of moving: taps for foundation moves with an even index, plain moves otherwise.
@@ -166,7 +166,7 @@ async def test_other_connections_of_the_player_get_diffs_in_order(url: str) -> N
     tab = await WsClient.open(url)
     await tab.hello(token=owner.token)
     snapshot = await owner.request("new_game", code="EO1-C8-AAAAAFA")
-    board = BoardCopy(await tab.request("resume", game=snapshot["game"]))
+    board = ClientBoard(await tab.request("resume", game=snapshot["game"]))
     for index in range(20):
         fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
         await owner.request("move", game=snapshot["game"], **fields)

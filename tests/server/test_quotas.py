@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import serverutil
 from sqlalchemy import select, update
-from wsclient import WsClient
 
 from server.app import App
 from server.ops.verify import verify_games
 from server.services.quotas import FULL_MEMORY
 from server.storage.tables import games
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"
 

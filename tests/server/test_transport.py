@@ -18,16 +18,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import msgpack
 import pytest
-import serverutil
 from websockets.frames import Close, Frame, Opcode
 
 from server.app import App
 from server.config import Settings
 from server.edge import transport
 from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
+from tests.support import dbutil, serverutil
 
 LIVE = msgpack.packb({"type": "live", "id": 1})
 

@@ -6,13 +6,13 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-import dbutil
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from server.storage import Database, PlayerRecord, repository, upgrade_to_head
 from server.storage.db import async_url, migrations_directory
+from tests.support import dbutil
 
 ADA = PlayerRecord("p1", "Ada", "ab" * 32, datetime(2026, 11, 30, tzinfo=UTC))
 
