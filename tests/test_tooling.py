@@ -77,6 +77,7 @@ def test_this_run_uses_the_profile_its_environment_selects() -> None:
     """Under CI (which sets CI=true), this very run is derandomized with the CI budget."""
     if os.environ.get("CI") == "true":
         assert settings.get_current_profile_name() == "ci"
+        assert settings.default is not None
         assert settings.default.derandomize and settings.default.max_examples == 200
     else:
         assert settings.get_current_profile_name() == "dev"

@@ -53,7 +53,7 @@ async def player(url: str, name: str) -> WsClient:
 
 async def win(client: WsClient, solution: list[Move], *, detours: int = 0) -> str:
     """Win WINNABLE; each detour first moves the card of cell 1 to cell 5 and back (two more moves)."""
-    game = (await client.request("new_game", code=WINNABLE))["game"]
+    game: str = (await client.request("new_game", code=WINNABLE))["game"]
     for _ in range(detours):
         for source, target in (("c1", "c5"), ("c5", "c1")):
             assert (await client.request("move", game=game, **{"from": source, "to": target}))[
@@ -220,7 +220,7 @@ async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
 
 async def play_unfinished(client: WsClient, code: str, moves: int) -> str:
     """A game left unfinished after ``moves`` legal moves and one undo (its row keeps its start figures)."""
-    game_id = (await client.request("new_game", code=code))["game"]
+    game_id: str = (await client.request("new_game", code=code))["game"]
     game = Game.from_code(code)
     for _ in range(moves):
         move = next(iter(game.legal_moves))

@@ -193,8 +193,8 @@ async def test_boards_agree_with_the_oracle(database: Database) -> None:
     for day in days[:4]:
         for cells in (8, 4, 2):
             rows = await whole_board(svc, limit=7, board="daily", date=day.isoformat(), cells=cells)
-            daily = [g for g in batch if g.daily_date == day and g.cells == cells]
-            assert game_rows(rows) == expected_game_board(daily, "moves"), (day, cells)
+            of_the_day = [g for g in batch if g.daily_date == day and g.cells == cells]
+            assert game_rows(rows) == expected_game_board(of_the_day, "moves"), (day, cells)
 
 
 # --------------------------------------------------------------------------- periods

@@ -218,7 +218,7 @@ async def test_profile_figures_best_games_streak_and_recent(database: Database) 
     ]
     await games.add(*played)
     svc = service(database, T0 + dt.timedelta(hours=1))
-    profile = (await svc.profile("ann", request_id=3)).to_wire()
+    profile: dict[str, Any] = (await svc.profile("ann", request_id=3)).to_wire()
     protocol.validate_server_message(profile)
     assert profile["id"] == 3 and profile["player"] == {"id": "ann", "name": "name-ann"}
     assert (profile["played"], profile["won"], profile["best_score"]) == (11, 8, 990)
@@ -227,7 +227,7 @@ async def test_profile_figures_best_games_streak_and_recent(database: Database) 
     assert profile["streak"] == {"current": 2, "best": 2}
     recent = [game["game"] for game in profile["recent"]]
     assert len(recent) == 10 and recent[0].startswith("daily-0") and recent[-1] == "c8-best"
-    bob = (await svc.profile("bob")).to_wire()
+    bob: dict[str, Any] = (await svc.profile("bob")).to_wire()
     assert [game["game"] for game in bob["recent"]] == [f"bob{index}" for index in range(11, 1, -1)]
     assert bob["streak"] == {"current": 0, "best": 0}
     with pytest.raises(Refusal) as refused:

@@ -17,7 +17,7 @@ from engine import Game
 from server.app import App
 from server.play import game_room as room_module
 from server.play import registry as rooms_module
-from server.play.replay import RESIGN
+from server.play.replay import RESIGN, replay_stored
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
 from tests.support.wsclient import WsClient
@@ -162,7 +162,7 @@ async def test_watching_a_long_finished_game_replays_it_once_off_the_event_loop(
     (bench/bench_watch_flood.py measures a bystander's round trip meanwhile.)"""
     game = await store_long_finished_game(app, 10_000)
     replays: list[str] = []
-    real_replay = rooms_module.replay_stored
+    real_replay = replay_stored
 
     def counting_replay(stored: StoredGame) -> Game:
         replays.append(threading.current_thread().name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import pytest
 
 from server.play.bus import MAX_FRAME_BYTES, BusEvent, FrameReader, RelayBus, frame, pack_event, unpack_event

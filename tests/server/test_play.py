@@ -63,7 +63,7 @@ async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> 
             board.apply(await spectator.next_push())
         end = await spectator.next_push()
         assert end["type"] == "game_over" and end["won"] is True
-        assert board.status == "won" and all(board.foundations[suit][0] == "K" for suit in "SHDC")
+        assert board.status == "won" and all(board.foundations[suit] == f"K{suit}" for suit in "SHDC")
         fresh = await spectator.request("watch", game=game_id)  # a finished game is still visible
         assert board.matches(fresh)
     for client in (owner, *spectators):

@@ -7,7 +7,7 @@ import itertools
 import json
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 
 import protocol
@@ -34,7 +34,8 @@ class WsClient:
     def encode(self, message: dict[str, Any]) -> bytes | str:
         if self.subprotocol.endswith("json"):
             return json.dumps(message)
-        return msgpack.packb(message)
+        frame: bytes = msgpack.packb(message)
+        return frame
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.ws.send(self.encode(message))
@@ -43,7 +44,7 @@ class WsClient:
         frame = await asyncio.wait_for(self.ws.recv(), timeout)
         if self.subprotocol.endswith("json"):
             assert isinstance(frame, str), "JSON subprotocol must answer in text frames"
-            message = json.loads(frame)
+            message: dict[str, Any] = json.loads(frame)
         else:
             assert isinstance(frame, bytes), "msgpack subprotocol must answer in binary frames"
             message = msgpack.unpackb(frame)
