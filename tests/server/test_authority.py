@@ -17,6 +17,8 @@ from engine import Game
 from server.app import App
 from server.play import game_room as room_module
 from server.play import registry as rooms_module
+from server.play.driver import RoomDriver
+from server.play.game_room import FinishedGame
 from server.play.replay import RESIGN, replay_stored
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
@@ -80,8 +82,17 @@ async def test_resume_during_a_failing_commit_shows_only_committed_state(
     gate = CommitGate(monkeypatch)
     await owner.send({"type": "move", "id": "m", "game": game, "v": 0, **T1_C5})
     await asyncio.wait_for(gate.entered.wait(), 10)
+    resume_found_its_room = asyncio.Event()
+    find = app.registry.find
+
+    async def noting_find(game_id: str) -> RoomDriver | FinishedGame:
+        found = await find(game_id)
+        resume_found_its_room.set()  # the resume runs on until it waits (on the room, or for nothing)
+        return found
+
+    monkeypatch.setattr(app.registry, "find", noting_find)
     await other_tab.send({"type": "resume", "id": "r", "game": game})
-    await asyncio.sleep(0.2)  # the resume arrives while the commit is in flight
+    await asyncio.wait_for(resume_found_its_room.wait(), 10)  # it arrived while the commit is in flight
     gate.fail()
 
     refused = await owner.recv()

@@ -147,7 +147,7 @@ async def test_sqlite_write_transactions_take_the_write_lock_first(tmp_path: Pat
             async with database.connection() as reader:
                 assert await repository.get_player(reader, "p1") is None
             second = asyncio.create_task(count_players_in_a_transaction(database))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # the behaviour under test: time passes and the second writer waits
             assert not second.done()
         assert await second == 1
     finally:
