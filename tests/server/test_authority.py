@@ -22,17 +22,11 @@ from server.play.game_room import FinishedGame
 from server.play.replay import RESIGN, replay_stored
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
-from tests.support.wsclient import WsClient
+from tests.support.wsclient import WsClient, player
 
 CODE = "EO1-C8-AAAAAFA"
 T1_C5 = {"from": "t1", "to": "c5"}
 C5_T1 = {"from": "c5", "to": "t1"}
-
-
-async def player(url: str, **hello: Any) -> WsClient:
-    client = await WsClient.open(url)
-    await client.hello(**hello)
-    return client
 
 
 class CommitGate:

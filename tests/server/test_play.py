@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from engine import Deal, Foundation, Game, Move
+from engine import Deal, Foundation, Game
 from solver import solve_deal
 from tests.support.board import ClientBoard
-from tests.support.wsclient import SUBPROTOCOLS, WsClient
+from tests.support.wire import move_fields
+from tests.support.wsclient import SUBPROTOCOLS, WsClient, player
 
 WINNABLE = "EO1-C8-AAAAAAB"
-
-
-def wire_move(move: Move) -> dict[str, Any]:
-    fields: dict[str, Any] = {"from": move.source.symbol(), "to": move.target.symbol()}
-    if move.count > 1:
-        fields["n"] = move.count
-    return fields
-
-
-async def player(url: str, subprotocol: str = SUBPROTOCOLS[0], **hello: Any) -> WsClient:
-    client = await WsClient.open(url, subprotocol)
-    await client.hello(**hello)
-    return client
 
 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
@@ -48,7 +35,7 @@ async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> 
         if isinstance(move.target, Foundation) and index % 2 == 0:
             reply = await owner.request("tap", game=game_id, **{"from": move.source.symbol()}, v=index)
         else:
-            reply = await owner.request("move", game=game_id, **wire_move(move), v=index)
+            reply = await owner.request("move", game=game_id, **move_fields(move), v=index)
         assert reply["type"] == "ack", reply
         assert reply["v"] == index + 1
     assert reply["status"] == "won"
@@ -94,7 +81,7 @@ async def test_reconnect_resume_and_stale_retry(url: str) -> None:
     game = (await first.request("new_game", code="EO1-C4-AAAAAAC"))["game"]  # a C4 deal with a legal move
     snapshot = await first.request("resume", game=game)
     legal = next(iter(Game.from_code(snapshot["code"]).legal_moves))
-    ack = await first.request("move", game=game, **wire_move(legal), v=0)
+    ack = await first.request("move", game=game, **move_fields(legal), v=0)
     assert ack["type"] == "ack"
     await first.close()
 
@@ -104,7 +91,7 @@ async def test_reconnect_resume_and_stale_retry(url: str) -> None:
     assert welcome["games"] == [game]
     resumed = await again.request("resume", game=game)
     assert resumed["v"] == 1 and resumed["moves"] == 1
-    retry = await again.request("move", game=game, **wire_move(legal), v=0)
+    retry = await again.request("move", game=game, **move_fields(legal), v=0)
     assert retry["type"] == "error" and retry["code"] == "stale"
     assert (await again.request("resume", game=game))["v"] == 1  # nothing changed
     await again.close()

@@ -13,7 +13,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 
 import protocol
-from engine import Cell, Column, Deal, Foundation
+from engine import Cell, Column, Deal, Foundation, Move
 from protocol import OwnFoundation, Subprotocol
 
 VECTORS_PATH = Path(protocol.__file__).parent / "vectors" / "client_messages.json"
@@ -59,6 +59,14 @@ def decoded_form(request: protocol.ClientMessage) -> dict[str, object]:
         if field.name != "request_id":
             form[_WIRE_NAMES.get(field.name, field.name)] = _plain(getattr(request, field.name))
     return form
+
+
+def move_fields(move: Move) -> dict[str, Any]:
+    """The fields of a ``move`` request for ``move`` (``n`` only for a group, as a client sends it)."""
+    fields: dict[str, Any] = {"from": move.source.symbol(), "to": move.target.symbol()}
+    if move.count > 1:
+        fields["n"] = move.count
+    return fields
 
 
 #: A win of EO1-C8-AAAAAFA (found by tests/solver.py once; the notation is stable).

@@ -77,3 +77,10 @@ class WsClient:
 
     async def close(self) -> None:
         await self.ws.close()
+
+
+async def player(url: str, subprotocol: str = SUBPROTOCOLS[0], **hello: Any) -> WsClient:
+    """A connection to ``url`` that said hello with ``hello``'s fields (a name, a token ...)."""
+    client = await WsClient.open(url, subprotocol)
+    await client.hello(**hello)
+    return client
