@@ -1,5 +1,5 @@
 """Fixtures of the leaderboard tests: migrated databases on SQLite always and PostgreSQL when CI has one,
-and a real server on a free port for the API tests (driven with ``tests/wsclient.py``, the plain
+and a real server on a free port for the API tests (driven with ``tests.support.wsclient``, the plain
 WebSocket client of the server's own tests).
 """
 
