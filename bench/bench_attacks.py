@@ -30,7 +30,14 @@ process running for the same window:
 - ``deafreplies``: 4 players with small receive buffers that stop reading and keep asking ``resume``
   (a whole snapshot each) just under the rate: their replies pile up until the server drops them;
 - ``tiny``: 4 connections, each reconnect from a new address, writing 256 KiB of tiny frames per write;
-- ``fragments``: 348 connections each trying to hold a 60 KB fragmented message it never finishes.
+- ``fragments``: 348 connections each trying to hold a 60 KB fragmented message it never finishes;
+- ``addresses``: 199 source addresses (127.0.x.y) each playing like the bystander (a player of its
+  own, move/undo round trips at up to 100 a second): a crowd that no per-address limit tells apart;
+- ``halfopen``: 150 addresses x 25 sockets that connect and never finish their handshake (each a
+  few bytes of a request, reconnecting when dropped), while 34 new clients, each from an address of
+  its own, try to connect and play: the attacker reports how many got in. 3,750 sockets fill the
+  cap on open connections only where it is lower than that (an open-files limit of a few thousand
+  lowers it): ``--server-args "--max-connections 3000"`` puts it there.
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
 server's CPU use during the window and the growth of its resident memory over the attack, then what
@@ -102,7 +109,11 @@ ATTACKS = (
     "deafreplies",
     "tiny",
     "fragments",
+    "addresses",
+    "halfopen",
 )
+CROWD = 199  # the addresses attack
+HALF_OPEN_ADDRESSES, HALF_OPEN_PER_ADDRESS, NEWCOMERS = 150, 25, 34
 
 
 async def _connect(url: str, address: str) -> ClientConnection:
@@ -408,6 +419,89 @@ async def _fragment_holders(url: str, tally: Tally, until: float, count: int = 3
     await asyncio.gather(*(hold(index) for index in range(count)))
 
 
+def _crowd_address(index: int) -> str:
+    """Addresses of their own for the crowds (127.0.200.1 …), apart from the botnets'."""
+    return f"127.0.{200 + index // 250}.{1 + index % 250}"
+
+
+async def _crowd_player(url: str, tally: Tally, address: str, until: float) -> None:
+    """A player from ``address`` doing what the bystander does (move/undo at up to
+    ``BYSTANDER_PACE`` a second), counting its replies; a refusal does not stop it."""
+    try:
+        ws = await _connect(url, address)
+    except Exception as exc:
+        tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'other')}"] += 1
+        return
+    with contextlib.suppress(ConnectionClosed):
+        tally.reply(msgpack.packb(await _request(ws, {"type": "hello", "protocol": 1, "id": 1})))
+        game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
+        moves = (
+            {"type": "move", "id": 3, "game": game, "from": "t1", "to": "c5"},
+            {"type": "undo", "id": 4, "game": game},
+        )
+        for turn in itertools.count():
+            if time.monotonic() > until:
+                break
+            started = time.monotonic()
+            tally.reply(msgpack.packb(await _request(ws, moves[turn % 2])))
+            await asyncio.sleep(max(0.0, started + 1 / BYSTANDER_PACE - time.monotonic()))
+    await ws.close()
+    tally.closed(ws)
+
+
+async def _half_open(url: str, tally: Tally, address: str, until: float) -> None:
+    """One socket from ``address`` that connects and sends the first bytes of a request, never the
+    rest; connecting again when the server drops it."""
+    host, port = url.removeprefix("ws://").split("/")[0].split(":")
+    loop = asyncio.get_running_loop()
+    while time.monotonic() < until:
+        sock = socket.socket()
+        sock.setblocking(False)
+        try:
+            sock.bind((address, 0))
+            await loop.sock_connect(sock, (host, int(port)))
+            await loop.sock_sendall(sock, b"GET /ws HTTP/1.1\r\n")
+            tally.counts["half-open sockets"] += 1
+            with contextlib.suppress(TimeoutError):  # b"": dropped by the server; or a 503
+                await asyncio.wait_for(loop.sock_recv(sock, 1024), max(0.0, until - time.monotonic()))
+        except OSError:
+            tally.counts["half-open refused"] += 1
+            await asyncio.sleep(0.2)
+        finally:
+            sock.close()
+
+
+async def _newcomer(url: str, tally: Tally, address: str, until: float) -> None:
+    """A new client trying to get in (one try, websockets' 10 s handshake timeout) and play."""
+    try:
+        ws = await _connect(url, address)
+    except Exception as exc:
+        tally.counts[f"newcomer refused {type(exc).__name__}"] += 1
+        return
+    with contextlib.suppress(ConnectionClosed):
+        await _request(ws, {"type": "hello", "protocol": 1, "id": 1})
+        game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
+        reply = await _request(ws, {"type": "move", "id": 3, "game": game, "from": "t1", "to": "c5"})
+        tally.counts["newcomers in" if reply.get("type") == "ack" else f"newcomer {reply.get('code')}"] += 1
+    await ws.close()
+
+
+async def _half_open_attack(url: str, tally: Tally, until: float) -> None:
+    """The half-open sockets, and the newcomers arriving one by one once they are in place."""
+    holders = [
+        asyncio.create_task(_half_open(url, tally, _crowd_address(index), until))
+        for index in range(HALF_OPEN_ADDRESSES)
+        for _ in range(HALF_OPEN_PER_ADDRESS)
+    ]
+    await asyncio.sleep(2.0)
+    window = 0.7 * max(0.1, until - time.monotonic())
+    newcomers = []
+    for index in range(NEWCOMERS):
+        newcomers.append(asyncio.create_task(_newcomer(url, tally, _crowd_address(1000 + index), until)))
+        await asyncio.sleep(window / NEWCOMERS)
+    await asyncio.gather(*newcomers, *holders)
+
+
 async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     tally = Tally()
     until = time.monotonic() + seconds
@@ -463,6 +557,10 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         ]
     elif name == "fragments":
         tasks = [_fragment_holders(url, tally, until)]
+    elif name == "addresses":
+        tasks = [_crowd_player(url, tally, _crowd_address(index), until) for index in range(CROWD)]
+    elif name == "halfopen":
+        tasks = [_half_open_attack(url, tally, until)]
     await asyncio.gather(*tasks)
     return dict(tally.counts)
 

@@ -7,7 +7,7 @@ reporting the CPU time per action of the event-loop thread and of the other thre
 writer) apart, once through ``serve`` as a connection calls it (each reply's ``respond`` sends the
 game's next request in the next loop iteration, as a frame arriving would: no task per game; an action
 on a free room is answered from its commit's callback) and once through ``handle`` awaited by a task
-per game (the slow path: ``GameRoom.act`` awaited); and with commits answered at once (the Python work
+per game (``handle``: the same path, awaited); and with commits answered at once (the Python work
 of a request alone, wall time).
 Beside them a baseline measured in the same run: msgpack-decoding the same frame and encoding an
 ack-sized reply, which is what the echo server of ``bench_load`` does.
@@ -224,7 +224,7 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
 
 async def _new_client(app: App, player_id: str) -> Session:
     client = Session(SUBPROTOCOL)
-    client.player = PlayerRef(player_id, "bench")
+    client.identify(PlayerRef(player_id, "bench"))
     record = PlayerRecord(player_id, "bench", player_id.rjust(64, "0"), dt.datetime.now(dt.UTC))
     await app.committer.stored(Write(player=record))
     return client

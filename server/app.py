@@ -16,6 +16,7 @@ from server import __version__
 from server.config import Settings, needs
 from server.dispatch import RequestHandler
 from server.edge.admission import (
+    AddressBudget,
     ConnectionCaps,
     ConnectionGate,
     OriginPolicy,
@@ -95,6 +96,7 @@ class Services:
         solving = SolvingService()
         unfinished = UnfinishedGames(
             database,
+            committer,
             registry.rooms,
             per_player=settings.max_unfinished_games_per_player,
             abandon_after=settings.abandon_after,
@@ -224,7 +226,7 @@ class App:
 
 def _connection_gate(settings: Settings) -> ConnectionGate:
     """The connection caps, the global one lowered to fit the open-files limit (the accept loop
-    stalls past it), and the proxies trusted to name their clients."""
+    stalls past it), the proxies trusted to name their clients and the frame budget per address."""
     budget = open_files_budget()
     total = settings.max_connections
     if total > budget:
@@ -233,7 +235,14 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
     caps = ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
     rate = settings.new_connections_per_address_per_second
     arrivals = None if rate is None else BucketsByKey(rate, max(1, round(2 * rate)))
-    return ConnectionGate(caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals)
+    share = settings.address_frame_share
+    frames = None
+    if share is not None:
+        burst = max(1, round(share * settings.rate_burst))
+        frames = AddressBudget(share * settings.rate_per_second, burst, share)
+    return ConnectionGate(
+        caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals, frames=frames
+    )
 
 
 async def run(settings: Settings) -> None:

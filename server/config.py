@@ -258,6 +258,15 @@ class Settings:
             "check": _positive,
         },
     )
+    address_frame_share: float | None = field(
+        default=5.0,
+        metadata={
+            "help": "frames all connections from one source address may send together, in connections' "
+            "worth of --rate-per-second and --rate-burst (5: 1000 a second, 2000 at once), or off; "
+            "over: rate_limited, then 1008",
+            "check": _positive,
+        },
+    )
     trusted_proxies: str = field(
         default="",
         metadata={

@@ -32,7 +32,7 @@ from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
-from server.play.registry import RoomRegistry
+from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.session import Session
 from server.services.fair_play import FairPlay
 from server.services.hints import SolverBusy, SolvingService
@@ -138,7 +138,7 @@ class RequestHandler:
     # ------------------------------------------------------------------ actions
 
     def _act(
-        self, session: Session, request: protocol.ActionRequest, room: RoomDriver, respond: Respond
+        self, session: Session, request: protocol.ActionRequest, room: GameRoomDriver, respond: Respond
     ) -> None:
         """The one path of an action: the owner and the games limit checked, the connection a viewer
         of the game, then the action sent to the room, which answers it once its commit's outcome
@@ -358,7 +358,7 @@ class RequestHandler:
         if game_id not in session.watching and game_id not in session.watched_finished and watched >= limit:
             raise Refusal(ErrorCode.RATE_LIMITED, f"at most {limit} watches per connection")
 
-    async def _own_room(self, session: Session, game_id: str) -> RoomDriver:
+    async def _own_room(self, session: Session, game_id: str) -> GameRoomDriver:
         found = await self._registry.find(game_id)
         if _player(session).id != found.owner.id:
             if isinstance(found, RoomDriver):

@@ -7,17 +7,19 @@
 //   words.js        what a player reads (cards, refusals, times)
 // The server is authoritative: the client never decides whether a move is legal.
 
-import { applyChange, boardFromSnapshot, pileCards } from "./board.js";
+import { applyChange, boardFromSnapshot, liftProblem, pileCards } from "./board.js";
+import { ServerClock, fetchServerTime } from "./clock.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
-import { $, render, renderClock, renderMarks } from "./render.js";
-import { cardText, pileText, playerReason } from "./words.js";
+import { $, fitBoard, render, renderClock, renderMarks } from "./render.js";
+import { cardText, liftText, pileText, playerReason } from "./words.js";
 
 const TOKEN_KEY = "eightoff.token";          // localStorage: the player survives reloads
 const NAME_KEY = "eightoff.name";            // localStorage: the name the player chose
 const CURRENT_KEY = "eightoff.current";      // sessionStorage: this tab's game, resumed after a reload
 const CODES_KEY = "eightoff.codes";          // localStorage: game id -> code, to label unfinished games
+const HINTED_KEY = "eightoff.hinted";        // localStorage: the games whose hint cost the player accepted
 const LIVE_REFRESH_MS = 10000;
 
 const state = {
@@ -32,8 +34,15 @@ const state = {
   over: null,                // {won, score, moves, duration_ms?} once the shown game ended
   overRank: null,            // the player's rank on the finished deal's board
   message: null,             // {kind: "error" | "info", text}
-  clockSkewMs: 0,            // how far this machine's clock runs ahead of the server's (estimated)
+  abandonArmed: null,        // the unfinished game whose "Abandon" was tapped once (a second tap resigns it)
 };
+
+/** The server's clock (clock.js): a game's time is the server's, never this machine's. */
+const clock = new ServerClock();
+
+function serverNow() {
+  return clock.ready ? clock.now() : null;  // null: not known yet, the clock shows "–"
+}
 
 function storageGet(store, key) {
   try { return store.getItem(key); } catch { return null; }
@@ -67,6 +76,7 @@ const boards = new Leaderboards({
   connection: conn,
   player: () => state.player,
   shownCode: () => (state.board ? state.board.code : null),
+  playDeal: (code) => leaveThen(() => newGame({ code })),
 });
 
 let drawPending = false;
@@ -77,7 +87,7 @@ function draw() {
   drawPending = true;
   requestAnimationFrame(() => {
     drawPending = false;
-    render(state, knownCodes());
+    render(state, knownCodes(), serverNow());
     boards.render();
   });
 }
@@ -94,7 +104,10 @@ function dropMyGame(game) {
 
 function handleStatus(status) {
   state.connection = status;
-  if (status === "open") hello();
+  if (status === "open") {
+    hello();
+    clock.sync(fetchServerTime).then(draw);  // again after a reconnect: it may be another node
+  }
   draw();
 }
 
@@ -174,9 +187,11 @@ const HANDLERS = {
       rememberCode(message.game, message.code);
       storageSet(sessionStorage, CURRENT_KEY, message.status === "playing" ? message.game : null);
       if (message.status === "playing") addMyGame(message.game); else dropMyGame(message.game);
-      if (message.v === 0) state.clockSkewMs = Date.now() - Date.parse(message.started_at);
     }
-    if (request && ["new_game", "resume", "watch"].includes(request.type)) say(null, null);
+    if (request && ["new_game", "resume", "watch"].includes(request.type)) {
+      say(null, null);
+      if (document.body.dataset.tab !== "table") showTab("table");  // a game chosen on a phone's tab
+    }
   },
 
   ack(message) {
@@ -189,6 +204,7 @@ const HANDLERS = {
     const result = applyChange(board, message);
     if (result === "gap") resync();
     if (result === "applied") {
+      if (message.status !== "playing") board.endedAt = serverNow();  // until game_over's duration_ms
       state.hint = null;
       if (state.message && state.message.kind === "hint") say(null, null);  // it spoke of the old position
       if (message.status !== "playing") dropMyGame(message.game);
@@ -237,6 +253,17 @@ const HANDLERS = {
   },
 };
 
+/** Phones: show one section (the table, a new game, the games lists, the leaderboards). */
+function showTab(tab) {
+  document.body.dataset.tab = tab;
+  for (const button of document.querySelectorAll("#tabs [data-tab]")) {
+    button.setAttribute("aria-current", String(button.dataset.tab === tab));
+  }
+  if (tab === "boards" && !$("#leaderboards").open) $("#leaderboards").open = true;  // its toggle loads it
+  if (tab === "table") requestAnimationFrame(() => fitBoard(state.board));
+  window.scrollTo(0, 0);
+}
+
 function handleMessage(message, request) {
   const handler = HANDLERS[message.type];
   if (handler) handler(message, request);  // unknown types are ignored (protocol README section 12)
@@ -281,7 +308,11 @@ function refused(reply) {
 
 function newGame(fields) {
   say(null, null);
-  conn.request("new_game", fields);
+  const sentAt = performance.now();
+  conn.request("new_game", fields)?.then((reply) => {
+    // The server read its clock for `started_at` while this request was out: a sample of it.
+    if (reply && reply.type === "snapshot" && reply.v === 0) clock.sample(Date.parse(reply.started_at), sentAt, performance.now());
+  });
 }
 
 function dealFields(cells, winnable) {
@@ -328,6 +359,59 @@ async function restart() {
   newGame({ code: board.code });
 }
 
+/**
+ * Leave the shown game in progress only when the player says so (a new deal, another game): keep it
+ * for later (it stays in the unfinished games) or give it up (resigned); `then` runs unless the player
+ * stays. Games left unasked used to pile up in the list.
+ */
+let leaving = null;  // {game, then} while the question is open
+
+function leaveThen(then) {
+  if (!playable()) {
+    then();
+    return;
+  }
+  const board = state.board;
+  leaving = { game: board.game, then };
+  const moves = board.moves === 1 ? "1 move" : `${board.moves} moves`;
+  $("#leave-text").textContent = `Your game ${board.code} is not finished (${moves}). Keep it in your `
+    + "unfinished games to resume later, or give it up: it then counts as a resigned game.";
+  $("#leave-dialog").returnValue = "";
+  $("#leave-dialog").showModal();
+}
+
+async function leaveChosen(choice) {
+  const pending = leaving;
+  leaving = null;
+  if (!pending || (choice !== "keep" && choice !== "resign")) return;  // "Stay", or Esc
+  if (choice === "resign") {
+    const reply = await conn.request("resign", { game: pending.game });
+    if (!reply || (reply.type === "error" && reply.code !== "illegal_move")) {  // illegal_move: over already
+      if (reply) say("error", playerReason(reply.message));
+      draw();
+      return;
+    }
+  }
+  pending.then();
+}
+
+/** "Abandon" on an unfinished game of the list: a first tap asks, a second (within 3 s) resigns it. */
+let abandonTimer = null;
+function abandon(game) {
+  clearTimeout(abandonTimer);
+  if (state.abandonArmed === game) {
+    state.abandonArmed = null;
+    conn.request("resign", { game });
+  } else {
+    state.abandonArmed = game;
+    abandonTimer = setTimeout(() => {
+      state.abandonArmed = null;
+      draw();
+    }, 3000);
+  }
+  draw();
+}
+
 function armTwice(button, label, confirm, action) {
   let armed = null;
   button.addEventListener("click", () => {
@@ -344,6 +428,33 @@ function armTwice(button, label, confirm, action) {
     button.textContent = label;
     action();
   });
+}
+
+function hintedGames() {
+  try { return JSON.parse(storageGet(localStorage, HINTED_KEY) || "[]"); } catch { return []; }
+}
+
+/** The first hint of a game asks first, saying plainly what it costs (a tooltip no finger sees did
+ * before); once accepted, the game's next hints are asked at once. */
+function hintAsked() {
+  if (!playable()) return;
+  if (hintedGames().includes(state.board.game)) {
+    askHint();
+    return;
+  }
+  hintFor = state.board.game;
+  $("#hint-dialog").returnValue = "";
+  $("#hint-dialog").showModal();
+}
+
+let hintFor = null;  // the game the hint question is about, while open
+
+function hintChosen(choice) {
+  const game = hintFor;
+  hintFor = null;
+  if (choice !== "accept" || !playable() || state.board.game !== game) return;
+  storageSet(localStorage, HINTED_KEY, JSON.stringify([...hintedGames(), game].slice(-100)));
+  askHint();
 }
 
 /** The solver's word on the position, shown only because the player asked (the seeds forbid announcing
@@ -389,9 +500,18 @@ function bind() {
     move: (from, to, n) => act("move", { from, to: to[0] === "f" ? "f" : to, n: n > 1 ? n : undefined }),
     undo: () => act("undo"),
     refused,
+    liftProblem: (pile, n) => {
+      const problem = liftProblem(state.board, pile, n);
+      return problem && liftText(pileCards(state.board, pile).slice(-n), problem);
+    },
+    explain: (text) => {
+      say("error", text);
+      draw();
+    },
   });
   $("#undo").addEventListener("click", () => act("undo")?.then((reply) => reply?.type === "error" && refused(reply)));
-  $("#hint").addEventListener("click", askHint);
+  $("#hint").addEventListener("click", hintAsked);
+  $("#hint-dialog").addEventListener("close", () => hintChosen($("#hint-dialog").returnValue));
   armTwice($("#restart"), "Restart", "Restart? Tap again", restart);
   armTwice($("#resign"), "Resign", "Really resign?", () => {
     if (playable()) conn.request("resign", { game: state.board.game });
@@ -407,12 +527,13 @@ function bind() {
     newGame(dealFields(cells, cells !== 8));
   });
   $("#refresh-live").addEventListener("click", requestLive);
-  $("#quick-deal").addEventListener("click", () => dealFromForm($("#new-game-form")));
+  $("#quick-deal").addEventListener("click", () => leaveThen(() => dealFromForm($("#new-game-form"))));
   const form = $("#new-game-form");
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    dealFromForm(form);
+    leaveThen(() => dealFromForm(form));
   });
+  $("#leave-dialog").addEventListener("close", () => leaveChosen($("#leave-dialog").returnValue));
   form.elements.cells.addEventListener("change", syncWinnable);
   form.elements.winnable.addEventListener("change", () => { winnableTouched = true; });
   $("#code").addEventListener("input", () => {
@@ -421,8 +542,10 @@ function bind() {
   const resumeOrWatch = (event) => {
     const resume = event.target.closest("[data-resume]");
     const watch = event.target.closest("[data-watch]");
-    if (resume) conn.request("resume", { game: resume.dataset.resume });
-    if (watch) conn.request("watch", { game: watch.dataset.watch });
+    const abandoned = event.target.closest("[data-abandon]");
+    if (resume) leaveThen(() => conn.request("resume", { game: resume.dataset.resume }));
+    if (watch) leaveThen(() => conn.request("watch", { game: watch.dataset.watch }));
+    if (abandoned) abandon(abandoned.dataset.abandon);
   };
   $("#my-games").addEventListener("click", resumeOrWatch);
   $("#live-games").addEventListener("click", resumeOrWatch);
@@ -437,12 +560,25 @@ function bind() {
   });
   boards.bind();
   syncWinnable();
+  // Phones: the sections are tabs; the board is fitted again when the screen turns or resizes.
+  $("#tabs").addEventListener("click", (event) => {
+    const tab = event.target.closest("[data-tab]");
+    if (tab) showTab(tab.dataset.tab);
+  });
+  window.addEventListener("resize", () => fitBoard(state.board));
   setInterval(() => {
     if (conn.isOpen && state.player && document.visibilityState === "visible") requestLive();
   }, LIVE_REFRESH_MS);
-  setInterval(() => {
-    if (state.board) renderClock(state);
-  }, 1000);
+  tickClock();
+}
+
+/** Redraw the game's clock just after each of its seconds turns (not on a timer of its own phase,
+ * which would show each second up to a second late). */
+function tickClock() {
+  const now = serverNow();
+  if (state.board) renderClock(state, now);
+  const into = state.board && now !== null ? (now - Date.parse(state.board.startedAt)) % 1000 : 0;
+  setTimeout(tickClock, 1000 - ((into + 1000) % 1000) + 5);
 }
 
 bind();

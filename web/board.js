@@ -59,3 +59,24 @@ export function pileCards(board, pile) {
   const top = board.foundations[rest];
   return top ? [top] : [];
 }
+
+const RANKS = "A23456789TJQK";
+
+/**
+ * Whether the top `n` cards of a column can be picked up together (the rules' "group move"): null
+ * when they can, else {notRun: true} (not one suit in descending order) or {limit} (more cards than
+ * any move can carry now: (free cells + 1) × 2^(empty columns), docs/rules.md). The server still
+ * decides each move; this only keeps a player from lifting what no move could take.
+ */
+export function liftProblem(board, pile, n) {
+  if (n <= 1 || pile[0] !== "t") return null;
+  const cards = pileCards(board, pile).slice(-n);
+  for (let i = 1; i < cards.length; i += 1) {
+    const [lower, upper] = [cards[i - 1], cards[i]];
+    if (upper[1] !== lower[1] || RANKS.indexOf(upper[0]) !== RANKS.indexOf(lower[0]) - 1) return { notRun: true };
+  }
+  const freeCells = board.cells.filter((card) => card === null).length;
+  const emptyColumns = board.tableau.filter((column) => column.length === 0).length;
+  const limit = (freeCells + 1) * 2 ** emptyColumns;
+  return n > limit ? { limit } : null;
+}

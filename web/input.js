@@ -1,15 +1,18 @@
 // Input: pointer gestures (mouse, touch, pen) and keys on the board, turned into the seeds' actions.
 //   tap a top card          → `tap` (its foundation); refused → the card is selected
-//   tap a card in a column  → selects the run above it; tap a foundation's card → selects it
+//   tap a card in a column  → selects the run above it (only a run a move could take: else says why);
+//                             tap a foundation's card → selects it
 //   tap a pile, selection   → `move` of the selection there
-//   double tap a card       → `auto` (the server's best place), unless the first tap already moved it
+//   double tap a card       → `auto` (the server's best place), unless the first tap already moved it;
+//                             the second tap of a gesture never acts on what was drawn under it since
 //   drag a card or a run    → `move` where it is dropped; refused → it snaps back, with the reason
 // Keyboard: the cards are buttons and empty piles take focus (Enter/Space tap them); Esc, f, a and u
 // act on the selection.
 // The server decides every move: nothing here knows a rule.
 
 const DRAG_THRESHOLD_PX = 6;
-const DOUBLE_TAP_MS = 350;
+const DOUBLE_TAP_MS = 350;      // a second tap this soon after the first, ...
+const DOUBLE_TAP_SLOP_PX = 32;  // ... this near it, is the same gesture
 const SNAP_BACK_MS = 160;
 
 function isRefusal(reply) {
@@ -19,11 +22,13 @@ function isRefusal(reply) {
 /**
  * Listen on `boardNode`; `app` supplies playable(), getSelection(), setSelection(sel|null), and the
  * requests tap(pile), auto(pile, n), move(from, to, n), undo() (each a promise of the reply or null),
- * plus refused(reply) to show a refusal.
+ * plus refused(reply) to show a refusal, liftProblem(pile, n) (why those cards cannot be picked up
+ * together, or null) and explain(text) to say it.
  */
 export function bindInput(boardNode, app) {
   let press = null;    // the pointer that went down on the board and has not come up
-  let lastTap = null;  // {pile, index, time, reply}: the previous tap, for double taps
+  let lastTap = null;  // the first tap of the latest gesture (for double taps); null after a key or drag
+  let gestures = 0;    // counts gestures (taps not part of a double tap, and drags)
 
   function locate(target) {
     const pileNode = target.closest("[data-pile]");
@@ -42,45 +47,80 @@ export function bindInput(boardNode, app) {
     if (isRefusal(reply)) app.refused(reply);
   }
 
-  function tapAt(where, time) {
-    const selection = app.getSelection();
-    const previous = lastTap;
-    const double = where.cardNode && previous && previous.pile === where.pile && previous.index === where.index
-      && time - previous.time < DOUBLE_TAP_MS;
-    if (double) {
-      lastTap = null;
-      doubleTap(where, previous.reply);
-      return;
-    }
-    lastTap = where.cardNode ? { pile: where.pile, index: where.index, time, reply: null } : null;
-    if (selection && selection.pile !== where.pile) {
-      select(null);
-      lastTap = null;
-      app.move(selection.pile, where.pile, selection.n)?.then(showRefusal);
-      return;
-    }
-    if (!where.cardNode || (selection && selection.n === where.n)) {
-      select(null);
-      return;
-    }
-    if (where.n === 1 && where.pile[0] !== "f" && !selection) {
-      const record = lastTap;
-      record.reply = app.tap(where.pile);
-      record.reply?.then((reply) => {
-        // Not to its foundation: the card is picked up instead (unless a double tap took over).
-        if (isRefusal(reply) && reply.code === "illegal_move" && lastTap === record) select(where);
-      });
-      return;
-    }
-    select(where);
+  /** Whether a tap at `point` on `where` belongs to the gesture of the tap before: soon after it, at its
+   * place, on its pile (piles never move; the cards drawn in them may have changed since). */
+  function sameGesture(previous, where, point) {
+    return previous !== null && point !== null && point.time - previous.time < DOUBLE_TAP_MS
+      && where.pile === previous.pile
+      && Math.hypot(point.x - previous.x, point.y - previous.y) <= DOUBLE_TAP_SLOP_PX;
   }
 
-  async function doubleTap(where, firstReply) {
+  /**
+   * A tap at `point` ({x, y, time}; null for a key). A second tap of one gesture is never read from
+   * what is drawn under it now (the first tap's reply may have redrawn the board): it upgrades the
+   * first tap to a double tap, or does nothing. One gesture is one action.
+   */
+  function tapAt(where, point) {
+    if (sameGesture(lastTap, where, point)) {
+      const first = lastTap;
+      first.time = point.time;  // a third tap at once is still this gesture
+      if (!first.doubled) {
+        first.doubled = true;
+        secondTap(first);
+      }
+      return;
+    }
+    gestures += 1;
+    const record = { ...point, seq: gestures, pile: where.pile, n: where.n, onCard: Boolean(where.cardNode),
+      kind: "none", reply: null, doubled: false };
+    lastTap = point ? record : null;
+    record.kind = singleTap(where, record);
+  }
+
+  /** What one tap does; returns its kind: "move", "tap" (sent to its foundation), "card" or "none". */
+  function singleTap(where, record) {
+    const selection = app.getSelection();
+    if (selection && selection.pile !== where.pile) {
+      select(null);
+      app.move(selection.pile, where.pile, selection.n)?.then(showRefusal);
+      return "move";
+    }
+    if (!where.cardNode) {
+      select(null);
+      return "none";
+    }
+    if (selection && selection.n === where.n) {
+      select(null);
+      return "card";
+    }
+    if (where.n === 1 && where.pile[0] !== "f" && !selection) {
+      record.reply = app.tap(where.pile);
+      record.reply?.then((reply) => {
+        // Not to its foundation: the card is picked up instead (unless a later tap took over).
+        if (isRefusal(reply) && reply.code === "illegal_move" && !record.doubled && record.seq === gestures) {
+          select(where);
+        }
+      });
+      return "tap";
+    }
+    const problem = app.liftProblem(where.pile, where.n);
+    if (problem) {
+      select(null);
+      app.explain(problem);  // nothing is picked up that no move could take; a double tap still asks
+    } else select(where);
+    return "card";
+  }
+
+  /** The second tap of a gesture on a card: the double tap's move, unless the first tap moved a card. */
+  async function secondTap(first) {
+    if (!first.onCard || first.kind === "move" || first.kind === "none" || first.pile[0] === "f") return;
     select(null);
-    if (where.pile[0] === "f") return;
-    const first = firstReply ? await firstReply : null;
-    if (first && first.type === "ack") return;  // the first tap sent it to its foundation already
-    app.auto(where.pile, where.n)?.then(showRefusal);
+    if (first.kind === "tap") {
+      const reply = first.reply ? await first.reply : null;
+      if (!isRefusal(reply) || reply.code !== "illegal_move") return;  // it went home (or no answer)
+      if (first.seq !== gestures) return;  // another gesture came meanwhile: the board is not the same
+    }
+    app.auto(first.pile, first.n)?.then(showRefusal);
   }
 
   // Dragging ------------------------------------------------------------------------------------------
@@ -97,6 +137,7 @@ export function bindInput(boardNode, app) {
     for (const card of cards) card.classList.add("lifted");
     press.drag = { ghost, cards };
     lastTap = null;
+    gestures += 1;
     select(null);
     try { boardNode.setPointerCapture(event.pointerId); } catch { /* the pointer is already gone */ }
   }
@@ -154,6 +195,13 @@ export function bindInput(boardNode, app) {
     const dy = event.clientY - press.y;
     if (!press.drag) {
       if (!press.cardNode || Math.hypot(dx, dy) < DRAG_THRESHOLD_PX) return;
+      const problem = app.liftProblem(press.pile, press.n);
+      if (problem) {
+        press = null;  // not lifted; the rest of this press is neither a drag nor a tap
+        lastTap = null;
+        app.explain(problem);
+        return;
+      }
       startDrag(event);
     }
     press.drag.ghost.style.transform = `translate(${dx}px, ${dy}px)`;
@@ -165,7 +213,7 @@ export function bindInput(boardNode, app) {
     const ended = press;
     press = null;
     if (ended.drag) drop(ended, event.clientX, event.clientY);
-    else tapAt(ended, event.timeStamp);
+    else tapAt(ended, { x: event.clientX, y: event.clientY, time: event.timeStamp });
   });
 
   // The system took the pointer (a scroll, a call) or the board lost its capture: the drag is off.
@@ -188,7 +236,7 @@ export function bindInput(boardNode, app) {
   boardNode.addEventListener("click", (event) => {
     if (event.detail !== 0 || !app.playable()) return;
     const where = locate(event.target);
-    if (where) tapAt(where, -Infinity);
+    if (where) tapAt(where, null);
   });
 
   document.addEventListener("keydown", (event) => {
@@ -198,7 +246,7 @@ export function bindInput(boardNode, app) {
     const emptyPile = event.target.matches("[data-pile]") ? locate(event.target) : null;
     if ((event.key === "Enter" || event.key === " ") && emptyPile) {
       event.preventDefault();  // an empty pile, focused: a tap on it (a card is a button: it clicks)
-      tapAt(emptyPile, -Infinity);
+      tapAt(emptyPile, null);
     } else if (event.key === "Escape") select(null);
     else if (event.key === "u") app.undo()?.then(showRefusal);
     else if (selection && selection.pile[0] !== "f" && (event.key === "a" || (event.key === "f" && selection.n === 1))) {

@@ -25,9 +25,44 @@ function describeQuery(query) {
   return parts.join(" · ");
 }
 
+const FINISHED = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+
+/** One game of a profile (`{game, code, cells, won, score, moves, duration_ms, finished_at}`) as a row. */
+function gameRow(game, first) {
+  const cell = (col, text, title) => el("td", { "data-col": col, text: String(text), title });
+  return el(
+    "tr",
+    { "data-game": game.game, "data-code": game.code, "data-won": String(game.won) },
+    first,
+    cell("code", game.code),
+    cell("moves", game.moves),
+    cell("time", formatDuration(game.duration_ms)),
+    ...(first.dataset.col === "cells"
+      ? [cell("score", game.score)]
+      : [cell("finished", FINISHED.format(new Date(game.finished_at)), game.finished_at)]),
+    el("td", {}, el("button", { type: "button", "data-play-code": game.code, text: "Play this deal" })),
+  );
+}
+
+/** The profile's best game of each variant and its recent games, as the `profile` reply lists them. */
+function renderProfileGames(profile) {
+  $("#profile-games").hidden = profile === null;
+  if (profile === null) return;
+  const cell = (col, text) => el("td", { "data-col": col, text: String(text) });
+  $("#profile-best").tBodies[0].replaceChildren(...profile.best.map((game) => gameRow(game, cell("cells", game.cells))));
+  $("#profile-best").hidden = profile.best.length === 0;
+  $("#profile-best-none").hidden = profile.best.length > 0;
+  $("#profile-recent").tBodies[0].replaceChildren(
+    ...profile.recent.map((game) => gameRow(game, cell("result", game.won ? "Won" : "Resigned"))),
+  );
+  $("#profile-recent").hidden = profile.recent.length === 0;
+  $("#profile-recent-none").hidden = profile.recent.length > 0;
+}
+
 export class Leaderboards {
-  constructor({ connection, player, shownCode }) {
+  constructor({ connection, player, shownCode, playDeal }) {
     this.conn = connection;
+    this.playDeal = playDeal;      // (code) => deal that deal again (a profile row's button)
     this.player = player;          // () => {id, name} | null
     this.shownCode = shownCode;    // () => the code of the game on the table, or null
     this.query = null;             // the fields of the board shown
@@ -41,6 +76,7 @@ export class Leaderboards {
     this.profileError = null;
     this.codeEdited = false;       // the deal board's code follows the shown game until one is typed
     this.drawn = null;
+    this.drawnGames = null;
   }
 
   get open() {
@@ -175,6 +211,10 @@ export class Leaderboards {
       if (event.key === "Enter") openRow(event.target.closest("tr[data-player-id]"));
     });
     $("#profile-mine").addEventListener("click", () => this.requestProfile(null));
+    $("#profile-games").addEventListener("click", (event) => {
+      const button = event.target.closest("[data-play-code]");
+      if (button) this.playDeal(button.dataset.playCode);
+    });
     this.syncForm();
   }
 
@@ -257,14 +297,20 @@ export class Leaderboards {
         won: profile.won,
         win_rate: formatRate(profile.win_rate),
         streak: `${profile.streak.current} (best ${profile.streak.best})`,
+        best_score: profile.best_score,
       }
-      : { played: "–", won: "–", win_rate: "–", streak: "–" };
+      : { played: "–", won: "–", win_rate: "–", streak: "–", best_score: "–" };
     for (const [name, value] of Object.entries(values)) {
       box.querySelector(`[data-field="${name}"]`).textContent = String(value);
     }
     const streak = box.querySelector('[data-field="streak"]');
     streak.dataset.current = profile ? String(profile.streak.current) : "";
     streak.dataset.best = profile ? String(profile.streak.best) : "";
+    const key = JSON.stringify(profile && [profile.best, profile.recent]);
+    if (key !== this.drawnGames) {
+      this.drawnGames = key;
+      renderProfileGames(profile);
+    }
     const profileError = $("#profile-error");
     profileError.hidden = !this.profileError;
     profileError.textContent = this.profileError ?? "";

@@ -75,10 +75,13 @@ function slideFrom(before) {
     const dx = old.left - rect.left;
     const dy = old.top - rect.top;
     if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
-    node.animate(
+    // A card in flight takes no taps: a tap lands on the pile under it, where the card is no more.
+    node.classList.add("sliding");
+    const slide = node.animate(
       [{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 5 }, { transform: "none", zIndex: 5 }],
       { duration: SLIDE_MS, easing: "ease-out" },
     );
+    slide.onfinish = slide.oncancel = () => node.classList.remove("sliding");
   }
 }
 
@@ -105,6 +108,50 @@ function renderPiles(board) {
   return true;
 }
 
+/** Phones: portrait, or landscape with little height (the media query of style.css's phone layout). */
+const PHONE = "(max-width: 720px), (max-height: 500px)";
+const MIN_STRIP_PX = 30;   // the least of a covered card that shows: a comfortable target for a finger
+const GAP = 0.08;          // gaps and padding on a phone, in card widths
+const PAD = 0.12;
+const SIDE_PX = 170;
+
+/**
+ * Fit the board to a phone's screen: cards as wide as the width allows (in landscape the foundations
+ * and cells share one row), no taller than lets the longest column show below them with strips of at
+ * least MIN_STRIP_PX, and the strips as tall as the height then leaves (up to three quarters of a card). A column
+ * too long for the screen keeps its strips and the page scrolls. Elsewhere the style sheet's sizes hold.
+ */
+export function fitBoard(board) {
+  const node = $("#board");
+  const props = ["--card-w", "--card-h", "--gap", "--shown", "--slots"];
+  if (!board || node.hidden || !window.matchMedia(PHONE).matches) {
+    for (const prop of props) node.style.removeProperty(prop);
+    delete node.dataset.fit;
+    return;
+  }
+  if (node.offsetParent === null) return;  // another tab is shown: fitted when the table is again
+  const wide = window.innerWidth > window.innerHeight;
+  const slots = wide ? Math.max(8, 4 + board.cells.length) : 8;
+  const rows = wide ? 1 : 2;  // rows of piles above the tableau
+  const strips = Math.max(5, ...board.tableau.map((column) => column.length)) - 1;
+  // #table's width; in landscape the game bar takes a column of SIDE_PX beside the board
+  const width = node.parentElement.parentElement.clientWidth - (wide ? SIDE_PX : 0);
+  const height = window.innerHeight - (node.getBoundingClientRect().top + window.scrollY) - 6;
+  const byWidth = width / (slots + (slots - 1) * GAP + 2 * PAD);
+  // rows × (h + gap) + h + strips × MIN_STRIP + padding ≤ height, with h = 1.4 w and gap = GAP w
+  const byHeight = (height - strips * MIN_STRIP_PX) / ((rows + 1) * 1.4 + rows * GAP + 2 * GAP + 2 * PAD);
+  const w = Math.floor(Math.max(34, Math.min(byWidth, byHeight, 96)));
+  const h = w * 1.4;
+  const room = height - rows * (h + GAP * w) - h - 3 * GAP * w;
+  const shown = Math.floor(Math.max(MIN_STRIP_PX, Math.min(h * 0.75, room / strips)));
+  node.dataset.fit = wide ? "wide" : "tall";
+  node.style.setProperty("--card-w", `${w}px`);
+  node.style.setProperty("--card-h", `${h}px`);
+  node.style.setProperty("--gap", `${GAP * w}px`);
+  node.style.setProperty("--shown", `${shown}px`);
+  node.style.setProperty("--slots", String(slots));
+}
+
 /** Mark the selected cards (the top `n` of a pile) and a hint's source and destination. */
 export function renderMarks(selection, hint) {
   for (const node of document.querySelectorAll(".selected, .source, .hint, .hint-target")) {
@@ -125,18 +172,21 @@ export function renderMarks(selection, hint) {
   }
 }
 
-/** The time a game has run: from its deal to now, or its final duration once over. */
-export function elapsedText(state, now = Date.now()) {
+/** The time a game has run as the server will record it: from its deal to `now` (the server's clock,
+ * null while unknown), its end once over, and the server's own `duration_ms` once it has said it. */
+export function elapsedText(state, now) {
   if (state.over && state.over.duration_ms !== undefined) return formatDuration(state.over.duration_ms);
-  if (!state.board || state.board.status !== "playing") return "–";
-  return formatDuration(now - Date.parse(state.board.startedAt) - state.clockSkewMs);
+  const board = state.board;
+  const end = board && board.status === "playing" ? now : board?.endedAt;
+  if (end === null || end === undefined) return "–";
+  return formatDuration(end - Date.parse(board.startedAt));
 }
 
-export function renderClock(state) {
-  $('#game-info [data-field="time"]').textContent = elapsedText(state);
+export function renderClock(state, now) {
+  $('#game-info [data-field="time"]').textContent = elapsedText(state, now);
 }
 
-function renderBoard(state) {
+function renderBoard(state, now) {
   const board = state.board;
   const boardNode = $("#board");
   $("#empty-hint").hidden = board !== null;
@@ -149,6 +199,7 @@ function renderBoard(state) {
   $("#unwatch").hidden = state.mode !== "watch";
   if (!board) {
     drawnBoard = drawnGame = null;
+    fitBoard(null);
     return false;
   }
   boardNode.dataset.mode = state.mode ?? "";
@@ -162,8 +213,10 @@ function renderBoard(state) {
   const owner = $("#game-info [data-owner]");
   owner.hidden = state.mode !== "watch";
   $('#game-info [data-field="owner"]').textContent = board.player.name;
-  renderClock(state);
-  return renderPiles(board);
+  renderClock(state, now);
+  const redrawn = renderPiles(board);
+  if (redrawn) fitBoard(board);
+  return redrawn;
 }
 
 function renderGameOver(state) {
@@ -200,9 +253,18 @@ function renderLists(state, codes) {
           "li",
           { "data-my-game": game },
           el("span", { text: codes[game] ?? game }),
-          game === current
-            ? el("span", { className: "tag", text: "open" })
-            : el("button", { type: "button", "data-resume": game, text: "Resume" }),
+          ...(game === current
+            ? [el("span", { className: "tag", text: "open" })]
+            : [
+              el("button", { type: "button", "data-resume": game, text: "Resume" }),
+              el("button", {
+                type: "button",
+                "data-abandon": game,
+                "data-armed": state.abandonArmed === game ? "true" : "false",
+                title: "Give this game up: it counts as a resigned game",
+                text: state.abandonArmed === game ? "Abandon? Tap again" : "Abandon",
+              }),
+            ]),
         ),
       )),
   );
@@ -230,7 +292,7 @@ function renderLists(state, codes) {
 }
 
 /** Draw everything but the leaderboards; returns true when the piles were redrawn. */
-export function render(state, codes) {
+export function render(state, codes, now) {
   const labels = { connecting: "Connecting…", open: "Connected", closed: "Disconnected — reconnecting…" };
   document.body.dataset.connection = state.connection;
   $("#connection").textContent = labels[state.connection];
@@ -241,7 +303,7 @@ export function render(state, codes) {
   const message = $("#message");
   message.textContent = state.message ? state.message.text : "";
   message.dataset.kind = state.message ? state.message.kind : "";
-  const redrawn = renderBoard(state);
+  const redrawn = renderBoard(state, now);
   renderMarks(state.selection, state.hint);
   renderGameOver(state);
   renderLists(state, codes);

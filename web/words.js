@@ -90,3 +90,13 @@ export function formatDuration(ms) {
   const rest = String(seconds % 60).padStart(2, "0");
   return hours ? `${hours}:${String(minutes).padStart(2, "0")}:${rest}` : `${minutes}:${rest}`;
 }
+
+/** Why the top cards of a pile cannot be picked up together (board.js liftProblem), in player words. */
+export function liftText(cards, problem) {
+  if (problem.notRun) {
+    const listed = cards.map(cardText);
+    const named = `${listed.slice(0, -1).join(", ")} and ${listed.at(-1)}`;
+    return `${named} are not a run: only a run of one suit in order moves together`;
+  }
+  return `${cards.length} cards are too many to move at once: ${problem.limit} at most now (free cells and empty columns allow more)`;
+}

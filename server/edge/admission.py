@@ -1,7 +1,19 @@
 """Who may open a connection: caps on open connections (per source address and in all), the
-proxies whose ``X-Forwarded-For`` names the client, and the allowed ``Origin`` values of a handshake.
+proxies whose ``X-Forwarded-For`` names the client, and the allowed ``Origin`` values of a handshake;
+and the frame budget an address's connections share.
 
-Pure decisions, no sockets: ``connection.py`` asks ``ConnectionGate`` as each TCP connection is
+Room for newcomers: a socket that connects and never finishes its handshake holds a place under the
+caps until its open timeout, so a few dozen addresses of them could fill the global cap and turn every
+new client away. The gate keeps the connections still in their handshake ("half-open") oldest first:
+at the global cap a newcomer takes the place of the oldest half-open connection (never of one past
+its handshake), and while more than ``HALF_OPEN_SHARE`` of the cap is half-open ("pressure") a new
+connection gets ``PRESSED_OPEN_TIMEOUT`` to send its request and each accept drops a few half-open
+connections older than that; under pressure an address may not hold more than
+``HALF_OPEN_PER_ADDRESS`` half-open connections (its next ones get a cheap 503, so that an attacker's
+many sockets per address are refused, not admitted only to drop someone else's). A real client sends
+its request at once, so it is the youngest: the last to go.
+
+Pure decisions, no sockets: ``server.edge.transport`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
 refusal with HTTP 503 at once; ``app.py`` asks it again at the handshake of a connection from a
 trusted proxy (now that the client's address is known), and asks ``OriginPolicy``, answering a
@@ -16,15 +28,19 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from server.edge.ratelimit import BucketsByKey
+from server.edge.ratelimit import BucketsByKey, TokenBucket
 
 __all__ = [
     "RESERVED_FILES",
+    "AddressBudget",
     "ConnectionCaps",
     "ConnectionGate",
+    "HalfOpen",
     "OriginPolicy",
+    "SharedBucket",
     "ThrottledLog",
     "TrustedProxies",
     "open_files_budget",
@@ -92,15 +108,23 @@ class ConnectionCaps:
     def open_from(self, address: str) -> int:
         return self._open.get(address, 0)
 
+    @property
+    def full(self) -> bool:
+        """At the global cap."""
+        return self.total is not None and self._total_open >= self.total
+
+    def at_address_cap(self, address: str) -> bool:
+        return self.per_address is not None and self._open.get(address, 0) >= self.per_address
+
     def admit(self, address: str, *, per_address: bool = True) -> str | None:
         """Count a new connection from ``address``; returns why it is refused (and then does not
         count it), or None. Every admitted connection must be ``release``d once. ``per_address``
         False skips the per-address cap (a trusted proxy: ``transfer`` applies it at the handshake)."""
-        if self.total is not None and self._total_open >= self.total:
-            return f"{self._total_open} connections open, the cap is {self.total}"
         count = self._open.get(address, 0)
         if per_address and self.per_address is not None and count >= self.per_address:
             return f"{count} connections open from {address}, the cap is {self.per_address}"
+        if self.total is not None and self._total_open >= self.total:
+            return f"{self._total_open} connections open, the cap is {self.total}"
         self._open[address] = count + 1
         self._total_open += 1
         return None
@@ -163,12 +187,51 @@ class TrustedProxies:
         return entries[-1][:64] if entries else peer
 
 
+@dataclass(frozen=True, slots=True)
+class AddressBudget:
+    """The frames all connections from one address may send together: ``rate`` a second, ``burst``
+    at once, as much as ``connections`` connections' own buckets allow."""
+
+    rate: float
+    burst: int
+    connections: float
+
+
+class SharedBucket(TokenBucket):
+    """The frame bucket of an address's connections. ``crowded`` while more connections than the
+    budget is worth are open from it: only then can they pass it (fewer are bound by their own
+    buckets already), so only then is it taken from, and a lone client pays nothing per frame."""
+
+    __slots__ = ("crowded",)
+
+    def __init__(self, budget: AddressBudget, clock: Callable[[], float]) -> None:
+        super().__init__(budget.rate, budget.burst, clock)
+        self.crowded = False
+
+
+class HalfOpen(Protocol):
+    """A connection admitted and still in its opening handshake, as the gate holds it."""
+
+    def evict(self) -> None:
+        """Drop it to make room: the gate has released its place already."""
+
+
 class ConnectionGate:
     """Admits connections under the caps, one address per connection: the peer's at accept, the
-    forwarded client's at the handshake when the peer is a trusted proxy."""
+    forwarded client's at the handshake when the peer is a trusted proxy; makes room for newcomers
+    by evicting half-open connections, oldest first (see the module's docstring)."""
 
     LINGER_SLOTS = RESERVED_FILES // 2
     """Refused sockets kept open at once until their client read the 503 (taken from the reserve)."""
+    HALF_OPEN_SHARE = 0.25
+    """Share of the global cap past which the half-open connections put the gate under pressure."""
+    PRESSED_OPEN_TIMEOUT = 2.0
+    """Seconds a connection has to send its request under pressure (a real client needs one round trip)."""
+    HALF_OPEN_PER_ADDRESS = 4
+    """Half-open connections one address may hold under pressure (a real client has one at a time)."""
+    EXPIRED_PER_ACCEPT = 4
+    """Half-open connections older than ``PRESSED_OPEN_TIMEOUT`` one accept drops under pressure:
+    more than the one it adds, and a bounded cost per accept."""
 
     def __init__(
         self,
@@ -176,13 +239,23 @@ class ConnectionGate:
         proxies: TrustedProxies,
         log: ThrottledLog,
         arrivals: BucketsByKey | None = None,
+        *,
+        frames: AddressBudget | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``arrivals``: new connections per address (None: any number)."""
+        """``arrivals``: new connections per address (None: any number); ``frames``: the frame
+        budget an address's connections share (None: none)."""
         self.caps = caps
         self.proxies = proxies
         self._log = log
         self._arrivals = arrivals
+        self._frames = frames
+        self._clock = clock
         self._lingering = 0
+        self._half_open: dict[HalfOpen, tuple[str, float]] = {}  # oldest first: (address, accepted at)
+        self._half_open_from: dict[str, int] = {}
+        self._frame_buckets: dict[str, SharedBucket] = {}
+        self._pressure_at = None if caps.total is None else caps.total * self.HALF_OPEN_SHARE
 
     def start_lingering(self) -> bool:
         """Whether a refused socket may stay open a moment so its client reads the refusal (a close
@@ -201,19 +274,91 @@ class ConnectionGate:
             return None
         return f"new connections from {address} come too fast (or it was closed for flooding)"
 
-    def accept(self, peer: str) -> str | None:
-        """At accept; returns why the connection is refused (logged), or None."""
+    def accept(self, peer: str, waiting: HalfOpen | None = None) -> str | None:
+        """At accept; returns why the connection is refused (logged), or None. ``waiting`` is the
+        connection, half-open until ``opened``: it may be evicted to make room for a newer one."""
         proxy = self.proxies.trusts(peer)
-        refused = (None if proxy else self._arrival(peer)) or self.caps.admit(peer, per_address=not proxy)
+        refused = None if proxy else self._arrival(peer)
+        now = self._clock()
+        if refused is None and self.under_pressure():
+            self._expire(now - self.PRESSED_OPEN_TIMEOUT)
+            refused = None if proxy else self._too_many_half_open(peer)
+        if refused is None:
+            if self.caps.full and self._half_open and (proxy or not self.caps.at_address_cap(peer)):
+                self._evict(next(iter(self._half_open)), "the cap is reached")
+            refused = self.caps.admit(peer, per_address=not proxy)
+            self._count_changed(peer)
         if refused is not None:
             self._log.warning("connection refused", refused)
+        elif waiting is not None:
+            self._half_open[waiting] = (peer, now)
+            self._half_open_from[peer] = self._half_open_from.get(peer, 0) + 1
         return refused
+
+    def _too_many_half_open(self, address: str) -> str | None:
+        count = self._half_open_from.get(address, 0)
+        if count < self.HALF_OPEN_PER_ADDRESS:
+            return None
+        return f"{count} connections from {address} still in their handshake, the cap under pressure"
+
+    def under_pressure(self) -> bool:
+        """More than ``HALF_OPEN_SHARE`` of the cap is half-open: new connections get
+        ``PRESSED_OPEN_TIMEOUT``."""
+        return self._pressure_at is not None and len(self._half_open) > self._pressure_at
+
+    def opened(self, waiting: HalfOpen) -> None:
+        """Its request came: it is no longer half-open (and never evicted)."""
+        self._forget_half_open(waiting)
+
+    def _forget_half_open(self, waiting: HalfOpen) -> str | None:
+        """Its address, if it was half-open."""
+        entry = self._half_open.pop(waiting, None)
+        if entry is None:
+            return None
+        address = entry[0]
+        count = self._half_open_from.pop(address, 1) - 1
+        if count:
+            self._half_open_from[address] = count
+        return address
+
+    def _expire(self, before: float) -> None:
+        for _ in range(self.EXPIRED_PER_ACCEPT):
+            oldest = next(iter(self._half_open), None)
+            if oldest is None or self._half_open[oldest][1] > before:
+                return
+            self._evict(oldest, f"no request within {self.PRESSED_OPEN_TIMEOUT:g} s under pressure")
+
+    def _evict(self, waiting: HalfOpen, why: str) -> None:
+        address = self._forget_half_open(waiting)
+        if address is None:
+            return
+        self._log.warning("dropping the oldest connection still in its handshake", f"{address}: {why}")
+        self._release(address)
+        waiting.evict()
+
+    def frame_bucket(self, address: str) -> SharedBucket | None:
+        """The frame bucket shared by the open connections of ``address`` (None: no such budget)."""
+        if self._frames is None:
+            return None
+        bucket = self._frame_buckets.get(address)
+        if bucket is None:
+            bucket = self._frame_buckets[address] = SharedBucket(self._frames, self._clock)
+            self._count_changed(address)
+        return bucket
+
+    def _count_changed(self, address: str) -> None:
+        bucket = self._frame_buckets.get(address) if self._frame_buckets else None
+        if bucket is not None and self._frames is not None:
+            bucket.crowded = self.caps.open_from(address) > self._frames.connections
 
     def handshake(self, peer: str, forwarded_for: str | None) -> tuple[str, str | None]:
         """At the handshake of an accepted connection: its client address, and why it is refused
         (logged) or None. Refused, it stays counted under ``peer`` until ``release``d."""
         client = self.proxies.client_of(peer, forwarded_for)
         refused = None if client == peer else self._arrival(client) or self.caps.transfer(peer, client)
+        if client != peer and refused is None:
+            self._count_changed(peer)
+            self._count_changed(client)
         if refused is not None:
             self._log.warning("connection refused", refused)
             return peer, refused
@@ -225,8 +370,19 @@ class ConnectionGate:
         if self._arrivals is not None:
             self._arrivals.penalize(address)
 
-    def release(self, address: str) -> None:
+    def release(self, address: str, waiting: HalfOpen | None = None) -> None:
+        """A connection admitted from ``address`` is gone (not one the gate evicted: that one it
+        released already)."""
+        if waiting is not None:
+            self._forget_half_open(waiting)
+        self._release(address)
+
+    def _release(self, address: str) -> None:
         self.caps.release(address)
+        if self._frame_buckets and self.caps.open_from(address) == 0:
+            self._frame_buckets.pop(address, None)
+        else:
+            self._count_changed(address)
 
 
 SELF = "self"

@@ -54,38 +54,6 @@ class Fanout:
             connection.write_frame(frame)
 
 
-class _SessionChannel:
-    """One open connection as the `Connections` serves it: its session (the transport's
-    ``Channel``)."""
-
-    __slots__ = ("_connection", "_loop", "session")
-
-    def __init__(self, loop: Connections, connection: WebSocketConnection, session: Session) -> None:
-        self._loop = loop
-        self._connection = connection
-        self.session = session
-
-    def serve(self, message: bytes | str, within_rate: bool) -> None:
-        """Serve one message; ``connection.served()`` once answered (now, or from the handler).
-
-        A message over the rate is still decoded (decoding a frame of at most ``max_frame_bytes`` is
-        cheap), so that even a ``rate_limited`` refusal echoes the request id.
-        """
-        if self._loop.serve(self, message, within_rate):
-            self._connection.served()
-
-    def answer(self, request: protocol.ClientMessage, started: float, outcome: Outcome) -> None:
-        """The handler's ``respond``: write the replies (or the refusal), then serve the next message."""
-        self._loop.answered(self.session, request, started, outcome)
-        self._connection.served()
-
-    def close(self, code: int, reason: str, *, read_more: bool = True) -> None:
-        self._connection.close(code, reason, read_more=read_more)
-
-    def closed(self) -> None:
-        self._loop.release(self.session)
-
-
 class Connections:
     """Serves every open WebSocket connection, from its handshake to its close: one request at a
     time per connection, answered as soon as its outcome is known."""
@@ -107,13 +75,14 @@ class Connections:
         self.in_flight = 0
         self.clients: set[Session] = set()
 
-    def open(self, connection: WebSocketConnection) -> _SessionChannel:
-        """The one place a connection is taken in (after its handshake): its session starts here."""
-        client = Session(connection.subprotocol, connection)
+    def open(self, connection: WebSocketConnection) -> Session:
+        """The one place a connection is taken in (after its handshake): its session starts here,
+        and is the transport's ``Channel`` from now on."""
+        client = Session(connection.subprotocol, connection, self)
         client.touch(time.monotonic())
         self._metrics.connections.inc()
         self.clients.add(client)
-        return _SessionChannel(self, connection, client)
+        return client
 
     def release(self, client: Session) -> None:
         """The one place a connection lets go of everything its session held."""
@@ -121,10 +90,18 @@ class Connections:
         client.release()
         self._metrics.connections.dec()
 
-    def serve(self, served: _SessionChannel, frame: bytes | str, within_rate: bool) -> bool:
-        """Serve one message; True when it was answered already (else `answered` comes later)."""
+    def serve(self, client: Session, frame: bytes | str, within_rate: bool) -> None:
+        """Serve one message of ``client``; the connection serves its next one once this one is
+        answered (now, or from the handler). A message over the rate is still decoded (decoding a
+        frame of at most ``max_frame_bytes`` is cheap), so that even a ``rate_limited`` refusal
+        echoes the request id."""
+        if self._serve(client, frame, within_rate):
+            client.transport.served()
+
+    def _serve(self, client: Session, frame: bytes | str, within_rate: bool) -> bool:
+        """True when the message was answered already (else `_answer` comes later)."""
         started = time.perf_counter()
-        client = served.session
+        connection: WebSocketConnection = client.transport
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self.settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
@@ -134,17 +111,26 @@ class Connections:
             self._metrics.errors.labels(exc.code.value).inc()
             self._send((client,), protocol.ErrorReply.of(exc))
             if exc.close_code is not None:
-                served.close(int(exc.close_code), exc.message, read_more=False)
+                connection.close(int(exc.close_code), exc.message, read_more=False)
             return True
         if not self._admit(client, request, within_rate):
             return True  # refused with an error; the connection goes on
         self.in_flight += 1
         try:
-            self._handler.serve(client, request, lambda outcome: served.answer(request, started, outcome))
+            self._handler.serve(
+                client, request, lambda outcome: self._answer(client, request, started, outcome)
+            )
         except Exception as bug:  # before any answer: answered all the same, the count kept right
             self.answered(client, request, started, bug)
             return True
         return False
+
+    def _answer(
+        self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
+    ) -> None:
+        """The handler's ``respond``: write the replies (or the refusal), then serve the next message."""
+        self.answered(client, request, started, outcome)
+        client.transport.served()
 
     def answered(
         self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome

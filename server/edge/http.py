@@ -14,6 +14,7 @@ from urllib.parse import unquote
 import protocol
 from server.edge.admission import OriginPolicy, ThrottledLog
 from server.edge.transport import Request, Response, http_response
+from server.clock import utc_now
 from server.errors import ErrorCode, refusal_for
 from server.ops.metrics import Metrics
 from server.services.rankings import LeaderboardService, parse_leaderboard_query, parse_profile_path
@@ -33,7 +34,7 @@ class HttpEndpoints:
 
     ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
     ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
-    with the HTTP status of their code.
+    with the HTTP status of their code. ``GET /api/time`` answers ``{now}``, the server's clock.
     """
 
     _STATUS: ClassVar[dict[ErrorCode, HTTPStatus]] = {
@@ -62,6 +63,8 @@ class HttpEndpoints:
             return http_response(
                 HTTPStatus.OK, self._metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
             )
+        if path == "/api/time":  # the browser client sets its game clock by the server's
+            return self._json(HTTPStatus.OK, {"now": protocol.format_timestamp(utc_now())})
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
         if is_api:
             return await self._api(path, query)

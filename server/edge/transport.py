@@ -21,7 +21,10 @@ What the asyncio server gave for free and is done here: the handshake (``/ws`` w
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
 HTTP routes and closed), the open timeout, keepalive pings, close handshakes and lingering closes,
 HTTP 400 for a request that is not HTTP. Admission (``server.edge.admission``) is asked at accept, before
-anything is read, and again at the handshake for the client behind a trusted proxy.
+anything is read, and again at the handshake for the client behind a trusted proxy; until its request
+comes a connection is half-open, and the gate may evict it to make room for a newer one (its open
+timeout is shorter while many are half-open). Once open, each frame also takes a token of the bucket
+its address's connections share (``ConnectionGate.frame_bucket``), when that budget is on.
 
 The only module that imports ``websockets``: the HTTP routes take its ``Request`` and ``Response`` from here.
 """
@@ -47,7 +50,7 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 import protocol
-from server.edge.admission import ConnectionGate, ThrottledLog
+from server.edge.admission import ConnectionGate, SharedBucket, ThrottledLog
 from server.edge.ratelimit import Metered, TokenBucket
 
 __all__ = [
@@ -249,6 +252,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     __slots__ = (
         "_abort_timer",
+        "_address_bucket",
         "_answered",
         "_bucket",
         "_counted",
@@ -302,6 +306,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._peer_done = False  # its client half-closed after the request
         self._lingering = False
         self._bucket = TokenBucket(server.frame_rate, server.frame_burst)
+        self._address_bucket: SharedBucket | None = None  # shared with its address's connections, once open
         self._fragments: list[bytes] = []
         self._fragment_bytes = 0  # counted in the server's partial_bytes too
         self._fragment_timer: asyncio.TimerHandle | None = None
@@ -328,9 +333,11 @@ class WebSocketConnection(asyncio.Protocol):
         self._server.connections.add(self)
         peer = transport.get_extra_info("peername")
         self.client_address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        if self._server.gate.accept(self.client_address) is None:
+        gate = self._server.gate
+        if gate.accept(self.client_address, self) is None:
             self._counted = True
-            self._timer = asyncio.get_running_loop().call_later(OPEN_TIMEOUT, self._open_timed_out)
+            timeout = min(OPEN_TIMEOUT, gate.PRESSED_OPEN_TIMEOUT) if gate.under_pressure() else OPEN_TIMEOUT
+            self._timer = asyncio.get_running_loop().call_later(timeout, self._open_timed_out)
             return
         self._refused = True
         if self._server.gate.start_lingering():  # answered when its request comes (data_received)
@@ -435,7 +442,7 @@ class WebSocketConnection(asyncio.Protocol):
         if self._http_task is not None:
             self._http_task.cancel()
         if self._counted:
-            self._server.gate.release(self.client_address)
+            self._server.gate.release(self.client_address, self)
             self._counted = False
         if self._lingering:
             self._server.gate.stop_lingering()
@@ -478,6 +485,12 @@ class WebSocketConnection(asyncio.Protocol):
 
     def abort(self) -> None:
         """Drop the socket now (a client that does not read)."""
+        self.transport.abort()
+
+    def evict(self) -> None:
+        """Dropped by the gate while still in its handshake, to make room for a newer connection: its
+        place is given back already."""
+        self._counted = False
         self.transport.abort()
 
     def close(self, code: int, reason: str, *, read_more: bool = True) -> None:
@@ -550,6 +563,9 @@ class WebSocketConnection(asyncio.Protocol):
         if self._flooded:
             return  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
+        shared = self._address_bucket
+        if metered is Metered.SERVE and shared is not None and shared.crowded:
+            metered = shared.take()
         if metered is Metered.CLOSE:
             self._flooding()
             return
@@ -644,6 +660,7 @@ class WebSocketConnection(asyncio.Protocol):
     def _handshake(self, request: Request) -> None:
         if self._timer is not None:
             self._timer.cancel()  # the open timeout: the request came
+        self._server.gate.opened(self)
         path = request.path.partition("?")[0]
         if path != "/ws":
             self._plain_http = True
@@ -660,6 +677,7 @@ class WebSocketConnection(asyncio.Protocol):
         if self._protocol.subprotocol is not None:
             self.subprotocol = protocol.Subprotocol(self._protocol.subprotocol)
         self._timer = asyncio.get_running_loop().call_later(PING_INTERVAL, self._keepalive)
+        self._address_bucket = self._server.gate.frame_bucket(self.client_address)
         self.channel = self._server.open_channel(self)
 
     def _refusal(self, request: Request) -> Response | None:

@@ -1,6 +1,6 @@
 """Game records of stored games: what ``eightoff export`` writes (the format is protocol.records).
 
-A stored game becomes a record by replaying it (``server.room.replay_stored``): the record's actions
+A stored game becomes a record by replaying it (``server.play.replay.replay_stored``): the record's actions
 and figures are what the engine makes of the stored log, and a game that does not replay as stored
 (``server.ops.verify.check_stored_game``) is refused rather than exported.
 """

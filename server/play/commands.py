@@ -1,5 +1,6 @@
 """What goes into a room: the requests of its followers, other nodes' commits, and the outcomes of the
-effects it asked for. Values only: a room decides what each one does (`server.play.game_room`).
+effects it asked for. Values only (named tuples, like the effects): a room decides what each one
+does (`server.play.game_room`).
 
 ``reply_to`` is the requester's answer, opaque to the room: it hands it back in a `Reply` effect
 and never calls it.
@@ -9,8 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from engine import Action, Game
 from protocol.errors import RequestId
@@ -46,8 +46,7 @@ class Follower(Protocol):
 ReplyTo = Callable[[Any], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Act:
+class Act(NamedTuple):
     """The owner's action: ``resolve`` turns the game as it stands into the action (a tap or a
     double tap depends on the position); refused ``stale`` unless the game is at ``expected_v``."""
 
@@ -58,15 +57,13 @@ class Act:
     reply_to: ReplyTo
 
 
-@dataclass(frozen=True, slots=True)
-class Resign:
+class Resign(NamedTuple):
     follower: Follower
     request_id: RequestId | None
     reply_to: ReplyTo
 
 
-@dataclass(frozen=True, slots=True)
-class View:
+class View(NamedTuple):
     """A connection of the owner follows the game (new_game, resume, or before acting)."""
 
     follower: Follower
@@ -74,8 +71,7 @@ class View:
     reply_to: ReplyTo
 
 
-@dataclass(frozen=True, slots=True)
-class Watch:
+class Watch(NamedTuple):
     """A spectator follows the game."""
 
     follower: Follower
@@ -83,37 +79,32 @@ class Watch:
     reply_to: ReplyTo
 
 
-@dataclass(frozen=True, slots=True)
-class Unfollow:
+class Unfollow(NamedTuple):
     """A connection no longer follows the game (unwatch, or it closed)."""
 
     follower: Follower
 
 
-@dataclass(frozen=True, slots=True)
-class HintPosition:
+class HintPosition(NamedTuple):
     """The committed position a hint is about; the game is stored as hinted first (once per room)."""
 
     follower: Follower
     reply_to: ReplyTo
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteCommit:
+class RemoteCommit(NamedTuple):
     """Another node committed a change of this game (from the bus, in commit order)."""
 
     event: BusEvent
 
 
-@dataclass(frozen=True, slots=True)
-class Committed:
+class Committed(NamedTuple):
     """The outcome of the room's `Commit`: None once stored, else why nothing was."""
 
     error: Exception | None
 
 
-@dataclass(frozen=True, slots=True)
-class Loaded:
+class Loaded(NamedTuple):
     """The outcome of the room's `Load`: the game as stored (None: not found), when it finished, or
     why it could not be read."""
 
@@ -122,8 +113,7 @@ class Loaded:
     error: Exception | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Rebuilt:
+class Rebuilt(NamedTuple):
     """The outcome of the room's `Rebuild`: the game without its last, refused action."""
 
     game: Game

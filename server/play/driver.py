@@ -19,14 +19,14 @@ import collections
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from engine import Game
 from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
 from server.play.effects import Commit, Effect, Leave, Load, Publish, Push, Rebuild, Reply
-from server.play.game_room import GameRoom, PlayerRef
+from server.play.game_room import PlayerRef
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
@@ -34,6 +34,8 @@ from server.storage.commit_backends import Write
 __all__ = ["Done", "Pusher", "RoomDriver", "RoomServices", "WriteSink"]
 
 logger = logging.getLogger(__name__)
+
+_OUTCOMES = (Committed, Loaded, Rebuilt)
 
 #: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
 Done = Callable[[Exception | None], None]
@@ -52,6 +54,33 @@ class Pusher(Protocol):
     def __call__(self, audience: Iterable[Any], message: ServerMessage) -> None: ...
 
 
+class RoomState(Protocol):
+    """What the driver needs of a room: a state machine that turns each command into effects and
+    says when it waits for an outcome (`server.play.game_room.GameRoom`; a race room is another)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def owner(self) -> PlayerRef: ...
+
+    @property
+    def spectators(self) -> set[Follower]: ...
+
+    @property
+    def awaiting(self) -> object:
+        """What outcome the room waits for before its next request (None: nothing)."""
+
+    def handle(self, command: Command) -> list[Effect]: ...
+
+    def is_open(self) -> bool: ...
+
+    def is_followed(self) -> bool: ...
+
+
+Room = TypeVar("Room", bound=RoomState)
+
+
 @dataclass(frozen=True, slots=True)
 class RoomServices:
     """What the rooms of a node need from it: storing, pushing, telling other nodes (None: no other
@@ -61,16 +90,16 @@ class RoomServices:
     push: Pusher
     publish: Callable[[BusEvent], None] | None
     load: Callable[[str], Awaitable[StoredGame | None]]
-    left: Callable[[RoomDriver], None]
-    idle: Callable[[RoomDriver], None]
+    left: Callable[[Any], None]
+    idle: Callable[[Any], None]
 
 
-class RoomDriver:
-    """Runs one `GameRoom`: the node's handle on it (what the registry holds and sessions follow)."""
+class RoomDriver(Generic[Room]):
+    """Runs one room: the node's handle on it (what the registry holds and sessions follow)."""
 
     __slots__ = ("_draining", "_queue", "_task", "room", "services")
 
-    def __init__(self, room: GameRoom, services: RoomServices) -> None:
+    def __init__(self, room: Room, services: RoomServices) -> None:
         self.room = room
         self.services = services
         self._queue: collections.deque[Command] = collections.deque()
@@ -128,7 +157,7 @@ class RoomDriver:
         self._draining = True
         room, queue = self.room, self._queue
         try:
-            while queue and (room.awaiting is None or isinstance(queue[0], Committed | Loaded | Rebuilt)):
+            while queue and (room.awaiting is None or isinstance(queue[0], _OUTCOMES)):
                 command = queue.popleft()
                 try:
                     effects = room.handle(command)
@@ -144,26 +173,23 @@ class RoomDriver:
     def _run(self, effects: list[Effect]) -> None:
         for effect in effects:
             try:
-                self._run_one(effect)
+                if isinstance(effect, Commit):
+                    self._commit(effect.write)
+                elif isinstance(effect, Reply):
+                    effect.reply_to(effect.outcome)
+                elif isinstance(effect, Push):
+                    self.services.push(effect.audience, effect.message())
+                elif isinstance(effect, Publish):
+                    if self.services.publish is not None:
+                        self.services.publish(effect.event)
+                elif isinstance(effect, Leave):
+                    self.services.left(self)
+                elif isinstance(effect, Load):
+                    self._start(self._load())
+                else:
+                    self._start(self._rebuild(effect))
             except Exception:  # a bug in what an effect calls: the room's other effects still run
                 logger.exception("game %s failed on %s", self.room.id, type(effect).__name__)
-
-    def _run_one(self, effect: Effect) -> None:
-        if isinstance(effect, Commit):
-            self._commit(effect.write)
-        elif isinstance(effect, Reply):
-            effect.reply_to(effect.outcome)
-        elif isinstance(effect, Push):
-            self.services.push(effect.audience, effect.message())
-        elif isinstance(effect, Publish):
-            if self.services.publish is not None:
-                self.services.publish(effect.event)
-        elif isinstance(effect, Leave):
-            self.services.left(self)
-        elif isinstance(effect, Load):
-            self._start(self._load())
-        else:
-            self._start(self._rebuild(effect))
 
     # ------------------------------------------------------------------ effects with an outcome
 

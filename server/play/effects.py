@@ -1,14 +1,14 @@
 """What comes out of a room, in the order it must happen; `server.play.driver` runs them.
 
-Values only. A room waits for the outcome of `Commit`, `Load` and `Rebuild` (one at a time) before
-it takes its next request; the others complete when run.
+Values only (named tuples: immutable, and cheaper to make than frozen dataclasses, which matters
+as a few are made per action). A room waits for the outcome of `Commit`, `Load` and `Rebuild` (one
+at a time) before it takes its next request; the others complete when run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine import Action, Deal, Layout
 from protocol import ServerMessage
@@ -19,23 +19,20 @@ from server.storage.commit_backends import Write
 __all__ = ["Commit", "Effect", "HintSpot", "Leave", "Load", "Publish", "Push", "Rebuild", "Reply"]
 
 
-@dataclass(frozen=True, slots=True)
-class HintSpot:
+class HintSpot(NamedTuple):
     """The answer to `HintPosition`: the committed position (its version and layout)."""
 
     v: int
     layout: Layout
 
 
-@dataclass(frozen=True, slots=True)
-class Commit:
+class Commit(NamedTuple):
     """Store ``write`` through the node's write pipeline; its outcome comes back as `Committed`."""
 
     write: Write
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):
     """Answer a request: its messages in order, a `HintSpot`, the exception that refused it (a
     `server.errors.Refusal`, an engine error, `StorageUnavailable`), or None when the room closed
     before the request's turn (find the game again)."""
@@ -44,28 +41,24 @@ class Reply:
     outcome: Any
 
 
-@dataclass(frozen=True, slots=True)
-class Push:
+class Push(NamedTuple):
     """Send ``message()`` to ``audience`` (built only here: most games have no one to push to)."""
 
     audience: Sequence[Follower]
     message: Callable[[], ServerMessage]
 
 
-@dataclass(frozen=True, slots=True)
-class Publish:
+class Publish(NamedTuple):
     """Tell the other nodes of a committed change."""
 
     event: BusEvent
 
 
-@dataclass(frozen=True, slots=True)
-class Load:
+class Load(NamedTuple):
     """Read the game as stored and rebuild it (off the event loop); the outcome comes back as `Loaded`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Rebuild:
+class Rebuild(NamedTuple):
     """Replay ``log`` from ``deal`` off the event loop (a long game's refused action taken back); the
     outcome comes back as `Rebuilt`."""
 
@@ -73,8 +66,7 @@ class Rebuild:
     log: Sequence[Action]
 
 
-@dataclass(frozen=True, slots=True)
-class Leave:
+class Leave(NamedTuple):
     """The room is closed (its game ended, or the stored game could not be read): it leaves the node's
     rooms."""
 

@@ -1,7 +1,7 @@
 """The node's rooms: which unfinished games are in memory, loading them, and finished games' positions.
 
-`RoomRegistry` is the only owner of the map from game id to room (`RoomDriver`), and the only writer
-of a room's ``replaced``. A room lives while someone follows it or it is busy; the database keeps
+`RoomRegistry` is the only owner of the map from game id to room (`GameRoomDriver`), and the only writer
+of a game room's ``replaced``. A room lives while someone follows it or it is busy; the database keeps
 everything else. Loading a game reads it from the database and replays its log in a worker thread, so
 a long game never stalls the event loop; finished games' final positions are kept in a bounded cache,
 so watching one again costs no replay.
@@ -16,7 +16,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict
-from typing import Final
+from typing import Final, TypeAlias
 
 from engine import Deal, Game, Status
 from server.clock import utc_now
@@ -31,10 +31,12 @@ from server.play.replay import replay_stored
 from server.storage import Database, GameStart, StoredGame, repository
 from server.storage.committer import Committer, Write
 
-__all__ = ["FINISHED_CACHE_SIZE", "RemoteCommits", "RoomRegistry"]
+__all__ = ["FINISHED_CACHE_SIZE", "GameRoomDriver", "RemoteCommits", "RoomRegistry"]
 
 logger = logging.getLogger(__name__)
 
+#: The node's handle on a game's room.
+GameRoomDriver: TypeAlias = RoomDriver[GameRoom]
 #: Finished games whose final position a node keeps (a few KB each).
 FINISHED_CACHE_SIZE: Final = 1024
 
@@ -66,23 +68,25 @@ class RoomRegistry:
             left=self._left,
             idle=self.forget_if_idle,
         )
-        self._rooms: dict[str, RoomDriver] = {}
+        self._rooms: dict[str, GameRoomDriver] = {}
         self._finished: OrderedDict[str, FinishedGame] = OrderedDict()
-        self._loading: dict[str, asyncio.Future[RoomDriver | FinishedGame]] = {}
+        self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
         self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
         self.remote = RemoteCommits(self, bus)
 
-    def rooms(self) -> list[RoomDriver]:
+    def rooms(self) -> list[GameRoomDriver]:
         return list(self._rooms.values())
 
-    def room(self, game_id: str) -> RoomDriver | None:
+    def room(self, game_id: str) -> GameRoomDriver | None:
         """The room of ``game_id`` if it is in memory."""
         return self._rooms.get(game_id)
 
     def is_loading(self, game_id: str) -> bool:
         return game_id in self._loading
 
-    async def create(self, owner: PlayerRef, deal: Deal, *, daily_date: dt.date | None = None) -> RoomDriver:
+    async def create(
+        self, owner: PlayerRef, deal: Deal, *, daily_date: dt.date | None = None
+    ) -> GameRoomDriver:
         """Start a game for ``owner``; returns once the new game is stored."""
         started_at = utc_now()
         room = self._room(GameRoom(new_id(), Game(deal), owner, started_at))
@@ -91,7 +95,7 @@ class RoomRegistry:
         self._add(room)
         return room
 
-    async def find(self, game_id: str) -> RoomDriver | FinishedGame:
+    async def find(self, game_id: str) -> GameRoomDriver | FinishedGame:
         """The room of ``game_id``, loading an unfinished game from the database; a finished game comes
         back as its final position. Concurrent finds of one game share one load.
 
@@ -107,7 +111,10 @@ class RoomRegistry:
             self._finished.move_to_end(game_id)
             return finished
         loading = self._loading.get(game_id)
-        if loading is None:
+        self._awaiting[game_id] = self._awaiting.get(game_id, 0) + 1
+        try:  # until this find is back with its caller, the loaded room is in use: see forget_if_idle
+            if loading is not None:
+                return await asyncio.shield(loading)
             loading = asyncio.get_running_loop().create_future()
             self._loading[game_id] = loading
             try:
@@ -119,9 +126,6 @@ class RoomRegistry:
                 del self._loading[game_id]
                 self.remote.drop_early(game_id)  # applied by _load, or moot after a failure
             return loading.result()
-        self._awaiting[game_id] = self._awaiting.get(game_id, 0) + 1
-        try:  # until this find resumes, the loaded room is in use: see forget_if_idle
-            return await asyncio.shield(loading)
         finally:
             if self._awaiting[game_id] == 1:
                 del self._awaiting[game_id]
@@ -132,7 +136,7 @@ class RoomRegistry:
         async with self._database.connection() as conn:
             return await repository.load_game(conn, game_id)
 
-    async def _load(self, game_id: str) -> RoomDriver | FinishedGame:
+    async def _load(self, game_id: str) -> GameRoomDriver | FinishedGame:
         async with self._database.connection() as conn:
             stored = await repository.load_game(conn, game_id)
             player = await repository.get_player(conn, stored.player_id) if stored else None
@@ -150,11 +154,11 @@ class RoomRegistry:
             room.send(RemoteCommit(event))
         return room
 
-    def _room(self, room: GameRoom) -> RoomDriver:
+    def _room(self, room: GameRoom) -> GameRoomDriver:
         room.node, room.publishes = self.node, self._publishes
         return RoomDriver(room, self.services)
 
-    def _add(self, room: RoomDriver) -> None:
+    def _add(self, room: GameRoomDriver) -> None:
         self._rooms[room.id] = room
         self._metrics.live_games.set(len(self._rooms))
 
@@ -164,21 +168,21 @@ class RoomRegistry:
         while len(self._finished) > FINISHED_CACHE_SIZE:
             self._finished.popitem(last=False)
 
-    def forget_if_idle(self, room: RoomDriver) -> None:
+    def forget_if_idle(self, room: GameRoomDriver) -> None:
         """Drop a room nobody follows, that is not busy and that no find waits to be handed (the
         database keeps it): memory stays bounded by what is followed. Its driver asks this each
         time it goes idle; a caller that found a room and did not follow it asks it too."""
         if not room.room.is_followed() and not room.is_busy() and room.id not in self._awaiting:
             self._drop(room)
 
-    def _left(self, room: RoomDriver) -> None:
+    def _left(self, room: GameRoomDriver) -> None:
         """A room closed (its game finished, or its stored game could not be read): it leaves the map;
         a finished one's final position goes to the cache."""
         if room.room.ended is not None:
             self._cache(room.room.ended)
         self._drop(room)
 
-    def _drop(self, room: RoomDriver) -> None:
+    def _drop(self, room: GameRoomDriver) -> None:
         """Let ``room`` go, closed: a caller still holding it (view, watch) is sent back to `find`,
         which loads the game again, so nobody follows a room the registry no longer holds."""
         room.room.replaced = True

@@ -1,35 +1,74 @@
 """One connection's session: who it is and which games it follows, released in one place on close.
 
-The session is the only writer of its own fields, through its methods; a room only adds it to or
-removes it from its own followers. A room that closed stays in ``viewing`` or ``watching`` until the
-session next looks (``open_count``): it no longer counts, and the session drops it then.
+A connection is two objects: the socket (`server.edge.transport.WebSocketConnection`) and its
+session. The transport sees the session as its ``Channel`` (messages in, one at a time, and the
+close), served by its host (`server.edge.connections.Connections`); a room sees it as a
+``Follower`` (something messages are pushed to). The session is the only writer of its own fields,
+through its methods; a room only adds it to or removes it from its own followers. A room that
+closed stays in ``viewing`` or ``watching`` until the session next looks (``open_count``): it no
+longer counts, and the session drops it then.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import protocol
 from server.play.commands import Unfollow
 from server.play.driver import RoomDriver
 from server.play.game_room import PlayerRef
 
-__all__ = ["Session"]
+__all__ = ["Session", "SessionHost"]
+
+
+class SessionHost(Protocol):
+    """What serves a session's messages (`server.edge.connections.Connections`)."""
+
+    def serve(self, session: Session, message: bytes | str, within_rate: bool) -> None: ...
+
+    def release(self, session: Session) -> None: ...
 
 
 class Session:
     """A connection's player (once it said hello) and the rooms it follows, as a viewer or a spectator."""
 
-    __slots__ = ("last_seen", "player", "subprotocol", "transport", "viewing", "watched_finished", "watching")
+    __slots__ = (
+        "_host",
+        "last_seen",
+        "player",
+        "subprotocol",
+        "transport",
+        "viewing",
+        "watched_finished",
+        "watching",
+    )
 
-    def __init__(self, subprotocol: protocol.Subprotocol, transport: Any = None) -> None:
+    def __init__(
+        self, subprotocol: protocol.Subprotocol, transport: Any = None, host: SessionHost | None = None
+    ) -> None:
         self.subprotocol = subprotocol
         self.transport = transport
+        self._host = host
         self.player: PlayerRef | None = None
-        self.viewing: dict[str, RoomDriver] = {}
-        self.watching: dict[str, RoomDriver] = {}
+        self.viewing: dict[str, RoomDriver[Any]] = {}
+        self.watching: dict[str, RoomDriver[Any]] = {}
         self.watched_finished: set[str] = set()  # finished games watched: they count toward the limit
         self.last_seen = 0.0
+
+    # The transport's Channel
+
+    def serve(self, message: bytes | str, within_rate: bool) -> None:
+        """A message of the connection, whole (``within_rate`` False: its frame found the rate
+        exceeded); the next one comes once this one is answered."""
+        assert self._host is not None, "a session without a host serves no connection"
+        self._host.serve(self, message, within_rate)
+
+    def closed(self) -> None:
+        """The connection is gone: let go of everything."""
+        if self._host is not None:
+            self._host.release(self)
+
+    # Its own fields
 
     def identify(self, player: PlayerRef) -> None:
         """The connection said hello as ``player``."""
@@ -39,18 +78,18 @@ class Session:
         """Something was sent to or read from the connection at ``now`` (it is not idle)."""
         self.last_seen = now
 
-    def view(self, room: RoomDriver) -> None:
+    def view(self, room: RoomDriver[Any]) -> None:
         """Follow ``room`` as a connection of its owner (it counts toward the games limit)."""
         self.viewing[room.id] = room
 
-    def watch(self, room: RoomDriver) -> None:
+    def watch(self, room: RoomDriver[Any]) -> None:
         self.watching[room.id] = room
 
     def watch_finished(self, game_id: str) -> None:
         """A finished game was watched: it counts toward the watch limit until unwatched."""
         self.watched_finished.add(game_id)
 
-    def open_count(self, follows: dict[str, RoomDriver]) -> int:
+    def open_count(self, follows: dict[str, RoomDriver[Any]]) -> int:
         """How many rooms of ``follows`` are still open (closed ones are dropped now)."""
         for game_id in [game_id for game_id, room in follows.items() if not room.is_open()]:
             del follows[game_id]

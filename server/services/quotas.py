@@ -5,8 +5,9 @@ abandons the least recently active ones no connection here has open (and none pl
 two sweep intervals, which may be open on another node); when every one of them is, ``new_game`` is refused
 with ``rate_limited``. Every ``sweep_interval`` the sweeper abandons the unfinished games idle (by
 ``games.active_at``, which every commit of an action keeps current) for longer than ``abandon_after``,
-but those open on this node. Abandoned games are
-stored, marked ``abandoned``, gone from ``welcome`` and never counted (``server.storage.unfinished``).
+but those open on this node. Abandoned games are stored, marked ``abandoned`` through the node's one
+write pipeline (`server.storage.committer`), gone from ``welcome`` and never counted
+(``server.storage.unfinished``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -26,6 +28,7 @@ from server.errors import ErrorCode, Refusal
 from server.play.driver import RoomDriver
 from server.storage import Database
 from server.storage import unfinished as storage
+from server.storage.committer import Committer, Write
 
 __all__ = ["UnfinishedGames"]
 
@@ -44,13 +47,15 @@ class UnfinishedGames:
     def __init__(
         self,
         database: Database,
-        open_rooms: Callable[[], Iterable[RoomDriver]],
+        committer: Committer,
+        open_rooms: Callable[[], Iterable[RoomDriver[Any]]],
         *,
         per_player: int | None,
         abandon_after: float | None,
     ) -> None:
         """``open_rooms()``: the games open on this node now (the room registry's)."""
         self._database = database
+        self._committer = committer  # the abandoned marks go through the one write pipeline
         self._rooms = open_rooms
         self._per_player = per_player
         self._abandon_after = abandon_after
@@ -90,25 +95,23 @@ class UnfinishedGames:
         now = time.monotonic()
         if self._full.get(player_id, 0.0) > now:  # refused a moment ago: spare the database
             raise self._refusal(cap)
-        async with self._database.transaction() as conn:
+        async with self._database.connection() as conn:
             games = await storage.player_unfinished_games(conn, player_id)
-            excess = len(games) - (cap - 1)
-            if excess <= 0:
-                return
-            # The rooms open now, with no await between this look and the update below: a game
-            # opened meanwhile is spared (one opened while the update runs is the narrow race that
-            # docs/reliability.md admits: it stays playable in memory, and stays abandoned).
-            open_ids = self._open_ids()
-            quiet_since = utc_now() - dt.timedelta(seconds=2 * self.sweep_interval)
-            idle = [
-                game.id
-                for game in reversed(games)
-                if game.id not in open_ids and game.active_at < quiet_since
-            ]
-            if len(idle) < excess:
-                self._remember_full(player_id, now)
-                raise self._refusal(cap)
-            await storage.abandon_games(conn, idle[:excess])
+        excess = len(games) - (cap - 1)
+        if excess <= 0:
+            return
+        # The rooms open now, with no await between this look and the write's submission: a game
+        # opened meanwhile is spared (one opened before the write commits is the narrow race that
+        # docs/reliability.md admits: it stays playable in memory, and stays abandoned).
+        open_ids = self._open_ids()
+        quiet_since = utc_now() - dt.timedelta(seconds=2 * self.sweep_interval)
+        idle = [
+            game.id for game in reversed(games) if game.id not in open_ids and game.active_at < quiet_since
+        ]
+        if len(idle) < excess:
+            self._remember_full(player_id, now)
+            raise self._refusal(cap)
+        await self._committer.stored(Write(abandoned=tuple(idle[:excess])))
         logger.info("player %s over %d unfinished games: abandoned %s", player_id, cap, idle[:excess])
 
     @staticmethod
@@ -125,18 +128,20 @@ class UnfinishedGames:
         self._full[player_id] = now + FULL_MEMORY
 
     async def sweep(self, now: dt.datetime | None = None) -> int:
-        """Abandon the idle unfinished games no connection here has open; returns how many."""
+        """Abandon the idle unfinished games no connection here has open (through the write pipeline:
+        those still unfinished when it commits); returns how many were marked."""
         if self._abandon_after is None:
             return 0
         now = now or utc_now()
-        async with self._database.transaction() as conn:
-            idle_since = now - dt.timedelta(seconds=self._abandon_after)
+        idle_since = now - dt.timedelta(seconds=self._abandon_after)
+        async with self._database.connection() as conn:
             idle = await storage.idle_games(conn, idle_since, EXPIRY_BATCH)
-            open_ids = self._open_ids()  # as they are now, just before the update (see make_room)
-            abandoned = await storage.abandon_games(conn, [game for game in idle if game not in open_ids])
+        open_ids = self._open_ids()  # as they are now, just before the write (see make_room)
+        abandoned = tuple(game for game in idle if game not in open_ids)
         if abandoned:
-            logger.info("abandoned %d unfinished games idle since %s", abandoned, idle_since.isoformat())
-        return abandoned
+            await self._committer.stored(Write(abandoned=abandoned))
+            logger.info("abandoned %d unfinished games idle since %s", len(abandoned), idle_since.isoformat())
+        return len(abandoned)
 
     async def sweep_forever(self) -> None:
         while True:

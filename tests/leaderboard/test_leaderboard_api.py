@@ -348,7 +348,7 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
 
 
 def test_verify_checks_a_stored_log_as_the_server_loads_it() -> None:
-    """`check_stored_game` replays as the server does (`server.room.replay_stored`): a resign row
+    """`check_stored_game` replays as the server does (`server.play.replay.replay_stored`): a resign row
     after a won game is refused for the engine's reason, and a bad code is named."""
     from server.ops.verify import check_stored_game
     from server.play.replay import RESIGN

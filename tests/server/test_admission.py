@@ -8,6 +8,7 @@ import pytest
 
 from server.config import Settings
 from server.edge.admission import (
+    AddressBudget,
     ConnectionCaps,
     ConnectionGate,
     OriginPolicy,
@@ -140,6 +141,8 @@ def test_gate_applies_the_per_address_cap_to_the_forwarded_client() -> None:
         ({"max_connections_per_address": -1}, "--max-connections-per-address"),
         ({"new_connections_per_address_per_second": 0.0}, "--new-connections-per-address-per-second"),
         ({"guests_per_address_per_minute": 0}, "--guests-per-address-per-minute"),
+        ({"address_frame_share": 0.0}, "--address-frame-share .*0.0 is not a positive number"),
+        ({"address_frame_share": float("inf")}, "--address-frame-share"),
         ({"max_unfinished_games_per_player": 0}, "--max-unfinished-games-per-player"),
         ({"abandon_after": 0.0}, "--abandon-after"),
         ({"welcome_games": 0}, "--welcome-games .*0 is not in 1..100"),
@@ -159,8 +162,9 @@ def test_settings_take_off_for_the_limits_that_can_be_off() -> None:
         guests_per_address_per_minute=None,
         max_unfinished_games_per_player=None,
         abandon_after=None,
+        address_frame_share=None,
     )
-    assert off.guests_per_address_per_minute is None
+    assert off.guests_per_address_per_minute is None and off.address_frame_share is None
 
 
 def test_gate_lets_a_bounded_number_of_refused_sockets_linger() -> None:
@@ -169,3 +173,129 @@ def test_gate_lets_a_bounded_number_of_refused_sockets_linger() -> None:
     assert not gate.start_lingering()
     gate.stop_lingering()
     assert gate.start_lingering()
+
+
+class FakeHalfOpen:
+    """A connection still in its opening handshake, as the transport hands it to the gate."""
+
+    def __init__(self, gate: ConnectionGate, address: str) -> None:
+        self.address = address
+        self.evicted = False
+        self.admitted = gate.accept(address, self) is None
+
+    def evict(self) -> None:
+        self.evicted = True
+
+
+def _gate(per_address: int | None, total: int | None, clock: list[float]) -> ConnectionGate:
+    return ConnectionGate(
+        ConnectionCaps(per_address=per_address, total=total),
+        TrustedProxies(),
+        ThrottledLog(),
+        clock=lambda: clock[0],
+    )
+
+
+def test_gate_makes_room_for_a_newcomer_by_dropping_the_oldest_half_open_connection() -> None:
+    """At the global cap a new connection is admitted in place of the oldest connection still in its
+    handshake (evicted, its place given back); a connection past its handshake is never evicted, so
+    with none half-open the newcomer is refused."""
+    clock = [0.0]
+    gate = _gate(None, 3, clock)
+    first, second, third = (FakeHalfOpen(gate, address) for address in ("a", "b", "c"))
+    gate.opened(first)  # its request came: no longer half-open
+    newcomer = FakeHalfOpen(gate, "d")
+    assert newcomer.admitted and second.evicted and not first.evicted and not third.evicted
+    assert gate.caps.open_connections == 3 and gate.caps.open_from("b") == 0
+    gate.opened(third)
+    gate.opened(newcomer)
+    assert not FakeHalfOpen(gate, "e").admitted
+    assert gate.caps.open_connections == 3
+
+
+def test_gate_never_evicts_for_an_address_at_its_own_cap() -> None:
+    """An address at its per-address cap is refused before anyone is evicted for it."""
+    clock = [0.0]
+    gate = _gate(2, 3, clock)
+    held = [FakeHalfOpen(gate, "a"), FakeHalfOpen(gate, "a"), FakeHalfOpen(gate, "b")]
+    assert not FakeHalfOpen(gate, "a").admitted
+    assert not any(connection.evicted for connection in held)
+    assert FakeHalfOpen(gate, "c").admitted and held[0].evicted
+
+
+def test_gate_under_pressure_shortens_the_open_timeout_and_expires_old_half_open_connections() -> None:
+    """Past a quarter of the cap half-open, a new connection gets the shorter open timeout, and
+    each new one drops a few half-open connections older than that, oldest first, until the
+    pressure is gone; a connection younger than that is kept."""
+    clock = [0.0]
+    gate = _gate(None, 40, clock)
+    early = [FakeHalfOpen(gate, f"10.0.0.{index}") for index in range(10)]
+    assert not gate.under_pressure()
+    early += [FakeHalfOpen(gate, f"10.0.0.{index}") for index in range(10, 12)]
+    assert gate.under_pressure() and not any(connection.evicted for connection in early)
+    clock[0] = 1.0
+    young = FakeHalfOpen(gate, "10.0.1.1")
+    clock[0] = gate.PRESSED_OPEN_TIMEOUT + 0.1
+    FakeHalfOpen(gate, "10.0.2.1")
+    assert [connection.evicted for connection in early] == [True] * gate.EXPIRED_PER_ACCEPT + [False] * (
+        12 - gate.EXPIRED_PER_ACCEPT
+    )
+    assert not gate.under_pressure() and not young.evicted
+    FakeHalfOpen(gate, "10.0.2.2")
+    assert sum(connection.evicted for connection in early) == gate.EXPIRED_PER_ACCEPT
+
+
+def test_gate_under_pressure_caps_the_half_open_connections_of_one_address() -> None:
+    """Under pressure an address holding ``HALF_OPEN_PER_ADDRESS`` half-open connections is refused
+    (cheaply: nobody is evicted for it) while a new address still gets in; once one of its
+    connections is past its handshake it may open another."""
+    clock = [0.0]
+    gate = _gate(None, 40, clock)
+    held = [FakeHalfOpen(gate, f"10.0.0.{index}") for index in range(8)]
+    crowd = [FakeHalfOpen(gate, "10.0.1.1") for _ in range(gate.HALF_OPEN_PER_ADDRESS)]
+    assert gate.under_pressure() and all(connection.admitted for connection in crowd)
+    assert not FakeHalfOpen(gate, "10.0.1.1").admitted
+    assert FakeHalfOpen(gate, "10.0.2.1").admitted
+    gate.opened(crowd[0])
+    assert FakeHalfOpen(gate, "10.0.1.1").admitted
+    assert not any(connection.evicted for connection in held + crowd)
+
+
+def test_gate_shares_one_frame_bucket_among_an_address_s_connections() -> None:
+    """One bucket per address while it has a connection open, forgotten with its last one (a
+    reconnect after a 1008 waits for the arrivals penalty instead); taken from only while the
+    address has more connections open than the budget is worth; None when the budget is off."""
+    clock = [0.0]
+    gate = ConnectionGate(
+        ConnectionCaps(per_address=None, total=None),
+        TrustedProxies(),
+        ThrottledLog(),
+        frames=AddressBudget(10.0, 20, 1.5),
+    )
+    one, other = FakeHalfOpen(gate, "a"), FakeHalfOpen(gate, "b")
+    bucket = gate.frame_bucket("a")
+    assert bucket is not None and gate.frame_bucket("a") is bucket and gate.frame_bucket("b") is not bucket
+    assert not bucket.crowded  # one connection: its own bucket bounds it
+    two = FakeHalfOpen(gate, "a")
+    assert bucket.crowded
+    gate.release("a", one)
+    assert gate.frame_bucket("a") is bucket and not bucket.crowded
+    gate.release("a", two)
+    assert FakeHalfOpen(gate, "a").admitted and gate.frame_bucket("a") is not bucket
+    assert other.admitted and _gate(None, None, clock).frame_bucket("a") is None
+
+
+def test_gate_counts_the_client_behind_a_proxy_toward_its_frame_budget() -> None:
+    gate = ConnectionGate(
+        ConnectionCaps(per_address=None, total=None),
+        TrustedProxies.parse("10.0.0.2"),
+        ThrottledLog(),
+        frames=AddressBudget(10.0, 20, 1.0),
+    )
+    for _ in range(2):
+        assert gate.accept("10.0.0.2") is None
+    assert gate.handshake("10.0.0.2", "1.1.1.1") == ("1.1.1.1", None)
+    bucket = gate.frame_bucket("1.1.1.1")
+    assert bucket is not None and not bucket.crowded
+    assert gate.handshake("10.0.0.2", "1.1.1.1") == ("1.1.1.1", None)
+    assert bucket.crowded and gate.frame_bucket("10.0.0.2") is not bucket

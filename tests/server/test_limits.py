@@ -6,7 +6,9 @@ Attacks tried here: floods paced just above the refill rate and unpaced bursts; 
 but invalid messages; floods of WebSocket pings and unsolicited pongs (metered like every frame),
 paced and unpaced, and a client that sends only keepalive pings or nothing at all; more connections
 than the per-address and global caps, idle raw TCP sockets among them; handshakes from foreign
-origins; watching more finished games than the watch limit.
+origins; watching more finished games than the watch limit; sockets from many addresses that never
+finish their handshake, filling the global cap; many connections from one address, each under its own
+rate limit, together over the address's frame budget.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 
 from server.app import App
+from server.edge.admission import ConnectionGate
 from tests.support import serverutil
 from tests.support.wsclient import WsClient
 
@@ -385,3 +388,99 @@ async def test_new_connections_per_address_per_second(database_url: str) -> None
         held.append(await connect(url))
         for ws in held:
             await ws.close()
+
+
+HalfOpen = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _half_open(address: str, port: int) -> HalfOpen:
+    """A socket from ``address`` that sends the first line of a request and never the rest (keep
+    the writer: collected, it closes the socket)."""
+    reader, writer = await asyncio.open_connection(sock=serverutil.socket_from(address, port))
+    writer.write(b"GET /ws HTTP/1.1\r\n")
+    return reader, writer
+
+
+async def _dropped(socket: HalfOpen, within: float) -> bool:
+    """Whether the server hung up on this socket (EOF or a reset) within ``within`` seconds."""
+    try:
+        return await asyncio.wait_for(socket[0].read(), within) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+async def _newcomer(url: str, address: str, port: int) -> WsClient:
+    """A new client from ``address`` that gets in and plays a move."""
+    client = await WsClient.open(url, sock=serverutil.socket_from(address, port))
+    await client.hello()
+    game = (await client.request("new_game", code=CODE))["game"]
+    assert (await client.request("move", game=game, **{"from": "t1", "to": "c5"}))["type"] == "ack"
+    return client
+
+
+async def test_half_open_sockets_from_many_addresses_leave_room_for_newcomers(database_url: str) -> None:
+    """39 sockets from 13 addresses that send the first line of a request and no more fill the
+    global cap (40, with the bystander), well under the per-address cap: each of 5 newcomers from an
+    address of its own still gets in and plays, in the place of the oldest half-open socket (dropped,
+    oldest first); a client past its handshake is never dropped for room; under that pressure a
+    half-open socket is dropped after 2 s, not 10; the bystander plays throughout."""
+    settings = {"max_connections": 40, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        async with bystander_playing(url, sock=serverutil.socket_from("127.0.0.2", app.port)):
+            half_open = [await _half_open(f"127.0.1.{1 + index % 13}", app.port) for index in range(39)]
+            while app.server.gate.caps.open_connections < 40:
+                await asyncio.sleep(0.01)
+            newcomers = [await _newcomer(url, f"127.0.2.{index}", app.port) for index in range(1, 6)]
+            assert all([await _dropped(socket, 2.0) for socket in half_open[:5]])
+            assert app.server.gate.caps.open_connections <= 40
+            started = time.monotonic()
+            assert await _dropped(half_open[-1], ConnectionGate.PRESSED_OPEN_TIMEOUT + 2.0)
+            assert time.monotonic() - started < ConnectionGate.PRESSED_OPEN_TIMEOUT + 2.0
+            for client in newcomers:  # none was dropped to make room for the next
+                assert (await client.request("live"))["type"] == "live"
+                await client.close()
+            for _, writer in half_open:
+                writer.close()
+
+
+async def test_an_address_s_connections_share_one_frame_budget(database_url: str) -> None:
+    """Six connections from 127.0.0.3, each at 12 frames a second (under its own 20 a second), 72 in
+    all against the address's 30 (1.5 connections' worth, 30 at once): together they are served no
+    more than that budget,
+    get ``rate_limited`` and are closed 1008 until the rest fit in it, while a lone connection from
+    127.0.0.4 at the same pace is never refused and the bystander plays."""
+    limits = {"rate_per_second": 20.0, "rate_burst": 20, "address_frame_share": 1.5}
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", **limits) as app:
+        url = serverutil.ws_url(app)
+        async with bystander_playing(url, sock=serverutil.socket_from("127.0.0.2", app.port)):
+            crowd = [
+                await WsClient.open(url, sock=serverutil.socket_from("127.0.0.3", app.port)) for _ in range(6)
+            ]
+            lone = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.4", app.port))
+
+            async def send_paced(client: WsClient, until: float) -> list[dict[str, Any]]:
+                reader = asyncio.create_task(read_until_closed(client))
+                with contextlib.suppress(ConnectionClosed):
+                    for index in itertools.count():
+                        if reader.done() or time.monotonic() > until:
+                            break
+                        await client.send({"type": "live", "id": index})
+                        await asyncio.sleep(1 / 12)
+                if not reader.done():
+                    await client.close()
+                return await asyncio.wait_for(reader, 10)
+
+            started = time.monotonic()
+            until = started + 10
+            replies = await asyncio.gather(*(send_paced(client, until) for client in [*crowd, lone]))
+        elapsed = time.monotonic() - started
+        served = sum(reply.get("code") != "rate_limited" for seen in replies[:-1] for reply in seen)
+        assert served <= 30 + 30 * elapsed + 12, (served, elapsed)  # the address's budget, not 72 a second
+        assert sum(any(reply.get("code") == "rate_limited" for reply in seen) for seen in replies[:-1]) >= 4
+        closed = [client for client in crowd if client.ws.close_code == 1008]
+        assert len(closed) >= 4  # until the rest (at most 2 x 12 a second) fit in the 30 a second
+        assert not any(reply.get("code") == "rate_limited" for reply in replies[-1])
+        assert lone.ws.close_code == 1000

@@ -19,6 +19,7 @@ from engine import Cell, Column, Deal, parse_action
 from server.app import Services
 from server.config import Settings
 from server.errors import ErrorCode, Refusal, refusal_for
+from server.play.bus import BusEvent
 from server.play.commands import Act, HintPosition, Request, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.game_room import FinishedGame, PlayerRef
@@ -112,6 +113,35 @@ async def test_concurrent_finds_of_one_game_share_one_load(
     monkeypatch.setattr(repository, "load_game", counting_load)
     found = await asyncio.gather(*(services.registry.find(room.id) for _ in range(10)))
     assert loads == 1 and len({id(each) for each in found}) == 1
+
+
+async def test_a_game_loaded_with_another_nodes_commit_on_the_way_stays_for_its_finder(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another node commits the game's next action while this node loads it: the loaded room takes
+    the commit (an early event), and is still held for the find that loaded it, unfollowed as it is
+    until its caller acts (its idle room was let go at once before, and the action refused stale)."""
+    registry = services.registry
+    room = await new_room(services)
+    registry.forget_if_idle(room)
+    now = dt.datetime.now(dt.UTC)
+    await services.committer.stored(
+        Write(actions=(ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now)),))
+    )
+    real_load = repository.load_game
+
+    async def load_then_hear_of_a_commit(*args: Any) -> Any:
+        stored = await real_load(*args)
+        registry.remote._on_event(BusEvent("node-other", room.id, 2, "c5-t1"))  # committed elsewhere
+        await services.committer.stored(Write(actions=(ActionRecord(room.id, 2, "c5-t1"),)))
+        return stored
+
+    monkeypatch.setattr(repository, "load_game", load_then_hear_of_a_commit)
+    found = await registry.find(room.id)
+    assert isinstance(found, RoomDriver) and found.is_open() and registry.room(room.id) is found
+    assert found.room.game.v == 2, "the other node's commit was applied"
+    owner = player_session(OWNER)
+    assert (await act(found, owner, "t1-c5", 2))[0].v == 3
 
 
 async def test_a_finished_game_is_found_as_its_final_position_from_the_cache(services: Services) -> None:

@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { applyChange, boardFromSnapshot, pileCards } from "../../web/board.js";
-import { cardText, formatDuration, playerReason } from "../../web/words.js";
+import { applyChange, boardFromSnapshot, liftProblem, pileCards } from "../../web/board.js";
+import { cardText, formatDuration, liftText, playerReason } from "../../web/words.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../protocol/vectors/diffs.json", import.meta.url)));
 
@@ -73,4 +73,39 @@ test("cards and durations print as a player reads them", () => {
   assert.equal(formatDuration(754_012), "12:34");
   assert.equal(formatDuration(3_723_000), "1:02:03");
   assert.equal(formatDuration(-5), "0:00");
+});
+
+function boardOf(tableau, cells) {
+  return { tableau, cells, foundations: { S: null, H: null, D: null, C: null } };
+}
+
+test("only a run a move could take is picked up (the rules' group sizes)", () => {
+  const full = ["QC", "7C", "TD", "KC"];
+  const columns = (first) => [first, ["2S"], ["3S"], ["4S"], ["5S"], ["6S"], ["7S"], ["8S"]];
+  // The issue's 9♥, 3♠, 8♥: not a run.
+  let board = boardOf(columns(["KD", "9H", "3S", "8H"]), [...full, null, null, null, null]);
+  assert.deepEqual(liftProblem(board, "t1", 3), { notRun: true });
+  assert.equal(liftText(["9H", "3S", "8H"], { notRun: true }),
+    "9♥, 3♠ and 8♥ are not a run: only a run of one suit in order moves together");
+  // Same suit but a gap in rank, and a run in the wrong direction.
+  board = boardOf(columns(["9H", "7H"]), [...full, null, null, null, null]);
+  assert.deepEqual(liftProblem(board, "t1", 2), { notRun: true });
+  board = boardOf(columns(["8H", "9H"]), [...full, null, null, null, null]);
+  assert.deepEqual(liftProblem(board, "t1", 2), { notRun: true });
+  // A run of 5 with 4 free cells and no empty column: (4 + 1) × 1 = 5 is the limit.
+  const run = ["KH", "QH", "JH", "TH", "9H", "8H"];
+  board = boardOf(columns(run), [...full, null, null, null, null]);
+  assert.equal(liftProblem(board, "t1", 5), null);
+  assert.deepEqual(liftProblem(board, "t1", 6), { limit: 5 });
+  assert.equal(liftText(run, { limit: 5 }),
+    "6 cards are too many to move at once: 5 at most now (free cells and empty columns allow more)");
+  // No free cell, one empty column: (0 + 1) × 2 = 2.
+  const withEmpty = columns(run);
+  withEmpty[7] = [];
+  board = boardOf(withEmpty, ["AS", "AH", "AD", "AC"]);
+  assert.equal(liftProblem(board, "t1", 2), null);
+  assert.deepEqual(liftProblem(board, "t1", 3), { limit: 2 });
+  // One card, a cell or a foundation: always.
+  assert.equal(liftProblem(board, "t1", 1), null);
+  assert.equal(liftProblem(board, "c1", 1), null);
 });

@@ -3,13 +3,15 @@ gestures (drag with a mouse, drag with a finger) a person makes."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from playwright.async_api import BrowserContext, Locator, Page, WebSocketRoute, expect
+from playwright.async_api import BrowserContext, CDPSession, Locator, Page, WebSocketRoute, expect
 
 from engine import Deal, Game
 from protocol import layout_fields
@@ -78,10 +80,30 @@ async def choose_name(page: Page, name: str | None) -> None:
     await expect(page.locator("#player-name")).to_have_attribute("data-player-id", re.compile(r".+"))
 
 
-async def deal(page: Page, code: str) -> str:
-    """A new game of ``code`` from the side panel; returns its game id."""
+async def leave_game(page: Page, choice: str) -> None:
+    """Answer the question asked before a game in progress is left: "keep", "resign" or "cancel"."""
+    await expect(page.locator("#leave-dialog")).to_be_visible()
+    await page.click(f"#leave-{choice}")
+    await expect(page.locator("#leave-dialog")).to_be_hidden()
+
+
+async def accept_hint_cost(page: Page) -> None:
+    """Say yes to the cost of a game's first hint (asked once per game, before it)."""
+    await expect(page.locator("#hint-dialog")).to_be_visible()
+    await page.click("#hint-accept")
+    await expect(page.locator("#hint-dialog")).to_be_hidden()
+
+
+async def deal(page: Page, code: str, *, leaving: str | None = None) -> str:
+    """A new game of ``code`` from the side panel; returns its game id. ``leaving``: the answer to
+    the question asked when a game is in progress (none is expected without it). On a phone the form
+    is a tab of its own."""
+    if await page.locator("#tabs").is_visible():
+        await page.click('#tabs [data-tab="new"]')
     await page.fill("#code", code)
     await page.click("#new-game")
+    if leaving is not None:
+        await leave_game(page, leaving)
     board = page.locator("#board")
     await expect(board).to_have_attribute("data-v", "0")
     await expect(page.locator('#game-info [data-field="code"]')).to_have_text(code)
@@ -193,3 +215,72 @@ async def screenshot(page: Page, name: str, **options: Any) -> Path:
     await settled(page)
     await page.screenshot(path=str(path), **options)
     return path
+
+
+class ReplyDelay:
+    """Between a page and the real server: every frame the server sends reaches the page ``delay``
+    seconds late (in order), as on a slow network; it records the types of the requests the page
+    sends, so that a test can count the actions one gesture made."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+        self.sent: list[str] = []
+        self._queue: asyncio.Queue[tuple[float, str | bytes]] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
+
+    def route(self, ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        if self._pump is not None:
+            self._pump.cancel()  # a reload: the old page is gone
+        self._queue = asyncio.Queue()
+        self._pump = asyncio.get_running_loop().create_task(self._forward(ws, self._queue))
+
+        def upstream(frame: str | bytes) -> None:
+            self.sent.append(json.loads(frame)["type"])
+            server.send(frame)
+
+        def downstream(frame: str | bytes) -> None:
+            self._queue.put_nowait((asyncio.get_running_loop().time() + self.delay, frame))
+
+        ws.on_message(upstream)
+        server.on_message(downstream)
+
+    @staticmethod
+    async def _forward(ws: WebSocketRoute, queue: asyncio.Queue[tuple[float, str | bytes]]) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            due, frame = await queue.get()
+            await asyncio.sleep(max(0.0, due - loop.time()))
+            ws.send(frame)
+
+    def close(self) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
+
+
+async def _touch_tap(cdp: CDPSession, x: float, y: float) -> None:
+    touch = [{"x": x, "y": y, "radiusX": 4, "radiusY": 4, "force": 1, "id": 1}]
+    await cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": touch})
+    await cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+
+async def touch_tap(page: Page, point: tuple[float, float]) -> None:
+    """One finger down and up at ``point``, as a touch screen reports it."""
+    cdp = await page.context.new_cdp_session(page)
+    await _touch_tap(cdp, *point)
+    await cdp.detach()
+
+
+async def double_tap(page: Page, point: tuple[float, float], interval_ms: int, *, touch: bool) -> None:
+    """Two taps at one point, ``interval_ms`` apart (from the first release to the second press),
+    with a finger or the mouse."""
+    cdp = await page.context.new_cdp_session(page) if touch else None
+    for index in range(2):
+        if index:
+            await asyncio.sleep(interval_ms / 1000)
+        if cdp is not None:
+            await _touch_tap(cdp, *point)
+        else:
+            await page.mouse.click(*point)
+    if cdp is not None:
+        await cdp.detach()

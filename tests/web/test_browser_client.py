@@ -15,7 +15,7 @@ import pytest
 from playwright.async_api import WebSocketRoute, expect
 
 from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
-from tests.web.pages import expect_board, open_client, top_card
+from tests.web.pages import expect_board, leave_game, open_client, top_card
 
 CODE = "EO1-C8-AAAAAFA"
 SCREENSHOT = "/tmp/eightoff-board.png"
@@ -96,14 +96,19 @@ async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None
     await expect(page.locator("#message")).to_have_attribute("data-kind", "error")
     await expect_board(page, mirror)  # nothing changed
 
-    # A card inside a column selects the run above it and moves it as a group (`n`): here refused.
+    # A card inside a column picks up the run above it, only if it is one (issue 21): here 5♥ under
+    # 8♥ is not, and the board says so; a double tap asks the server, which refuses it as a group (`n`).
     with pytest.raises(IllegalMoveError, match="not a same-suit run"):
         mirror.copy().play(Move.parse("t3-t8:2"))
     t3_cards = page.locator('[data-pile="t3"] [data-card]')
     # Click the visible strip of the covered card, as a person would.
     await t3_cards.nth(await t3_cards.count() - 2).click(position={"x": 12, "y": 8})
-    await expect(page.locator('[data-pile="t3"] .selected')).to_have_count(2)
-    await page.click('[data-pile="t8"]')
+    await expect(page.locator("#message")).to_have_text(
+        "5♥ and 8♥ are not a run: only a run of one suit in order moves together"
+    )
+    await expect(page.locator(".selected")).to_have_count(0)
+    await page.wait_for_timeout(400)  # the next clicks are a gesture of their own
+    await t3_cards.nth(await t3_cards.count() - 2).dblclick(position={"x": 12, "y": 8})
     await expect(page.locator("#message")).to_have_text("Only a run of one suit in order moves together")
     await expect(page.locator(".selected")).to_have_count(0)
     await expect_board(page, mirror)
@@ -123,11 +128,14 @@ async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None
     await expect(page.locator("#board")).to_have_attribute("data-game", game_id)  # this tab's game
     await expect_board(page, mirror)
 
-    # Switch to another deal, then resume the first from the list of unfinished games.
+    # Switch to another deal, then resume the first from the list of unfinished games (each time the
+    # game in progress is kept for later, as asked).
     await page.check('input[name="deal"][value="random"]')
     await page.click("#new-game")
+    await leave_game(page, "keep")
     await expect(page.locator("#board")).not_to_have_attribute("data-game", game_id)
     await page.click(f'[data-resume="{game_id}"]')
+    await leave_game(page, "keep")
     await expect(page.locator("#board")).to_have_attribute("data-game", game_id)
     await expect_board(page, mirror)
 

@@ -20,10 +20,12 @@ from engine import UNDO, Game, Move
 from server.services.winnable import winnable_deals
 from solver import Verdict, solve
 from tests.web.pages import (
+    accept_hint_cost,
     card_from_top,
     centre,
     deal,
     expect_board,
+    leave_game,
     mouse_drag,
     open_client,
     pile,
@@ -110,12 +112,15 @@ async def follow_by_taps(page: Page, move: Move) -> None:
     await click_point(page, await centre(pile(page, str(move.target))))
 
 
-async def deal_random(page: Page, cells: int) -> str:
-    """A random deal from the new-game form with its default "winnable" choice; returns its code."""
+async def deal_random(page: Page, cells: int, *, leaving: str | None = None) -> str:
+    """A random deal from the new-game form with its default "winnable" choice; returns its code.
+    ``leaving``: the answer when a game is in progress."""
     previous = await page.locator("#board").get_attribute("data-game")
     await page.check('input[name="deal"][value="random"]')
     await page.select_option("#cells-count", str(cells))
     await page.click("#new-game")
+    if leaving is not None:
+        await leave_game(page, leaving)
     await expect(page.locator("#board")).not_to_have_attribute("data-game", previous or "")
     await expect(page.locator("#board")).to_have_attribute("data-v", "0")
     return await page.locator('#game-info [data-field="code"]').inner_text()
@@ -134,17 +139,19 @@ async def test_winnable_deals_and_hints_followed_by_taps(chromium: Any, site: st
 
     code = await deal_random(page, 2)
     assert code in {each.code() for each in winnable_deals(2)}
-    code = await deal_random(page, 4)
+    code = await deal_random(page, 4, leaving="resign")
     assert code in {each.code() for each in winnable_deals(4)}
 
     # The same deal every run from here: a tap on a card that may go to its foundation sends it
     # there, so the line the taps follow must be known to be one they can follow.
     code = winnable_deals(4)[0].code()
-    await deal(page, code)
+    await deal(page, code, leaving="keep")
     mirror = Game.from_code(code)
 
     for step in range(10):  # hints followed by taps: to foundations, cells, columns, a run of 2
         await page.click("#hint")
+        if step == 0:
+            await accept_hint_cost(page)  # the game's first hint: asked once
         move = await hinted_move(page)
         assert_wins_after(mirror, move)
         if step == 0:
@@ -203,6 +210,7 @@ async def test_a_lost_position_is_told_calmly_and_only_when_asked(chromium: Any,
     assert "hint" not in gate.sent
 
     await page.click("#hint")
+    await accept_hint_cost(page)
     await expect(page.locator("#message")).to_have_text(LOST_NOTICE)
     await expect(page.locator("#message")).to_have_attribute("data-kind", "hint")
     await expect(page.locator("#board .hint, #board .hint-target")).to_have_count(0)
