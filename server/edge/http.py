@@ -12,9 +12,9 @@ from typing import ClassVar
 from urllib.parse import unquote
 
 import protocol
+from server.clock import utc_now
 from server.edge.admission import OriginPolicy, ThrottledLog
 from server.edge.transport import Request, Response, http_response
-from server.clock import utc_now
 from server.errors import ErrorCode, refusal_for
 from server.ops.metrics import Metrics
 from server.services.rankings import LeaderboardService, parse_leaderboard_query, parse_profile_path

@@ -99,7 +99,7 @@ async def deal_earlier(
     client = await WsClient.open(serverutil.ws_url(app))
     await client.hello(token=token)
     with monkeypatch.context() as patch:
-        patch.setattr("server.rooms.utc_now", lambda: utc_now() - dt.timedelta(minutes=minutes))
+        patch.setattr("server.play.registry.utc_now", lambda: utc_now() - dt.timedelta(minutes=minutes))
         snapshot = await client.request("new_game", code=CODE)
     game = Game.from_code(CODE)
     for move in sorted(game.legal_moves, key=str)[:moves]:
