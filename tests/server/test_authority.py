@@ -17,8 +17,8 @@ from engine import Game
 from server.app import App
 from server.play import game_room as room_module
 from server.play import registry as rooms_module
-from server.play.driver import RoomDriver
 from server.play.game_room import FinishedGame
+from server.play.registry import GameRoomDriver
 from server.play.replay import RESIGN, replay_stored
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
@@ -79,7 +79,7 @@ async def test_resume_during_a_failing_commit_shows_only_committed_state(
     resume_found_its_room = asyncio.Event()
     find = app.registry.find
 
-    async def noting_find(game_id: str) -> RoomDriver | FinishedGame:
+    async def noting_find(game_id: str) -> GameRoomDriver | FinishedGame:
         found = await find(game_id)
         resume_found_its_room.set()  # the resume runs on until it waits (on the room, or for nothing)
         return found
