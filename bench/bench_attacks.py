@@ -25,6 +25,10 @@ process running for the same window:
 - ``pings``: 1 connection sending empty WebSocket pings as fast as it can and reading its pongs,
   reconnecting when closed; ``pings4``: 4 such connections; ``bigpings``: 125-byte pings;
 - ``deafpings``: 8 connections sending pings as fast as they can and reading nothing;
+- ``deafwatch``: 4 spectators with small receive buffers that stop reading, watching a game its
+  player moves in just under the rate: their pushes pile up until the server drops them (1008);
+- ``deafreplies``: 4 players with small receive buffers that stop reading and keep asking ``resume``
+  (a whole snapshot each) just under the rate: their replies pile up until the server drops them;
 - ``tiny``: 4 connections, each reconnect from a new address, writing 256 KiB of tiny frames per write;
 - ``fragments``: 348 connections each trying to hold a 60 KB fragmented message it never finishes;
 - ``addresses``: 199 source addresses (127.0.x.y) each playing like the bystander (a player of its
@@ -108,6 +112,8 @@ ATTACKS = (
     "pings4",
     "bigpings",
     "deafpings",
+    "deafwatch",
+    "deafreplies",
     "tiny",
     "fragments",
     "addresses",
@@ -251,6 +257,52 @@ async def _requester(
             tally.reply(msgpack.packb(reply))
             await asyncio.sleep(1 / (RATE * 0.9))
     await ws.close()
+
+
+async def _deaf(url: str, tally: Tally, first: dict[str, Any]) -> tuple[ClientConnection, dict[str, Any]]:
+    """A connection from the attacker's address with a 4 KiB receive buffer (a slow network: the
+    kernel queues little for it, so the server's own buffer grows as soon as it stops reading) that
+    says hello, sends ``first``, reads its reply (returned) and from then on reads nothing."""
+    host, port = url.removeprefix("ws://").split("/")[0].split(":")
+    sock = socket.socket()
+    sock.setblocking(False)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.bind((ATTACKER_ADDRESS, 0))
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    ws = await connect(url, sock=sock, subprotocols=[SUBPROTOCOL], ping_interval=None, max_queue=1)
+    await _request(ws, {"type": "hello", "protocol": 1, "id": 1})
+    reply = await _request(ws, {**first, "id": 2})
+    tally.reply(msgpack.packb(reply))
+    ws.transport.pause_reading()
+    return ws, reply
+
+
+async def _deaf_spectators(url: str, tally: Tally, until: float) -> None:
+    owner, _ = await _player(url, tally, None)
+    game = (await _request(owner, {"type": "new_game", "id": 2, "code": CODE}))["game"]
+    deaf = [(await _deaf(url, tally, {"type": "watch", "game": game}))[0] for _ in range(CONNECTIONS)]
+    with contextlib.suppress(ConnectionClosed):
+        for index in itertools.count(3):
+            if time.monotonic() > until:
+                break
+            source, target = ("t1", "c5") if index % 2 else ("c5", "t1")
+            move = {"type": "move", "game": game, "from": source, "to": target, "id": index}
+            tally.reply(msgpack.packb(await _request(owner, move)))
+            await asyncio.sleep(1 / (RATE * 0.9))  # pacing: just under the rate limit
+    await owner.close()
+    for ws in deaf:
+        ws.transport.abort()
+
+
+async def _deaf_player(url: str, tally: Tally, until: float) -> None:
+    ws, snapshot = await _deaf(url, tally, {"type": "new_game", "code": CODE})
+    with contextlib.suppress(ConnectionClosed):
+        for index in itertools.count(3):
+            if time.monotonic() > until:
+                break
+            await ws.send(msgpack.packb({"type": "resume", "game": snapshot["game"], "id": index}))
+            await asyncio.sleep(1 / (RATE * 0.9))  # pacing: just under the rate limit
+    ws.transport.abort()
 
 
 async def _storm(url: str, tally: Tally, until: float) -> None:
@@ -550,6 +602,10 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     elif name == "deafpings":
         pings = _masked(Opcode.PING, b"") * 1024
         tasks = [_raw_flooder(url, tally, pings, until, attacker, reads=False) for _ in range(8)]
+    elif name == "deafwatch":
+        tasks = [_deaf_spectators(url, tally, until)]
+    elif name == "deafreplies":
+        tasks = [_deaf_player(url, tally, until) for _ in range(CONNECTIONS)]
     elif name == "tiny":
         tiny = _masked(Opcode.BINARY, b"\x80") * (256 * 1024 // 7)  # an empty map: a 7-byte frame
         tasks = [

@@ -53,6 +53,16 @@ def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does() -> None:
     assert int(bare_count[1]) == int(module_count[1]) > 1000
 
 
+def test_every_test_folder_is_a_package() -> None:
+    """A folder without ``__init__.py`` would be put on sys.path and its modules named by their file
+    name alone: tests/server would shadow the server package again, and two folders could not both
+    hold a ``test_records.py``."""
+    folders = {path.parent for path in (ROOT / "tests").rglob("*.py") if "__pycache__" not in path.parts}
+    assert folders and all((folder / "__init__.py").is_file() for folder in folders), sorted(
+        str(folder.relative_to(ROOT)) for folder in folders if not (folder / "__init__.py").is_file()
+    )
+
+
 @pytest.mark.parametrize(("ci", "profile"), [("true", "ci"), (None, "dev"), ("false", "dev")])
 def test_the_ci_profile_is_loaded_exactly_when_ci_is_set(ci: str | None, profile: str) -> None:
     """pytest's header names the active profile and what it changes (Hypothesis' own plugin prints it)."""
@@ -77,6 +87,7 @@ def test_this_run_uses_the_profile_its_environment_selects() -> None:
     """Under CI (which sets CI=true), this very run is derandomized with the CI budget."""
     if os.environ.get("CI") == "true":
         assert settings.get_current_profile_name() == "ci"
+        assert settings.default is not None
         assert settings.default.derandomize and settings.default.max_examples == 200
     else:
         assert settings.get_current_profile_name() == "dev"

@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import dbutil
 import pytest
-import serverutil
 
 from engine import Deal
 from server.app import App
 from server.services.winnable import winnable_deals
 from solver import solve_deal
+from tests.support import dbutil, serverutil
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ message, and the connection goes on after it."""
 from __future__ import annotations
 
 import pytest
-from conftest import winnable_code
 
 import eightoff_client
 from eightoff_client import BadRequest, Forbidden, IllegalMove, NotFound, ServerError, Unauthorized
+from tests.client.conftest import winnable_code
 
 
 async def test_refusals_raise_the_exception_of_their_code(url: str) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import winnable_code, winning_line
 
 import eightoff_client
 from eightoff_client import Board, Encoding
+from tests.client.conftest import winnable_code, winning_line
 
 
 def board_state(board: Board) -> tuple[object, ...]:

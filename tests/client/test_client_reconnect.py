@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import winnable_code, winning_line
 
 import eightoff_client
 from eightoff_client import Board, Client, Stale
 from server.app import App
+from tests.client.conftest import winnable_code, winning_line
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "server"))
-from tcpproxy import TcpProxy  # a helper of tests/server
+from tests.support.tcpproxy import TcpProxy
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ EIGHTOFF = Path(sys.executable).parent / "eightoff"  # the script `pip install -
 
 
 def the_program() -> str:
-    blocks = re.findall(r"```python\n(.+?)```", TUTORIAL.read_text(), re.S)
+    blocks: list[str] = re.findall(r"```python\n(.+?)```", TUTORIAL.read_text(), re.S)
     assert len(blocks) == 1, "the complete program is one code block"
     return blocks[0]
 

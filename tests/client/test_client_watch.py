@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from conftest import winnable_code, winning_line
-
 import eightoff_client
 from eightoff_client import Board, Client
+from tests.client.conftest import winnable_code, winning_line
 
 
 def board_state(board: Board) -> tuple[object, ...]:

@@ -2,7 +2,7 @@
 points, the refusals at the edges, and what a tap and a double tap make, for move generators in any
 language.
 
-Run ``.venv/bin/python tests/engine/make_move_vectors.py`` from the project root to rewrite the file;
+Run ``.venv/bin/python -m tests.engine.make_move_vectors`` from the project root to rewrite the file;
 ``test_move_vectors.py`` checks that the file is what this writes and replays every entry through the
 engine, so the file changes only when the rules or the wire ops change on purpose.
 
@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seed_tables import GROUP_KINDS, GROUP_TABLE
-
 import protocol
 from engine import (
     ALL_CARDS,
@@ -41,6 +39,7 @@ from engine import (
     Rank,
     max_group_size,
 )
+from tests.engine.seed_tables import GROUP_KINDS, GROUP_TABLE
 
 __all__ = ["PATH", "build", "render"]
 

@@ -316,7 +316,7 @@ def test_deal_vectors_reproduced_by_the_engine(entry: dict[str, Any]) -> None:
 
 
 def test_deal_vectors_file_is_what_the_generator_writes() -> None:
-    from make_deal_vectors import build, render  # tests/engine is on sys.path under pytest
+    from tests.engine.make_deal_vectors import build, render
 
     assert VECTORS_PATH.read_text(encoding="utf-8") == render(build())
 

@@ -8,8 +8,6 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from positions import FILLERS, game_at, layout_at, random_layout, run_of
-from seed_tables import GROUP_KINDS, GROUP_TABLE
 
 from engine import (
     ALL_CARDS,
@@ -34,6 +32,8 @@ from engine import (
     parse_pile,
     points_for,
 )
+from tests.engine.seed_tables import GROUP_KINDS, GROUP_TABLE
+from tests.support.positions import FILLERS, game_at, layout_at, random_layout, run_of
 
 ALL_PILES: list[Pile] = [
     *(Column(i) for i in range(1, 9)),

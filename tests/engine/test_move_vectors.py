@@ -10,8 +10,6 @@ import json
 from typing import Any
 
 import pytest
-from make_move_vectors import PATH, build, render
-from seed_tables import GROUP_KINDS, GROUP_TABLE
 
 import protocol
 from engine import (
@@ -28,6 +26,8 @@ from engine import (
     max_group_size,
     parse_pile,
 )
+from tests.engine.make_move_vectors import PATH, build, render
+from tests.engine.seed_tables import GROUP_KINDS, GROUP_TABLE
 
 POSITIONS: list[dict[str, Any]] = json.loads(PATH.read_text(encoding="utf-8"))["positions"]
 NAMES = [position["name"] for position in POSITIONS]

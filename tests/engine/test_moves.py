@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seed_tables import GROUP_TABLE
 
 import engine
 from engine import (
@@ -23,6 +22,7 @@ from engine import (
     max_group_size,
     parse_action,
 )
+from tests.engine.seed_tables import GROUP_TABLE
 
 ENGINE_NAMES: dict[str, Any] = {name: getattr(engine, name) for name in engine.__all__}
 ALL_PILES: list[Pile] = [

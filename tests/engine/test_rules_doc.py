@@ -8,14 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from positions import game_at
-from seed_tables import GROUP_KINDS, GROUP_TABLE
 
 from engine import Deal, Game, IllegalMoveError, Move
 from engine.game import UNDO_LIMIT
 from engine.moves import max_group_size
 from engine.piles import Cell, Column, Foundation
 from engine.scoring import POINTS_CELL_TO_TABLEAU, POINTS_TO_FOUNDATION
+from tests.engine.seed_tables import GROUP_KINDS, GROUP_TABLE
+from tests.support.positions import game_at
 
 RULES = Path(__file__).parents[2] / "docs" / "rules.md"
 

@@ -1,5 +1,5 @@
 """Fixtures of the leaderboard tests: migrated databases on SQLite always and PostgreSQL when CI has one,
-and a real server on a free port for the API tests (driven with ``tests/wsclient.py``, the plain
+and a real server on a free port for the API tests (driven with ``tests.support.wsclient``, the plain
 WebSocket client of the server's own tests).
 """
 
@@ -8,12 +8,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import dbutil
 import pytest
-import serverutil
-from migrated_db import database, database_url, postgres_url  # noqa: F401 (fixtures)
 
 from server.app import App
+from tests.support import dbutil, serverutil
+from tests.support.migrated_db import database, database_url, postgres_url  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(params=dbutil.BACKENDS)

@@ -14,17 +14,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
-import serverutil
-from test_leaderboard_api import WINNABLE, http_get, resign_after_one_move, win, wire_move
-from wsclient import WsClient
 
 from engine import Deal, Game
 from protocol import ErrorCode, ProtocolError
 from server.app import App
 from server.services.rankings import parse_leaderboard_query
 from solver import solve_deal
+from tests.leaderboard.test_leaderboard_api import WINNABLE, http_get, resign_after_one_move, win
+from tests.support import dbutil, serverutil
+from tests.support.wire import move_fields
+from tests.support.wsclient import WsClient
 
 BOARDS: list[dict[str, Any]] = [
     {"board": "deal", "code": WINNABLE},
@@ -105,7 +105,7 @@ async def test_bots_rank_apart_and_are_named_wherever_their_games_appear(app: Ap
     # Games being played: the bot's snapshot, a spectator's snapshot and live name it as a bot.
     snapshot = await solver.request("new_game", code=WINNABLE)
     assert snapshot["player"] == {"id": solver_id, "name": "solver-9", "bot": True}
-    move = wire_move(next(iter(Game.from_code(WINNABLE).legal_moves)))
+    move = move_fields(next(iter(Game.from_code(WINNABLE).legal_moves)))
     assert (await solver.request("move", game=snapshot["game"], **move))["type"] == "ack"
     ann_snapshot = await ann.request("new_game", code=WINNABLE)
     assert "bot" not in ann_snapshot["player"]

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import update
-from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
 from server import dispatch as requests
@@ -24,6 +23,8 @@ from server.ops import cli
 from server.storage import Database, repository
 from server.storage.tables import actions, games
 from solver import solve_deal, winnable_daily_deal
+from tests.support.wire import move_fields
+from tests.support.wsclient import WsClient, player
 
 WINNABLE = "EO1-C8-AAAAAAB"
 
@@ -38,29 +39,16 @@ def http_get(app: App, path: str) -> tuple[int, Any]:
         return error.code, json.loads(error.read())
 
 
-def wire_move(move: Move) -> dict[str, Any]:
-    fields: dict[str, Any] = {"from": move.source.symbol(), "to": move.target.symbol()}
-    if move.count > 1:
-        fields["n"] = move.count
-    return fields
-
-
-async def player(url: str, name: str) -> WsClient:
-    client = await WsClient.open(url)
-    await client.hello(name=name)
-    return client
-
-
 async def win(client: WsClient, solution: list[Move], *, detours: int = 0) -> str:
     """Win WINNABLE; each detour first moves the card of cell 1 to cell 5 and back (two more moves)."""
-    game = (await client.request("new_game", code=WINNABLE))["game"]
+    game: str = (await client.request("new_game", code=WINNABLE))["game"]
     for _ in range(detours):
         for source, target in (("c1", "c5"), ("c5", "c1")):
             assert (await client.request("move", game=game, **{"from": source, "to": target}))[
                 "type"
             ] == "ack"
     for move in solution:
-        reply = await client.request("move", game=game, **wire_move(move))
+        reply = await client.request("move", game=game, **move_fields(move))
         assert reply["type"] == "ack", reply
     assert reply["status"] == "won"
     over = await client.recv()
@@ -72,7 +60,7 @@ async def resign_after_one_move(client: WsClient, **new_game: Any) -> tuple[str,
     snapshot = await client.request("new_game", **new_game)
     game = snapshot["game"]
     legal = next(iter(Game.from_code(snapshot["code"]).legal_moves))
-    assert (await client.request("move", game=game, **wire_move(legal)))["type"] == "ack"
+    assert (await client.request("move", game=game, **move_fields(legal)))["type"] == "ack"
     assert (await client.request("resign", game=game))["type"] == "game_over"
     return game, snapshot["code"]
 
@@ -80,7 +68,7 @@ async def resign_after_one_move(client: WsClient, **new_game: Any) -> tuple[str,
 async def test_played_games_make_the_boards(app: App, url: str) -> None:
     solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
     assert solution
-    ann, bob, cy = await player(url, "Ann"), await player(url, "Bob"), await player(url, "Cy")
+    ann, bob, cy = await player(url, name="Ann"), await player(url, name="Bob"), await player(url, name="Cy")
     ann_game = await win(ann, solution)
     bob_game = await win(bob, solution, detours=1)
     cy_game, _ = await resign_after_one_move(cy, code=WINNABLE)
@@ -156,7 +144,7 @@ async def test_played_games_make_the_boards(app: App, url: str) -> None:
 
 
 async def test_bad_parameters_are_refused_naming_them(app: App, url: str) -> None:
-    client = await player(url, "Ann")
+    client = await player(url, name="Ann")
     for fields, named in (
         ({"board": "variant", "cells": 3}, "cells"),
         ({"board": "variant", "period": "month"}, "period"),
@@ -189,7 +177,7 @@ async def test_bad_parameters_are_refused_naming_them(app: App, url: str) -> Non
 async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
     app: App, url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first, second = await player(url, "Ann"), await player(url, "Bob")
+    first, second = await player(url, name="Ann"), await player(url, name="Bob")
     today = dt.datetime.now(dt.UTC)
     tomorrow = today + dt.timedelta(days=1)
     codes: dict[dt.date, set[str]] = {}
@@ -220,11 +208,11 @@ async def test_daily_codes_are_the_same_for_everyone_and_change_each_day(
 
 async def play_unfinished(client: WsClient, code: str, moves: int) -> str:
     """A game left unfinished after ``moves`` legal moves and one undo (its row keeps its start figures)."""
-    game_id = (await client.request("new_game", code=code))["game"]
+    game_id: str = (await client.request("new_game", code=code))["game"]
     game = Game.from_code(code)
     for _ in range(moves):
         move = next(iter(game.legal_moves))
-        assert (await client.request("move", game=game_id, **wire_move(move)))["type"] == "ack"
+        assert (await client.request("move", game=game_id, **move_fields(move)))["type"] == "ack"
         game.play(move)
     assert (await client.request("undo", game=game_id))["type"] == "ack"
     return game_id
@@ -242,7 +230,7 @@ async def test_verify_command_replays_every_game(
 ) -> None:
     solution = list(solve_deal(Deal.from_code(WINNABLE)).moves)
     assert solution
-    client = await player(url, "Ann")
+    client = await player(url, name="Ann")
     won = await win(client, solution)
     resigned, _ = await resign_after_one_move(client, code="EO1-C4-AAAAAAC")  # has a legal move
     playing = await play_unfinished(client, "EO1-C8-AAAAAFA", moves=3)
@@ -271,7 +259,7 @@ async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
     app: App, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """As a C2 game stored under the old layout: its first action is illegal from its deal."""
-    client = await player(url, "Ann")
+    client = await player(url, name="Ann")
     healthy = await play_unfinished(client, "EO1-C8-AAAAAFA", moves=2)
     broken = await play_unfinished(client, "EO1-C8-AAAAAFB", moves=2)
     await client.close()
@@ -289,10 +277,9 @@ async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
 
 
 async def test_verify_reports_an_action_log_that_does_not_replay(database: Database) -> None:
-    from leaderboard_support import T0
-
     from server.ops.verify import verify_games
     from server.storage import GameResult, GameStart, PlayerRecord
+    from tests.leaderboard.leaderboard_support import T0
 
     async with database.transaction() as conn:
         await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
@@ -317,7 +304,6 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
     """A game resigned by another connection between verify's read of ``games`` and its read of
     ``actions`` is seen before or after, never half: not "stored playing, replayed resigned". The
     concurrent commit runs exactly between the two statements (a hook on the actions query)."""
-    from leaderboard_support import T0
     from sqlalchemy import event
     from sqlalchemy.util import await_
 
@@ -325,6 +311,7 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
     from server.ops.verify import verify_games
     from server.play.replay import RESIGN
     from server.storage import GameResult, GameStart, PlayerRecord
+    from tests.leaderboard.leaderboard_support import T0
 
     async with database.transaction() as conn:
         await repository.insert_player(conn, PlayerRecord("p1", "Ann", "a" * 64, T0))
@@ -363,11 +350,10 @@ async def test_verify_reads_a_game_and_its_actions_in_one_snapshot(
 def test_verify_checks_a_stored_log_as_the_server_loads_it() -> None:
     """`check_stored_game` replays as the server does (`server.play.replay.replay_stored`): a resign row
     after a won game is refused for the engine's reason, and a bad code is named."""
-    from leaderboard_support import T0
-
     from server.ops.verify import check_stored_game
     from server.play.replay import RESIGN
     from server.storage import StoredGame
+    from tests.leaderboard.leaderboard_support import T0
 
     moves = list(solve_deal(Deal.from_code(WINNABLE)).moves)
     played = Game.replay(Deal.from_code(WINNABLE), moves)
@@ -408,10 +394,9 @@ def c2_opening_before_the_fix(deal: Deal) -> Layout:
 
 async def test_verify_names_a_c2_game_stored_under_the_old_layout(database: Database) -> None:
     """A C2 game recorded when cards 51 and 52 were dealt on top of columns 3 and 4 no longer replays."""
-    from leaderboard_support import T0
-
     from server.ops.verify import verify_games
     from server.storage import GameResult, GameStart, PlayerRecord
+    from tests.leaderboard.leaderboard_support import T0
 
     deal, move = Deal.from_code("EO1-C2-AAAAAAC"), Move.parse("t4-t2")
     assert Game.from_layout(c2_opening_before_the_fix(deal), deal).is_legal(move)  # 9H on TH, once exposed

@@ -10,7 +10,11 @@ import datetime as dt
 import random
 
 import pytest
-from leaderboard_support import (
+
+from engine import daily_deal
+from server.errors import Refusal
+from server.storage import Database
+from tests.leaderboard.leaderboard_support import (
     CODE,
     T0,
     Finished,
@@ -24,10 +28,6 @@ from leaderboard_support import (
     service,
     whole_board,
 )
-
-from engine import daily_deal
-from server.errors import Refusal
-from server.storage import Database
 
 UTC = dt.UTC
 MINUTE = dt.timedelta(minutes=1)
@@ -193,8 +193,8 @@ async def test_boards_agree_with_the_oracle(database: Database) -> None:
     for day in days[:4]:
         for cells in (8, 4, 2):
             rows = await whole_board(svc, limit=7, board="daily", date=day.isoformat(), cells=cells)
-            daily = [g for g in batch if g.daily_date == day and g.cells == cells]
-            assert game_rows(rows) == expected_game_board(daily, "moves"), (day, cells)
+            of_the_day = [g for g in batch if g.daily_date == day and g.cells == cells]
+            assert game_rows(rows) == expected_game_board(of_the_day, "moves"), (day, cells)
 
 
 # --------------------------------------------------------------------------- periods

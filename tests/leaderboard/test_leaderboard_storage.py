@@ -12,10 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
 from alembic import command
-from leaderboard_support import CODE, T0, Finished, Recorder, service
 from sqlalchemy import select
 
 import protocol
@@ -26,6 +24,8 @@ from server.storage import Database, upgrade_to_head
 from server.storage import leaderboards as boards
 from server.storage.db import _alembic_config
 from server.storage.tables import board_bests, player_stats
+from tests.leaderboard.leaderboard_support import CODE, T0, Finished, Recorder, service
+from tests.support import dbutil
 
 UTC = dt.UTC
 
@@ -218,7 +218,7 @@ async def test_profile_figures_best_games_streak_and_recent(database: Database) 
     ]
     await games.add(*played)
     svc = service(database, T0 + dt.timedelta(hours=1))
-    profile = (await svc.profile("ann", request_id=3)).to_wire()
+    profile: dict[str, Any] = (await svc.profile("ann", request_id=3)).to_wire()
     protocol.validate_server_message(profile)
     assert profile["id"] == 3 and profile["player"] == {"id": "ann", "name": "name-ann"}
     assert (profile["played"], profile["won"], profile["best_score"]) == (11, 8, 990)
@@ -227,7 +227,7 @@ async def test_profile_figures_best_games_streak_and_recent(database: Database) 
     assert profile["streak"] == {"current": 2, "best": 2}
     recent = [game["game"] for game in profile["recent"]]
     assert len(recent) == 10 and recent[0].startswith("daily-0") and recent[-1] == "c8-best"
-    bob = (await svc.profile("bob")).to_wire()
+    bob: dict[str, Any] = (await svc.profile("bob")).to_wire()
     assert [game["game"] for game in bob["recent"]] == [f"bob{index}" for index in range(11, 1, -1)]
     assert bob["streak"] == {"current": 0, "best": 0}
     with pytest.raises(Refusal) as refused:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import dbutil
 import pytest
+
+from tests.support import dbutil
 
 
 @pytest.fixture(params=dbutil.BACKENDS)

@@ -2,10 +2,10 @@
 rule-free client must hold after each, for clients in any language (the browser client's board model
 runs them under node: tests/web/board.test.mjs).
 
-Run ``.venv/bin/python tests/protocol/make_diff_vectors.py`` from the project root to rewrite the
-file; the test ``test_diff_vectors.py`` checks that the file is what this writes and that a rule-free copy
-(``wire_support.ClientBoard``) follows it, so the file changes only when the server messages or the engine
-change on purpose.
+Run ``.venv/bin/python -m tests.protocol.make_diff_vectors`` from the project root to rewrite the
+file; the test ``test_diff_vectors.py`` checks that the file is what this writes and that a rule-free
+copy (``tests.support.board.ClientBoard``) follows it, so the file changes only when the server messages
+or the engine change on purpose.
 
 Each game: ``snapshot`` (a `snapshot` message) and ``steps``, each ``{update, result, after}``: an
 ``ack`` or ``diff``; ``result`` is ``applied``, ``old`` (its ``v`` is not above the board's: ignore it)
@@ -21,10 +21,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from wire_support import WINNING_LINE, ClientBoard
-
 import protocol
 from engine import UNDO, Action, Deal, Foundation, Game, Move
+from tests.support.board import ClientBoard
+from tests.support.wire import WINNING_LINE
 
 __all__ = ["PATH", "build", "render"]
 

@@ -1,7 +1,7 @@
 """Write ``protocol/vectors/records.json``: game records (protocol/README.md section 14) for readers and
 writers in any language.
 
-Run ``.venv/bin/python tests/protocol/make_record_vectors.py`` from the project root to rewrite the file;
+Run ``.venv/bin/python -m tests.protocol.make_record_vectors`` from the project root to rewrite the file;
 ``test_game_records.py`` checks that the file is what this writes and that every entry reads, writes and
 replays as it says.
 
@@ -19,11 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wire_support import WINNING_LINE
-
 import protocol
 from engine import Deal, Game, Move, parse_action
 from protocol import GameRecord, RecordResult
+from tests.support.wire import WINNING_LINE
 
 __all__ = ["PATH", "build", "render"]
 

@@ -14,10 +14,10 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from wire_support import VECTORS, frame_of
 
 import protocol
 from protocol import CloseCode, ErrorCode, ProtocolError, Subprotocol
+from tests.support.wire import VECTORS, frame_of
 
 _SETTINGS = settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _REQUEST_TYPES = tuple(protocol.CLIENT_MESSAGE_TYPES.values())

@@ -12,11 +12,12 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from wire_support import WINNING_LINE, ClientBoard, snapshot_state
 
 import protocol
 from engine import UNDO, Action, Deal, Foundation, Game, IllegalMoveError, Move, Status
 from protocol import AutoRequest, MoveRequest, Subprotocol, TapRequest
+from tests.support.board import ClientBoard, snapshot_state
+from tests.support.wire import WINNING_LINE
 
 PLAYER = protocol.Player("p_1", "Ann")
 STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")

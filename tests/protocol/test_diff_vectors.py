@@ -7,10 +7,10 @@ import json
 from typing import Any
 
 import pytest
-from make_diff_vectors import PATH, build, render
-from wire_support import ClientBoard, snapshot_state
 
 import protocol
+from tests.protocol.make_diff_vectors import PATH, build, render
+from tests.support.board import ClientBoard, snapshot_state
 
 GAMES: list[dict[str, Any]] = json.loads(PATH.read_text(encoding="utf-8"))["games"]
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from make_record_vectors import PATH, build, render
 
 import protocol
 from engine import UNDO, Action, Deal, Game
@@ -29,6 +28,7 @@ from protocol import (
     replay_record,
 )
 from protocol.records import KNOWN_TAGS, MAX_RECORD_CHARS
+from tests.protocol.make_record_vectors import PATH, build, render
 
 VECTORS: dict[str, list[dict[str, Any]]] = json.loads(PATH.read_text(encoding="utf-8"))
 

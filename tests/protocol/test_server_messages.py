@@ -7,12 +7,12 @@ import dataclasses
 from typing import ClassVar
 
 import pytest
-from wire_support import WINNING_LINE, sample_server_messages, sample_server_values
 
 import protocol
 from engine import ALL_CARDS, FOUNDATION_ORDER, UNDO, Deal, Game, Move
 from protocol import server_messages
 from protocol.checks import checked_fields
+from tests.support.wire import WINNING_LINE, sample_server_messages, sample_server_values
 
 PLAYER = protocol.Player("p_1", "Ann")
 STARTED = protocol.parse_timestamp("2026-11-30T04:48:59.123Z")
@@ -122,7 +122,9 @@ def test_ops_top_is_the_card_under_the_one_taken() -> None:
             break
     else:
         raise AssertionError("the line never allows taking back a heart above the ace")
-    (op,) = protocol.Diff.of("g_1", game, game.play(takebacks[0])).to_wire()["ops"]  # type: ignore[misc]
+    ops = protocol.Diff.of("g_1", game, game.play(takebacks[0])).to_wire()["ops"]
+    assert isinstance(ops, list)
+    (op,) = ops
     rank = "A23456789TJQK"
     assert op == {
         "cards": [rank[height - 1] + "H"],
@@ -182,7 +184,7 @@ def test_foundations_are_keyed_by_suit_letter_in_engine_order() -> None:
 def test_the_table_maps_each_type_to_its_frozen_slotted_class() -> None:
     for kind, cls in protocol.SERVER_MESSAGE_TYPES.items():
         assert kind == cls.TYPE
-        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        params = cls.__dict__["__dataclass_params__"]
         assert params.frozen and "__slots__" in cls.__dict__, kind
 
 

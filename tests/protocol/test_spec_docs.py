@@ -15,12 +15,12 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 import pytest
-import yaml  # type: ignore[import-untyped]
-from wire_support import VECTORS, frame_of, sample_server_messages
+import yaml
 
 import protocol
 from protocol import ProtocolError, Subprotocol
 from protocol.limits import MAX_PROFILE_RECENT
+from tests.support.wire import VECTORS, frame_of, sample_server_messages
 
 DOCS = Path(protocol.__file__).parent
 README = (DOCS / "README.md").read_text(encoding="utf-8")
@@ -145,12 +145,12 @@ def test_asyncapi_documents_exactly_the_message_types_of_the_code() -> None:
     assert {_resolve(ref["$ref"])["name"] for ref in channel.values()} == CLIENT_TYPES | SERVER_TYPES
 
 
-def _payload_fields(schema: dict[str, Any]) -> tuple[set[str], set[str]]:
+def _payload_fields(schema: dict[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
     """(required, optional) properties of an object schema, ``type`` aside."""
     schema = _resolve(schema["$ref"]) if "$ref" in schema else schema
     properties = set(schema["properties"]) - {"type"}
     required = set(schema.get("required", [])) - {"type"}
-    return required, properties - required
+    return frozenset(required), frozenset(properties - required)
 
 
 @pytest.mark.parametrize("kind", sorted(SERVER_TYPES))
@@ -160,7 +160,14 @@ def test_asyncapi_payloads_have_the_fields_of_every_server_message(kind: str) ->
 
 
 #: The AsyncAPI schemas of the parts of server messages, and their classes.
-PART_SCHEMAS = {
+PART_SCHEMAS: dict[
+    str,
+    type[protocol.Player]
+    | type[protocol.GameRow]
+    | type[protocol.PlayerRow]
+    | type[protocol.ProfileGame]
+    | type[protocol.LiveGame],
+] = {
     "Player": protocol.Player,
     "GameRow": protocol.GameRow,
     "PlayerRow": protocol.PlayerRow,
@@ -361,10 +368,11 @@ def test_profile_recent_has_one_bound_everywhere() -> None:
     assert profile["payload"]["properties"]["recent"]["maxItems"] == MAX_PROFILE_RECENT
     assert f"newest first, at most {MAX_PROFILE_RECENT}." in _words(profile["description"])
     message = next(m for m in sample_server_messages() if m["type"] == "profile" and m["recent"])
-    too_many = {**message, "recent": [message["recent"][0]] * (MAX_PROFILE_RECENT + 1)}  # type: ignore[index]
+    games = message["recent"]
+    assert isinstance(games, list)
     with pytest.raises(ProtocolError):
-        protocol.validate_server_message(too_many)
-    protocol.validate_server_message({**message, "recent": too_many["recent"][:MAX_PROFILE_RECENT]})
+        protocol.validate_server_message({**message, "recent": [games[0]] * (MAX_PROFILE_RECENT + 1)})
+    protocol.validate_server_message({**message, "recent": [games[0]] * MAX_PROFILE_RECENT})
 
 
 def test_readme_describes_deals_json_as_it_is() -> None:

@@ -10,13 +10,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
-import serverutil
-from wire_support import WINNING_LINE
-from wsclient import WsClient
 
 import protocol
+from tests.support import dbutil, serverutil
+from tests.support.wire import WINNING_LINE
+from tests.support.wsclient import WsClient
 
 README = (Path(protocol.__file__).parent / "README.md").read_text(encoding="utf-8")
 #: How long a connection must stay silent for "nothing more comes" (loopback, one small server).

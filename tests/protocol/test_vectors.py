@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from wire_support import VECTORS, decoded_form, frame_of, raw_frame
 
 import protocol
 from protocol import ProtocolError, Subprotocol
+from tests.support.wire import VECTORS, decoded_form, frame_of, raw_frame
 
 BOTH = list(Subprotocol)
 

@@ -7,12 +7,11 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import dbutil
 import pytest
-import serverutil
 
 from server.app import App
 from server.config import Settings
+from tests.support import dbutil, serverutil
 
 
 @pytest.fixture(params=dbutil.BACKENDS)

@@ -12,19 +12,18 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import pytest
-import serverutil
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
-from wsclient import SUBPROTOCOLS, WsClient
 
 from server.app import App
+from tests.support import serverutil
+from tests.support.wsclient import SUBPROTOCOLS, WsClient
 
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "protocol" / "vectors" / "client_messages.json").read_text()
@@ -94,15 +93,13 @@ async def test_flood_is_refused_then_closed_while_others_are_served(strict_app: 
             return replies
 
     flood_task = asyncio.create_task(flood())
-    latencies = []
+    # The calm player is served meanwhile; its round trips during a flood are figures that
+    # bench/bench_attacks.py (flood) reports, not a promise a test can time on a shared machine.
     for _ in range(10):
-        started_at = time.perf_counter()
         assert (await calm.request("resume", game=game))["type"] == "snapshot"
-        latencies.append(time.perf_counter() - started_at)
     replies = await flood_task
     assert any(reply.get("code") == "rate_limited" for reply in replies)
     assert flooder.ws.close_code == 1008
-    assert max(latencies) < 1.0, latencies
     await calm.close()
 
 
@@ -189,18 +186,16 @@ async def test_spectator_that_never_reads_is_dropped(small_buffer_app: App) -> N
     await stuck.recv()
     stuck.transport.pause_reading()  # from now on this spectator reads nothing
 
-    slowest = 0.0
+    # The owner keeps being served (each move acked: WsClient.request fails after 10 s); how long its
+    # round trips take meanwhile is a figure, not a promise: bench/bench_attacks.py (deafwatch) reports it.
     for index in range(3000):
         fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
-        started_at = time.perf_counter()
         reply = await owner.request("move", game=game, **fields)
         assert reply["type"] == "ack", (index, reply)
-        slowest = max(slowest, time.perf_counter() - started_at)
         assert (await reader.next_push())["v"] == index + 1
         if app.metrics.dropped_slow_readers._value.get():
             break
     assert app.metrics.dropped_slow_readers._value.get() == 1, "the stuck spectator was never dropped"
-    assert slowest < 1.0
     room = next(iter(app.registry.rooms()))
     assert len(room.spectators) <= 2
     await owner.close()
@@ -221,20 +216,17 @@ async def test_player_that_never_reads_its_replies_is_dropped(small_buffer_app: 
 
     # resume is answered from the room in memory with a whole snapshot, so the replies pile up faster
     # than a request the database answers (live) would make them.
-    slowest = 0.0
+    # (How long the other player's round trips take meanwhile: bench/bench_attacks.py, deafreplies.)
     with pytest.raises(ConnectionClosed):
         for index in range(20_000):
             await stuck.send(msgpack.packb({"type": "resume", "game": own_game, "id": index}))
             if index % 100 == 0:  # the other player is served as usual meanwhile
                 fields = {"from": "t1", "to": "c5"} if index % 200 == 0 else {"from": "c5", "to": "t1"}
-                started_at = time.perf_counter()
                 assert (await other.request("move", game=game, **fields))["type"] == "ack"
-                slowest = max(slowest, time.perf_counter() - started_at)
             if app.metrics.dropped_slow_readers._value.get():
-                await asyncio.sleep(0.05)  # the abort reaches the client's socket
+                await asyncio.sleep(0)  # a loop turn, no wait: the server closes its side; a send meets it
     assert app.metrics.dropped_slow_readers._value.get() == 1, "the player was never dropped"
     # the metric says what it counts: connections that do not read, players as well as spectators
     assert b"\neightoff_dropped_slow_readers_total 1.0\n" in app.metrics.render()
-    assert slowest < 1.0
     assert [c for c in app.connections.clients if c.player and c.player.id == stuck_player] == []
     await other.close()

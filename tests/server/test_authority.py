@@ -12,25 +12,21 @@ from typing import Any
 
 import pytest
 from sqlalchemy import update
-from wsclient import WsClient
 
 from engine import Game
 from server.app import App
 from server.play import game_room as room_module
 from server.play import registry as rooms_module
-from server.play.replay import RESIGN
+from server.play.game_room import FinishedGame
+from server.play.registry import GameRoomDriver
+from server.play.replay import RESIGN, replay_stored
 from server.storage import GameResult, GameStart, PlayerRecord, StoredGame, commit_backends, repository
 from server.storage.tables import games
+from tests.support.wsclient import WsClient, player
 
 CODE = "EO1-C8-AAAAAFA"
 T1_C5 = {"from": "t1", "to": "c5"}
 C5_T1 = {"from": "c5", "to": "t1"}
-
-
-async def player(url: str, **hello: Any) -> WsClient:
-    client = await WsClient.open(url)
-    await client.hello(**hello)
-    return client
 
 
 class CommitGate:
@@ -80,8 +76,17 @@ async def test_resume_during_a_failing_commit_shows_only_committed_state(
     gate = CommitGate(monkeypatch)
     await owner.send({"type": "move", "id": "m", "game": game, "v": 0, **T1_C5})
     await asyncio.wait_for(gate.entered.wait(), 10)
+    resume_found_its_room = asyncio.Event()
+    find = app.registry.find
+
+    async def noting_find(game_id: str) -> GameRoomDriver | FinishedGame:
+        found = await find(game_id)
+        resume_found_its_room.set()  # the resume runs on until it waits (on the room, or for nothing)
+        return found
+
+    monkeypatch.setattr(app.registry, "find", noting_find)
     await other_tab.send({"type": "resume", "id": "r", "game": game})
-    await asyncio.sleep(0.2)  # the resume arrives while the commit is in flight
+    await asyncio.wait_for(resume_found_its_room.wait(), 10)  # it arrived while the commit is in flight
     gate.fail()
 
     refused = await owner.recv()
@@ -162,7 +167,7 @@ async def test_watching_a_long_finished_game_replays_it_once_off_the_event_loop(
     (bench/bench_watch_flood.py measures a bystander's round trip meanwhile.)"""
     game = await store_long_finished_game(app, 10_000)
     replays: list[str] = []
-    real_replay = rooms_module.replay_stored
+    real_replay = replay_stored
 
     def counting_replay(stored: StoredGame) -> Game:
         replays.append(threading.current_thread().name)

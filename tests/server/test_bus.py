@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import socket
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import pytest
 
 from server.play.bus import MAX_FRAME_BYTES, BusEvent, FrameReader, RelayBus, frame, pack_event, unpack_event
+from tests.support.waiting import eventually
 
 EVENTS = [
     BusEvent("node-1-w1", "g1", 1, "t1c5"),
@@ -72,9 +73,7 @@ async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
     for event in sent:
         left.publish(event)
     right.publish(EVENTS[1])
-    async with asyncio.timeout(10):
-        while len(right_got) < len(sent) or not left_got:
-            await asyncio.sleep(0.01)
+    await eventually(lambda: len(right_got) >= len(sent) and bool(left_got), "both ends got every event")
     assert right_got == sent and left_got == [EVENTS[1]]
     await left.close()
     await right.close()
@@ -87,9 +86,7 @@ async def test_a_relay_end_says_when_the_other_end_is_gone_and_skips_garbage() -
     bus = RelayBus(mine, on_lost=lost.set)
     await bus.start(got.append)
     theirs.sendall(frame(b"\xc1") + frame(pack_event(EVENTS[0])))  # a malformed event, then a good one
-    async with asyncio.timeout(10):
-        while not got:
-            await asyncio.sleep(0.01)
+    await eventually(lambda: bool(got), "the good event after the malformed one arrives")
     assert got == [EVENTS[0]]
     theirs.close()
     await asyncio.wait_for(lost.wait(), 10)

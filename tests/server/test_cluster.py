@@ -3,11 +3,10 @@ game played on the other, and a player moving to another node takes the game ove
 
 from __future__ import annotations
 
-import serverutil
-from boardcopy import BoardCopy
-from wsclient import WsClient
-
 from server.app import App
+from tests.support import serverutil
+from tests.support.board import ClientBoard
+from tests.support.wsclient import WsClient
 
 
 async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]) -> None:
@@ -19,10 +18,10 @@ async def test_spectator_on_another_node_and_takeover(two_nodes: tuple[App, App]
 
     spectator_b = await WsClient.open(serverutil.ws_url(node_b))
     await spectator_b.hello()
-    board_b = BoardCopy(await spectator_b.request("watch", game=game))
+    board_b = ClientBoard(await spectator_b.request("watch", game=game))
     spectator_a = await WsClient.open(serverutil.ws_url(node_a))
     await spectator_a.hello()
-    board_a = BoardCopy(await spectator_a.request("watch", game=game))
+    board_a = ClientBoard(await spectator_a.request("watch", game=game))
 
     moves = [("t1", "c5"), ("c5", "t1"), ("t2", "c5")]
     for source, target in moves:
@@ -63,11 +62,11 @@ async def test_nodes_sharing_the_default_name_still_hear_each_other(
     game = (await player.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
     spectator = await WsClient.open(serverutil.ws_url(node_b))
     await spectator.hello()
-    board = BoardCopy(await spectator.request("watch", game=game))
+    board = ClientBoard(await spectator.request("watch", game=game))
 
     assert (await player.request("move", game=game, **{"from": "t1", "to": "c5"}))["type"] == "ack"
     board.apply(await spectator.next_push())
-    assert board.v == 1 and board.piles["c5"]
+    assert board.v == 1 and board.cells[4]
     assert (await player.request("resign", game=game))["type"] == "game_over"
     assert (await spectator.next_push())["type"] == "game_over"
     for client in (player, spectator):

@@ -7,14 +7,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import serverutil
 from sqlalchemy.exc import IntegrityError
-from wsclient import WsClient
 
 from server.app import App
 from server.ops.verify import check_stored_game
 from server.play.replay import RESIGN, replay_stored
 from server.storage import StoredGame, repository
+from tests.support import serverutil
+from tests.support.waiting import eventually
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"
 TRIALS = 10
@@ -82,12 +83,17 @@ async def test_the_database_refuses_an_action_of_a_finished_game(two_nodes: tupl
 
 async def settled_snapshots(game: str, clients: list[WsClient]) -> list[dict[str, Any]]:
     """Each client's resume of ``game``, once every node has followed the last commit."""
-    for _ in range(100):
-        snapshots = [await client.request("resume", game=game) for client in clients]
-        if len({snapshot["v"] for snapshot in snapshots}) == 1:
-            return snapshots
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"the nodes never agreed on v: {[s['v'] for s in snapshots]}")
+    snapshots: list[dict[str, Any]] = []
+
+    async def agreed() -> bool:
+        snapshots[:] = [await client.request("resume", game=game) for client in clients]
+        return len({snapshot["v"] for snapshot in snapshots}) == 1
+
+    try:
+        await eventually(agreed, "the nodes agree on v")
+    except AssertionError as never:
+        raise AssertionError(f"the nodes never agreed on v: {[s['v'] for s in snapshots]}") from never
+    return snapshots
 
 
 def position(snapshot: dict[str, Any]) -> tuple[object, ...]:

@@ -10,16 +10,17 @@ import random
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
 from websockets.exceptions import ConnectionClosed
-from wsclient import WsClient
 
 from engine import UNDO, Action, Deal, Game, Move
+from tests.support import dbutil
+from tests.support.waiting import eventually
+from tests.support.wsclient import WsClient
 
 ROOT = Path(__file__).parents[2]
 
@@ -99,6 +100,11 @@ async def play_until_cut(client: WsClient, game_id: str, game: Game, sent: list[
         return acked
 
 
+def under_way(game: Game, since: int, play: asyncio.Task[int]) -> Callable[[], bool]:
+    """Whether five actions were acked after version ``since``, or the player stopped."""
+    return lambda: game.v >= since + 5 or play.done()
+
+
 def assert_snapshot_is(snapshot: dict[str, Any], game: Game) -> None:
     layout = game.layout()
     assert snapshot["v"] == game.v
@@ -132,9 +138,9 @@ async def test_kill_9_loses_no_acknowledged_action(database_url: str) -> None:
         game = Game.replay(Deal.from_code(code), sent[:stored_v])
         assert_snapshot_is(snapshot, game)
         play = asyncio.create_task(play_until_cut(client, game_id, game, sent, seed=round_))
-        while game.v < stored_v + 5 and not play.done():  # let the stream get going, however slow the machine
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(rng.uniform(0.0, 0.5))
+        # the stream under way, however slow the machine
+        await eventually(under_way(game, stored_v, play), "five actions are acked", timeout=60)
+        await asyncio.sleep(rng.uniform(0.0, 0.5))  # the behaviour under test: a kill at a random moment
         assert server.kill(signal.SIGKILL) == -signal.SIGKILL
         acked = await play
         assert acked > stored_v, "no action was acknowledged before the kill"
@@ -159,7 +165,7 @@ async def test_sigterm_commits_in_flight_actions_and_closes_1001(database_url: s
     sent: list[Action] = []
     game = Game.from_code("EO1-C8-AAAAAFA")
     play = asyncio.create_task(play_until_cut(client, game_id, game, sent, seed=1))
-    await asyncio.sleep(0.5)
+    await eventually(under_way(game, 0, play), "the stream is under way (five actions acked)")
     server.process.send_signal(signal.SIGTERM)
     acked = await play
     await asyncio.wait_for(client.ws.wait_closed(), 15)

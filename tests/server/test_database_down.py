@@ -9,15 +9,16 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-import dbutil
 import pytest
 from sqlalchemy.engine import make_url
-from tcpproxy import TcpProxy
-from test_http import http_get
-from wsclient import WsClient
 
 from server.app import App
 from server.config import Settings
+from tests.server.test_http import http_get
+from tests.support import dbutil
+from tests.support.tcpproxy import TcpProxy
+from tests.support.waiting import eventually
+from tests.support.wsclient import WsClient
 
 #: The server's database timeout in these tests: a blackholed request must be answered soon after.
 DATABASE_TIMEOUT = 1.0
@@ -76,11 +77,7 @@ async def played_game_out_of_memory(app: App) -> tuple[str, str]:
     game = (await owner.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
     assert (await owner.request("move", game=game, **{"from": "t1", "to": "c5"}))["type"] == "ack"
     await owner.close()
-    for _ in range(100):
-        if app.registry.room(game) is None:
-            break
-        await asyncio.sleep(0.01)
-    assert app.registry.room(game) is None
+    await eventually(lambda: app.registry.room(game) is None, "the room of the game left is forgotten")
     assert owner.token is not None
     return owner.token, game
 
@@ -157,11 +154,12 @@ async def test_a_blackholed_database_is_unavailable_within_the_timeout(
     print(f"\nblackholed database: slowest unavailable answer {slowest:.2f} s (timeout {DATABASE_TIMEOUT} s)")
 
     await proxy.start()
-    for _ in range(50):  # the pool drops the connections that lived through the blackhole
-        if await healthz(app) == 200:
-            break
-        await asyncio.sleep(0.1)
-    assert await healthz(app) == 200
+
+    async def healthy() -> bool:
+        return await healthz(app) == 200
+
+    # the pool drops the connections that lived through the blackhole
+    await eventually(healthy, "/healthz says 200 again")
     assert (await player.request("move", game=live_game, **{"from": "t1", "to": "c5"}, v=0))["v"] == 1
     assert (await spectator.request("watch", game=game))["v"] == 1
     for client in (player, spectator):

@@ -10,25 +10,18 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
-import serverutil
 from sqlalchemy.ext.asyncio import AsyncConnection
-from wsclient import WsClient
 
 from engine import Game
 from server import dispatch as requests
 from server.errors import ErrorCode, Refusal
 from server.services.fair_play import FairPlay
 from server.storage import Database, GameDaily, GameStart, PlayerRecord, repository
+from tests.support import dbutil, serverutil
+from tests.support.wsclient import WsClient, player
 
 FREE_CODE = "EO1-C8-AAAAAFA"
-
-
-async def player(url: str, name: str) -> WsClient:
-    client = await WsClient.open(url)
-    await client.hello(name=name)
-    return client
 
 
 async def play_one(client: WsClient, snapshot: dict[str, Any], moves_before: int = 0) -> dict[str, Any]:
@@ -77,7 +70,7 @@ async def live_sealed(client: WsClient) -> dict[str, bool]:
 async def test_the_daily_is_sealed_to_whoever_has_not_finished_it(url: str) -> None:
     """B cannot watch A's daily game live nor once finished, and ``live`` marks it sealed to B (not to
     A), while A's free game is watchable and not sealed; once B has finished the daily, it opens."""
-    ann, bob = await player(url, "Ann"), await player(url, "Bob")
+    ann, bob = await player(url, name="Ann"), await player(url, name="Bob")
     today = dt.datetime.now(dt.UTC).date()
     daily = await started(ann, daily=True)
     free = await started(ann, code=FREE_CODE)
@@ -103,7 +96,7 @@ async def test_the_daily_is_sealed_to_whoever_has_not_finished_it(url: str) -> N
 async def test_a_live_daily_game_opens_once_the_watcher_finishes_the_daily(url: str) -> None:
     """A finished daily opens the games still being played on it, diffs included; a daily of another
     variant stays sealed."""
-    ann, bob = await player(url, "Ann"), await player(url, "Bob")
+    ann, bob = await player(url, name="Ann"), await player(url, name="Bob")
     daily8 = await started(ann, daily=True)
     daily4 = await started(ann, daily=True, cells=4)
     mine = await started(bob, daily=True)
@@ -122,7 +115,7 @@ async def test_a_live_daily_game_opens_once_the_watcher_finishes_the_daily(url: 
 async def test_a_finished_daily_cannot_be_played_again_for_the_board(url: str) -> None:
     """One finished game of a daily each (the finished may watch everyone's): a second daily new_game
     of that variant is refused; another variant, and the same deal as a free game, are not."""
-    ann = await player(url, "Ann")
+    ann = await player(url, name="Ann")
     first = await started(ann, daily=True)
     await resign(ann, first["game"])
     refused = await ann.request("new_game", daily=True)
@@ -143,7 +136,11 @@ async def test_the_end_of_the_day_opens_the_daily(database_url: str, monkeypatch
 
 
 async def _day_ends(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    ann, bob, cid = await player(url, "Ann"), await player(url, "Bob"), await player(url, "Cid")
+    ann, bob, cid = (
+        await player(url, name="Ann"),
+        await player(url, name="Bob"),
+        await player(url, name="Cid"),
+    )
     today = dt.datetime.now(dt.UTC).date()
     daily = await started(ann, daily=True)
     bobs = await started(bob, daily=True)
@@ -163,7 +160,7 @@ async def _day_ends(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_refused_watch_is_not_counted_and_bad_ids_are_still_not_found(url: str) -> None:
     """A sealed game refused is not followed (no diffs come, no watch slot is taken); an unknown game
     id is not_found as before, a malformed one bad_request."""
-    ann, bob = await player(url, "Ann"), await player(url, "Bob")
+    ann, bob = await player(url, name="Ann"), await player(url, name="Bob")
     daily = await started(ann, daily=True)
     assert_sealed(await bob.request("watch", game=daily["game"]), daily["game"], None)
     await play_one(ann, daily, moves_before=1)

@@ -41,6 +41,7 @@ from server.play.replay import RESIGN
 from server.storage import StorageUnavailable
 from server.storage.commit_backends import Write, WriteConflict
 from solver import solve_deal
+from tests.support.rooms import Person
 
 CODE = "EO1-C8-AAAAAFA"
 WINNABLE = "EO1-C8-AAAAAAB"
@@ -49,18 +50,6 @@ NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)  # the room's clock, fixed
 STARTED = NOW - dt.timedelta(minutes=5)
 T1_C5 = Move(Column(1), Cell(5))
 T2_C6 = parse_action("t2-c6")
-
-
-class Person:
-    """A connection as a room sees it (`server.play.commands.Follower`)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.subprotocol: Any = None
-        self.transport: Any = None
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 class Answer:

@@ -8,9 +8,7 @@ import time
 from typing import Any
 
 import pytest
-import serverutil
 from sqlalchemy import select
-from wsclient import WsClient
 
 from engine import Deal, Game, Layout, Move
 from server.app import App
@@ -21,6 +19,8 @@ from server.storage import StorageUnavailable
 from server.storage.committer import Done, Write, WriteConflict
 from server.storage.tables import games
 from solver import Verdict, solve_deal, winnable_daily_deal
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
 
 
 @pytest.fixture
@@ -216,9 +216,10 @@ async def hint_loop(
     done = 0
     while rounds is None or done < rounds:
         started = time.monotonic()
-        game = (await client.request("new_game", reply_timeout=PATIENCE))["game"]
-        replies.append(await client.request("hint", reply_timeout=PATIENCE, game=game))
-        assert (await client.request("resign", reply_timeout=PATIENCE, game=game))["type"] == "game_over"
+        client.reply_timeout = PATIENCE
+        game = (await client.request("new_game"))["game"]
+        replies.append(await client.request("hint", game=game))
+        assert (await client.request("resign", game=game))["type"] == "game_over"
         done += 1
         if pace is not None:
             await asyncio.sleep(max(0.0, started + 1 / pace - time.monotonic()))

@@ -7,9 +7,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-from wsclient import WsClient
 
 from server.app import App
+from tests.support.waiting import eventually
+from tests.support.wsclient import WsClient
 
 
 def http_get(app: App, path: str) -> tuple[int, str, str]:
@@ -62,11 +63,7 @@ async def test_rooms_leave_memory_when_nobody_follows_them(app: App, url: str) -
     tokens = [client.token for client in clients]
     for client in clients:
         await client.close()
-    for _ in range(100):
-        if not list(app.registry.rooms()):
-            break
-        await asyncio.sleep(0.01)
-    assert list(app.registry.rooms()) == []
+    await eventually(lambda: not list(app.registry.rooms()), "the rooms of the closed connections are gone")
     back = await WsClient.open(url)
     await back.hello(token=tokens[0])
     assert (await back.request("resume", game=games[0]))["v"] == 1

@@ -21,17 +21,17 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import pytest
-import serverutil
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame, Opcode
 from websockets.protocol import State
-from wsclient import WsClient
 
 from server.app import App
 from server.edge.admission import ConnectionGate
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"  # 8 cells, cells 5-8 empty: t1 -> c5 and back are always legal
 

@@ -3,29 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
-from boardcopy import BoardCopy
-from wsclient import SUBPROTOCOLS, WsClient
 
-from engine import Deal, Foundation, Game, Move
+from engine import Deal, Foundation, Game
 from solver import solve_deal
+from tests.support.board import ClientBoard
+from tests.support.wire import move_fields
+from tests.support.wsclient import SUBPROTOCOLS, WsClient, player
 
 WINNABLE = "EO1-C8-AAAAAAB"
-
-
-def wire_move(move: Move) -> dict[str, Any]:
-    fields: dict[str, Any] = {"from": move.source.symbol(), "to": move.target.symbol()}
-    if move.count > 1:
-        fields["n"] = move.count
-    return fields
-
-
-async def player(url: str, subprotocol: str = SUBPROTOCOLS[0], **hello: Any) -> WsClient:
-    client = await WsClient.open(url, subprotocol)
-    await client.hello(**hello)
-    return client
 
 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
@@ -41,14 +28,14 @@ async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> 
     for spectator in spectators:
         first = await spectator.request("watch", game=game_id)
         assert first["type"] == "snapshot"
-        copies.append(BoardCopy(first))
+        copies.append(ClientBoard(first))
 
     for index, move in enumerate(solution):
         # Mix the ways of moving: taps for foundation moves with an even index, plain moves otherwise.
         if isinstance(move.target, Foundation) and index % 2 == 0:
             reply = await owner.request("tap", game=game_id, **{"from": move.source.symbol()}, v=index)
         else:
-            reply = await owner.request("move", game=game_id, **wire_move(move), v=index)
+            reply = await owner.request("move", game=game_id, **move_fields(move), v=index)
         assert reply["type"] == "ack", reply
         assert reply["v"] == index + 1
     assert reply["status"] == "won"
@@ -63,7 +50,7 @@ async def test_full_game_won_with_two_spectators(url: str, subprotocol: str) -> 
             board.apply(await spectator.next_push())
         end = await spectator.next_push()
         assert end["type"] == "game_over" and end["won"] is True
-        assert board.status == "won" and all(board.foundations[suit][0] == "K" for suit in "SHDC")
+        assert board.status == "won" and all(board.foundations[suit] == f"K{suit}" for suit in "SHDC")
         fresh = await spectator.request("watch", game=game_id)  # a finished game is still visible
         assert board.matches(fresh)
     for client in (owner, *spectators):
@@ -94,7 +81,7 @@ async def test_reconnect_resume_and_stale_retry(url: str) -> None:
     game = (await first.request("new_game", code="EO1-C4-AAAAAAC"))["game"]  # a C4 deal with a legal move
     snapshot = await first.request("resume", game=game)
     legal = next(iter(Game.from_code(snapshot["code"]).legal_moves))
-    ack = await first.request("move", game=game, **wire_move(legal), v=0)
+    ack = await first.request("move", game=game, **move_fields(legal), v=0)
     assert ack["type"] == "ack"
     await first.close()
 
@@ -104,7 +91,7 @@ async def test_reconnect_resume_and_stale_retry(url: str) -> None:
     assert welcome["games"] == [game]
     resumed = await again.request("resume", game=game)
     assert resumed["v"] == 1 and resumed["moves"] == 1
-    retry = await again.request("move", game=game, **wire_move(legal), v=0)
+    retry = await again.request("move", game=game, **move_fields(legal), v=0)
     assert retry["type"] == "error" and retry["code"] == "stale"
     assert (await again.request("resume", game=game))["v"] == 1  # nothing changed
     await again.close()
@@ -166,7 +153,7 @@ async def test_other_connections_of_the_player_get_diffs_in_order(url: str) -> N
     tab = await WsClient.open(url)
     await tab.hello(token=owner.token)
     snapshot = await owner.request("new_game", code="EO1-C8-AAAAAFA")
-    board = BoardCopy(await tab.request("resume", game=snapshot["game"]))
+    board = ClientBoard(await tab.request("resume", game=snapshot["game"]))
     for index in range(20):
         fields = {"from": "t1", "to": "c5"} if index % 2 == 0 else {"from": "c5", "to": "t1"}
         await owner.request("move", game=snapshot["game"], **fields)

@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-import serverutil
 from sqlalchemy import select, update
-from wsclient import WsClient
 
 from server.app import App
 from server.ops.verify import verify_games
 from server.services.quotas import FULL_MEMORY
 from server.storage.tables import games
+from tests.support import serverutil
+from tests.support.waiting import eventually
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"
 
@@ -77,7 +78,7 @@ async def test_unfinished_games_cap_abandons_the_least_recently_active(database_
                 )
         remembered = await client.request("new_game", code=CODE)  # refused a moment ago: still
         assert remembered["type"] == "error" and remembered["code"] == "rate_limited", remembered
-        await asyncio.sleep(FULL_MEMORY)
+        await asyncio.sleep(FULL_MEMORY)  # the behaviour under test: the memory of the refusal lapses
         newest = (await client.request("new_game", code=CODE))["game"]
         assert await statuses(app, [*ids, newest]) == {
             ids[0]: "abandoned",
@@ -128,10 +129,11 @@ async def test_idle_unfinished_games_expire_but_open_ones_do_not(database_url: s
     async with serverutil.running_app(database_url, **settings) as app:
         client, (left,) = await player_who_left_games(app, 1)
         kept = (await client.request("new_game", code=CODE))["game"]  # open on this connection
-        for _ in range(100):
-            if (await statuses(app, [left]))[left] == "abandoned":
-                break
-            await asyncio.sleep(0.1)
+
+        async def left_abandoned() -> bool:
+            return (await statuses(app, [left]))[left] == "abandoned"
+
+        await eventually(left_abandoned, "the game left idle is abandoned")
         assert await statuses(app, [left, kept]) == {left: "abandoned", kept: "playing"}
         move = await client.request("move", game=kept, **{"from": "t1", "to": "c5"})
         assert move["type"] == "ack"

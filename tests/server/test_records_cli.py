@@ -11,13 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dbutil
 import pytest
-import serverutil
-from wsclient import WsClient
 
 from protocol import GameRecord, RecordResult, parse_timestamp, replay_record
 from server.ops.cli import main
+from tests.support import dbutil, serverutil
+from tests.support.wsclient import WsClient
 
 ROOT = Path(__file__).parents[2]
 

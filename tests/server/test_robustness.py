@@ -4,10 +4,10 @@ unexpected error in one group commit answers ``unavailable`` without stopping th
 from __future__ import annotations
 
 import pytest
-from wsclient import WsClient
 
 from server.app import App
 from server.storage import repository
+from tests.support.wsclient import WsClient
 
 
 async def test_refused_requests_leave_no_room_in_memory(app: App, url: str) -> None:

@@ -23,22 +23,11 @@ from server.play.driver import Done, RoomDriver, RoomServices
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
 from server.storage import StorageUnavailable, StoredGame
 from server.storage.commit_backends import Write, WriteConflict
+from tests.support.rooms import Person
 
 CODE = "EO1-C8-AAAAAFA"
 OWNER = PlayerRef("p1", "Ann")
 NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
-
-
-class Person:
-    """A connection as a room sees it."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.subprotocol: Any = None
-        self.transport: Any = None
-
-    def __repr__(self) -> str:
-        return self.name
 
 
 class HeldSink:

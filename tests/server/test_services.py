@@ -23,6 +23,7 @@ from server.play.bus import BusEvent
 from server.play.commands import Act, HintPosition, Request, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.game_room import FinishedGame, PlayerRef
+from server.play.registry import GameRoomDriver
 from server.play.replay import RESIGN
 from server.play.session import Session
 from server.storage import ActionRecord, GameProgress, PlayerRecord, repository, upgrade_to_head
@@ -48,31 +49,31 @@ def session() -> Session:
     return Session(subprotocol=None)  # type: ignore[arg-type]
 
 
-async def new_room(services: Services) -> RoomDriver:
+async def new_room(services: Services) -> GameRoomDriver:
     return await services.registry.create(OWNER, Deal.from_code(CODE))
 
 
-async def ask(room: RoomDriver, make: Callable[[Callable[[Any], None]], Request]) -> Any:
+async def ask(room: GameRoomDriver, make: Callable[[Callable[[Any], None]], Request]) -> Any:
     """``make(reply_to)`` sent to ``room``; its reply (a refusal comes back as the exception)."""
     return await room.ask(make)
 
 
-async def act(room: RoomDriver, who: Session, action: str, v: int | None) -> Any:
+async def act(room: GameRoomDriver, who: Session, action: str, v: int | None) -> Any:
     return await ask(room, lambda reply_to: Act(who, lambda game: parse_action(action), v, None, reply_to))
 
 
-async def resign(room: RoomDriver, who: Session) -> Any:
+async def resign(room: GameRoomDriver, who: Session) -> Any:
     return await ask(room, lambda reply_to: Resign(who, None, reply_to))
 
 
-async def view(room: RoomDriver, who: Session) -> Any:
+async def view(room: GameRoomDriver, who: Session) -> Any:
     """``who`` follows ``room`` as its owner's connection, as ``resume`` does: its snapshot (None: the
     room closed first)."""
     who.view(room)
     return await ask(room, lambda reply_to: View(who, None, reply_to))
 
 
-async def watch(room: RoomDriver, who: Session) -> Any:
+async def watch(room: GameRoomDriver, who: Session) -> Any:
     who.watch(room)
     return await ask(room, lambda reply_to: Watch(who, None, reply_to))
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from wsclient import SUBPROTOCOLS, WsClient
+
+from tests.support.wsclient import SUBPROTOCOLS, WsClient
 
 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boardcopy import BoardCopy
-from wsclient import SUBPROTOCOLS, WsClient
+
+from tests.support.board import ClientBoard
+from tests.support.wsclient import SUBPROTOCOLS, WsClient
 
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "protocol" / "vectors" / "client_messages.json").read_text()
@@ -134,7 +135,7 @@ async def test_a_copy_takes_the_end_of_a_resigned_game_from_game_over(url: str) 
     spectator = await WsClient.open(url)
     await spectator.hello()
     game = (await owner.request("new_game", code="EO1-C8-AAAAAFA"))["game"]
-    copy = BoardCopy(await spectator.request("watch", game=game))
+    copy = ClientBoard(await spectator.request("watch", game=game))
     await owner.request("move", game=game, **{"from": "t1", "to": "c5"})
     copy.apply(await spectator.next_push())
     over = await owner.request("resign", game=game)

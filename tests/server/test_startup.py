@@ -25,13 +25,13 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import dbutil
 import pytest
-from test_cli import run_eightoff, the_one_line
-from test_workers import Node, one_client_per_worker
-from wsclient import WsClient
 
 from server.ops.workers import PortClaim, _claim_lock_file
+from tests.server.test_cli import run_eightoff, the_one_line
+from tests.server.test_workers import Node, one_client_per_worker
+from tests.support import dbutil
+from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"
 _CANNOT_LISTEN = (

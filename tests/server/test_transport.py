@@ -18,16 +18,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import pytest
-import serverutil
 from websockets.frames import Close, Frame, Opcode
 
 from server.app import App
 from server.config import Settings
 from server.edge import transport
 from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
+from tests.support import dbutil, serverutil
 
 LIVE = msgpack.packb({"type": "live", "id": 1})
 
@@ -253,6 +252,7 @@ async def test_a_slow_reader_is_dropped(tmp_path: Path) -> None:
             await client.message()
             client.send(Opcode.BINARY, msgpack.packb({"type": "new_game", "code": "EO1-C8-AAAAAFA", "id": 2}))
             game = (await client.message())["game"]
+            assert isinstance(client.writer.transport, asyncio.ReadTransport)
             client.writer.transport.pause_reading()
             resume = Frame(Opcode.BINARY, msgpack.packb({"type": "resume", "game": game, "id": 3}))
             client.writer.write(resume.serialize(mask=True) * 20_000)
@@ -367,6 +367,7 @@ async def test_a_ping_flood_that_does_not_read_its_pongs_is_dropped(tmp_path: Pa
         async with serverutil.running_app(url, max_write_buffer_bytes=16 * 1024, **unmetered) as app:
             client = await RawClient.open(app)
             client.writer.transport.set_write_buffer_limits(high=1 << 30)
+            assert isinstance(client.writer.transport, asyncio.ReadTransport)
             client.writer.transport.pause_reading()
             client.writer.write(Frame(Opcode.PING, b"x" * 125).serialize(mask=True) * 50_000)
             for _ in range(500):

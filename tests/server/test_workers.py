@@ -20,15 +20,15 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import dbutil
 import pytest
-from boardcopy import BoardCopy
 from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from wsclient import WsClient
 
 from engine import UNDO, Action, Game, Move
 from server import __version__
+from tests.support import dbutil
+from tests.support.board import ClientBoard
+from tests.support.wsclient import WsClient
 
 ROOT = Path(__file__).parents[2]
 CODE = "EO1-C8-AAAAAFA"
@@ -174,7 +174,7 @@ async def spectator_follows_a_game_played_on_the_other_worker(node: Node) -> Non
     clients = await one_client_per_worker(node.url)
     (watcher_node, spectator), (player_node, player) = sorted(clients.items())
     game = (await player.request("new_game", code=CODE))["game"]
-    board = BoardCopy(await spectator.request("watch", game=game))
+    board = ClientBoard(await spectator.request("watch", game=game))
     moves = [("t1", "c5"), ("c5", "t1"), ("t2", "c5")]
     for source, target in moves:
         assert (await player.request("move", game=game, **{"from": source, "to": target}))["type"] == "ack"

@@ -6,12 +6,12 @@ import random
 import shutil
 
 import pytest
-from positions import layout_at, run_of
 
 from bench.bench_solver import run_fc_solve
 from engine import CELL_VARIANTS, FOUNDATION_ORDER, PILES, Card, Deal, Foundation, Game, Layout, Rank
 from server.services.winnable import winnable_deals
 from solver import Verdict, solve, solve_deal
+from tests.support.positions import layout_at, run_of
 
 #: Sample deals per variant: deal numbers from a fixed stride so that they spread over the range.
 DEALS_PER_VARIANT = 100

@@ -6,4 +6,4 @@ upgraded to head once, emptied before each test and dropped at the end.
 
 from __future__ import annotations
 
-from migrated_db import database, database_url, postgres_url  # noqa: F401 (fixtures)
+from tests.support.migrated_db import database, database_url, postgres_url  # noqa: F401 (fixtures)

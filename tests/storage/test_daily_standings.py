@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from test_repository import CODE, player, result, start
-
 from server.storage import DailyStanding, Database, GameDaily, repository
 from server.storage.unfinished import abandon_games
+from tests.storage.test_repository import CODE, player, result, start
 
 DAY = date(2026, 12, 1)
 T0 = datetime(2026, 12, 1, 9, tzinfo=UTC)

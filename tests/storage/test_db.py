@@ -6,13 +6,13 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-import dbutil
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from server.storage import Database, PlayerRecord, repository, upgrade_to_head
 from server.storage.db import async_url, migrations_directory
+from tests.support import dbutil
 
 ADA = PlayerRecord("p1", "Ada", "ab" * 32, datetime(2026, 11, 30, tzinfo=UTC))
 
@@ -147,7 +147,7 @@ async def test_sqlite_write_transactions_take_the_write_lock_first(tmp_path: Pat
             async with database.connection() as reader:
                 assert await repository.get_player(reader, "p1") is None
             second = asyncio.create_task(count_players_in_a_transaction(database))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # the behaviour under test: time passes and the second writer waits
             assert not second.done()
         assert await second == 1
     finally:

@@ -197,7 +197,7 @@ async def test_two_writers_cannot_both_commit_a_version(database: Database) -> N
         async with database.transaction() as conn:
             await repository.insert_actions(conn, [("g1", 1, "t1-c1")])
             first_inserted.set()
-            await asyncio.sleep(0.2)  # hold the transaction open while the second writer tries
+            await asyncio.sleep(0.2)  # the scenario under test: a transaction held open while another tries
 
     async def second_writer() -> None:
         await first_inserted.wait()

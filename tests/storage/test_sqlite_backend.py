@@ -10,12 +10,12 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import dbutil
 import pytest
 
 from server.storage import ActionRecord
 from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
+from tests.support import dbutil
 
 GAMES = [f"game-{index:03}" for index in range(100)]
 ROWS_PER_COMMIT = 51

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import serverutil
 
 from server.app import App
+from tests.support import serverutil
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

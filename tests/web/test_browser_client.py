@@ -12,10 +12,10 @@ import re
 from typing import Any
 
 import pytest
-from pages import expect_board, leave_game, open_client, top_card
 from playwright.async_api import WebSocketRoute, expect
 
 from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
+from tests.web.pages import expect_board, leave_game, open_client, top_card
 
 CODE = "EO1-C8-AAAAAFA"
 SCREENSHOT = "/tmp/eightoff-board.png"

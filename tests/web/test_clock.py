@@ -18,15 +18,15 @@ import urllib.request
 from typing import Any
 
 import pytest
-import serverutil
-from pages import deal, leave_game, open_client, top_card
 from playwright.async_api import BrowserContext, Page, expect
-from wsclient import WsClient
 
 from engine import Game
 from protocol import parse_timestamp
 from server.app import App
 from server.clock import utc_now
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
+from tests.web.pages import deal, leave_game, open_client, top_card
 
 DESKTOP = {"width": 1280, "height": 860}
 CODE = "EO1-C8-AAAAAFA"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pages import ReplyDelay, accept_hint_cost, deal, open_client
 from playwright.async_api import Page, expect
+
+from tests.web.pages import ReplyDelay, accept_hint_cost, deal, open_client
 
 PHONE = {"width": 390, "height": 844}
 CODE = "EO1-C8-AAAAAFA"

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import serverutil
-from pages import deal, open_client, top_card
 from playwright.async_api import Page, expect
-from wsclient import WsClient
 
 from server.app import App
+from tests.support import serverutil
+from tests.support.wsclient import WsClient
+from tests.web.pages import deal, open_client, top_card
 
 PHONE = {"width": 390, "height": 844}
 CODE = "EO1-C8-AAAAAFA"

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pages import deal, expect_board, gesture_deal, open_client, screenshot, settled, top_card
 from playwright.async_api import Page, ViewportSize, expect
 
 from engine import Game, Move
+from tests.web.pages import deal, expect_board, gesture_deal, open_client, screenshot, settled, top_card
 
 PORTRAIT: ViewportSize = {"width": 390, "height": 844}
 LANDSCAPE: ViewportSize = {"width": 844, "height": 390}

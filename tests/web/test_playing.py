@@ -12,8 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import serverutil
-from pages import (
+from playwright.async_api import Page, expect
+
+from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
+from server.app import App
+from tests.support import serverutil
+from tests.support.wire import WINNING_LINE
+from tests.support.wsclient import WsClient
+from tests.web.pages import (
     card_from_top,
     choose_name,
     deal,
@@ -27,12 +33,6 @@ from pages import (
     top_card,
     touch_drag,
 )
-from playwright.async_api import Page, expect
-from wsclient import WsClient
-
-from engine import UNDO, Game, IllegalMoveError, Move, parse_pile
-from server.app import App
-from tests.protocol.wire_support import WINNING_LINE
 
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import serverutil
-from pages import open_client
 from playwright.async_api import Page, expect
-from wsclient import WsClient
 
 from engine import Game, Move
 from server.app import App
-from tests.protocol.wire_support import WINNING_LINE
+from tests.support import serverutil
+from tests.support.wire import WINNING_LINE
+from tests.support.wsclient import WsClient
+from tests.web.pages import open_client
 
 DESKTOP = {"width": 1280, "height": 860}
 WON = "EO1-C8-AAAAAFA"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pages import open_client
 from playwright.async_api import expect
-from wsclient import WsClient
 
 from server.app import App
+from tests.support.wsclient import WsClient
+from tests.web.pages import open_client
 
 
 async def test_live_list_shows_a_sealed_daily_without_a_watch_button(

@@ -14,7 +14,12 @@ import json
 import re
 from typing import Any
 
-from pages import (
+from playwright.async_api import Page, WebSocketRoute, expect
+
+from engine import UNDO, Game, Move
+from server.services.winnable import winnable_deals
+from solver import Verdict, solve
+from tests.web.pages import (
     accept_hint_cost,
     card_from_top,
     centre,
@@ -27,11 +32,6 @@ from pages import (
     screenshot,
     strip_point,
 )
-from playwright.async_api import Page, WebSocketRoute, expect
-
-from engine import UNDO, Game, Move
-from server.services.winnable import winnable_deals
-from solver import Verdict, solve
 
 DESKTOP = {"width": 1280, "height": 860}
 #: A C4 deal the solver proves lost from its opening, which still has moves to make.

@@ -18,7 +18,10 @@ import re
 from typing import Any
 
 import pytest
-from pages import (
+from playwright.async_api import Page, expect
+
+from engine import UNDO, Deal, Game, IllegalMoveError, Move, max_group_size, parse_pile
+from tests.web.pages import (
     ReplyDelay,
     card_from_top,
     card_text,
@@ -36,9 +39,6 @@ from pages import (
     touch_drag,
     touch_tap,
 )
-from playwright.async_api import Page, expect
-
-from engine import UNDO, Deal, Game, IllegalMoveError, Move, max_group_size, parse_pile
 
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}

@@ -1,6 +1,6 @@
 """A real server for tests: started in-process on a free loopback port, always shut down after.
 
-Import it as ``import serverutil`` (``tests/`` is on ``sys.path``, like ``dbutil``).
+Import it as ``from tests.support import serverutil``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import itertools
 import json
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 
 import protocol
@@ -25,6 +25,7 @@ class WsClient:
         self._ids = itertools.count(1)
         self.token: str | None = None
         self.player: dict[str, Any] | None = None
+        self.reply_timeout = 10.0  # seconds `request` waits for each message
 
     @classmethod
     async def open(cls, url: str, subprotocol: str = SUBPROTOCOLS[0], **kwargs: Any) -> WsClient:
@@ -34,7 +35,8 @@ class WsClient:
     def encode(self, message: dict[str, Any]) -> bytes | str:
         if self.subprotocol.endswith("json"):
             return json.dumps(message)
-        return msgpack.packb(message)
+        frame: bytes = msgpack.packb(message)
+        return frame
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.ws.send(self.encode(message))
@@ -43,20 +45,20 @@ class WsClient:
         frame = await asyncio.wait_for(self.ws.recv(), timeout)
         if self.subprotocol.endswith("json"):
             assert isinstance(frame, str), "JSON subprotocol must answer in text frames"
-            message = json.loads(frame)
+            message: dict[str, Any] = json.loads(frame)
         else:
             assert isinstance(frame, bytes), "msgpack subprotocol must answer in binary frames"
             message = msgpack.unpackb(frame)
         protocol.validate_server_message(message)  # everything the server sends follows the spec
         return message
 
-    async def request(self, type_: str, *, reply_timeout: float = 10.0, **fields: Any) -> dict[str, Any]:
+    async def request(self, type_: str, **fields: Any) -> dict[str, Any]:
         """Send a request with a fresh id and return its reply (waiting at most ``reply_timeout``
         seconds for each message); pushes that arrive first are kept."""
         request_id = next(self._ids)
         await self.send({"type": type_, "id": request_id, **fields})
         while True:
-            message = await self.recv(reply_timeout)
+            message = await self.recv(self.reply_timeout)
             if message.get("id") == request_id:
                 return message
             await self.pushed.put(message)
@@ -77,3 +79,10 @@ class WsClient:
 
     async def close(self) -> None:
         await self.ws.close()
+
+
+async def player(url: str, subprotocol: str = SUBPROTOCOLS[0], **hello: Any) -> WsClient:
+    """A connection to ``url`` that said hello with ``hello``'s fields (a name, a token ...)."""
+    client = await WsClient.open(url, subprotocol)
+    await client.hello(**hello)
+    return client

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import dbutil
 import pytest
 
 from server.storage import Database
+from tests.support import dbutil
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,5 @@
-"""Helpers of the protocol tests: the shared vectors as frames, and a rule-free client board.
-
-``tests/protocol`` is on ``sys.path`` under pytest, so test modules ``import wire_support``.
-
-The board knows only how to apply a snapshot's ops: that is all a client needs to mirror a game
-(protocol/README.md), so the tests hold the server messages to that promise with nothing else.
-"""
+"""The wire as tests see it: the shared client vectors as frames, their decoded form, and a winning line
+(the client board that follows a game by its diffs is in ``tests.support.board``)."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 
 import protocol
-from engine import Cell, Column, Deal, Foundation
+from engine import Cell, Column, Deal, Foundation, Move
 from protocol import OwnFoundation, Subprotocol
 
 VECTORS_PATH = Path(protocol.__file__).parent / "vectors" / "client_messages.json"
@@ -66,71 +61,12 @@ def decoded_form(request: protocol.ClientMessage) -> dict[str, object]:
     return form
 
 
-class ClientBoard:
-    """A copy of a snapshot's table, kept up to date by diffs, without any rule of the game."""
-
-    def __init__(self, snapshot: dict[str, Any]) -> None:
-        self.tableau: list[list[str]] = [list(column) for column in snapshot["tableau"]]
-        self.cells: list[str | None] = list(snapshot["cells"])
-        self.foundations: dict[str, str | None] = dict(snapshot["foundations"])
-        self.v: int = snapshot["v"]
-        self.score: int = snapshot["score"]
-        self.moves: int = snapshot["moves"]
-        self.status: str = snapshot["status"]
-
-    def apply(self, update: dict[str, Any]) -> None:
-        """Apply an ``ack`` or ``diff``; fails loudly if it does not fit the board."""
-        assert update["v"] == self.v + 1, f"gap: at v={self.v}, got v={update['v']}"
-        for op in update["ops"]:
-            self._take(op["from"], op["cards"], op.get("top"))
-            self._put(op["to"], op["cards"])
-        self.v, self.score, self.moves, self.status = (
-            update["v"],
-            update["score"],
-            update["moves"],
-            update["status"],
-        )
-
-    def _take(self, location: str, cards: list[str], top: str | None) -> None:
-        kind, rest = location[0], location[1:]
-        if kind == "t":
-            column = self.tableau[int(rest) - 1]
-            assert column[len(column) - len(cards) :] == cards, f"{cards} are not on top of {location}"
-            del column[len(column) - len(cards) :]
-        elif kind == "c":
-            assert self.cells[int(rest) - 1] == cards[0], f"{cards[0]} is not in {location}"
-            self.cells[int(rest) - 1] = None
-        else:
-            assert self.foundations[rest] == cards[0], f"{cards[0]} is not on top of {location}"
-            self.foundations[rest] = top
-
-    def _put(self, location: str, cards: list[str]) -> None:
-        kind, rest = location[0], location[1:]
-        if kind == "t":
-            self.tableau[int(rest) - 1].extend(cards)
-        elif kind == "c":
-            assert self.cells[int(rest) - 1] is None, f"{location} is occupied"
-            self.cells[int(rest) - 1] = cards[0]
-        else:
-            self.foundations[rest] = cards[-1]
-
-    def state(self) -> dict[str, Any]:
-        """The fields a fresh snapshot must agree with."""
-        return {
-            "tableau": self.tableau,
-            "cells": self.cells,
-            "foundations": self.foundations,
-            "v": self.v,
-            "score": self.score,
-            "moves": self.moves,
-            "status": self.status,
-        }
-
-
-def snapshot_state(snapshot: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: snapshot[key] for key in ("tableau", "cells", "foundations", "v", "score", "moves", "status")
-    }
+def move_fields(move: Move) -> dict[str, Any]:
+    """The fields of a ``move`` request for ``move`` (``n`` only for a group, as a client sends it)."""
+    fields: dict[str, Any] = {"from": move.source.symbol(), "to": move.target.symbol()}
+    if move.count > 1:
+        fields["n"] = move.count
+    return fields
 
 
 #: A win of EO1-C8-AAAAAFA (found by tests/solver.py once; the notation is stable).

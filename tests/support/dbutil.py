@@ -1,6 +1,6 @@
 """Databases for tests: fresh SQLite files and fresh PostgreSQL databases, made by the real migrations.
 
-Import it as ``import dbutil`` (``tests/`` is on ``sys.path`` because of ``tests/conftest.py``).
+Import it as ``from tests.support import dbutil``.
 
 PostgreSQL tests run only when ``EIGHTOFF_TEST_POSTGRES_URL`` names a server (CI sets it, e.g.
 ``postgresql+asyncpg://postgres@127.0.0.1:5432/test``). That database is used only as the maintenance
