@@ -418,8 +418,8 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
         _check_profile,
     ),
     "error": (
-        {"code": _one_of(*sorted(_ERROR_CODES)), "message": _string(0, 200)},
-        frozenset(),
+        {"code": _one_of(*sorted(_ERROR_CODES)), "message": _string(0, 200), "v": _count},
+        frozenset({"v"}),
         None,
     ),
 }

@@ -580,12 +580,15 @@ class Profile(_Value):
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class ErrorReply(_Value):
-    """An ``error``: the request was refused and nothing changed; ``message`` is cut to 200 characters."""
+    """An ``error``: the request was refused and nothing changed; ``message`` is cut to 200 characters.
+    A ``stale`` refusal carries the game's current ``v`` when the server knows it, so that a client
+    that missed a change learns where the game is without a ``resume`` round trip."""
 
     TYPE: ClassVar[str] = "error"
     code: ErrorCode
     message: str
     request_id: RequestId | None = None
+    v: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "code", ErrorCode(self.code))  # refuses a code that does not exist

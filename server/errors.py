@@ -21,12 +21,14 @@ logger = logging.getLogger(__name__)
 
 
 class Refusal(Exception):
-    """A request the server refuses; ``code`` is the protocol error code sent back."""
+    """A request the server refuses; ``code`` is the protocol error code sent back, ``v`` the game's
+    current version for a ``stale`` refusal that knows it."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, *, v: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.v = v
 
 
 def unavailable() -> Refusal:

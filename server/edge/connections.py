@@ -139,7 +139,7 @@ class Connections:
         self.in_flight -= 1
         if isinstance(outcome, BaseException):
             refusal = refusal_for(outcome, request.TYPE)
-            self._refuse(client, refusal.code, refusal.message, request)
+            self._refuse(client, refusal.code, refusal.message, request, refusal.v)
             return
         for reply in outcome:
             self._send((client,), reply)
@@ -157,10 +157,14 @@ class Connections:
             return False
         return True
 
-    def _refuse(self, client: Session, code: ErrorCode, message: str, request: Any) -> None:
-        """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)."""
+    def _refuse(
+        self, client: Session, code: ErrorCode, message: str, request: Any, v: int | None = None
+    ) -> None:
+        """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)
+        and, for ``stale``, the game's current ``v`` when known."""
         self._metrics.errors.labels(code.value).inc()
-        self._send((client,), protocol.ErrorReply(code=code, message=message, request_id=request.request_id))
+        reply = protocol.ErrorReply(code=code, message=message, request_id=request.request_id, v=v)
+        self._send((client,), reply)
 
     async def close_idle_forever(self) -> None:
         """Close connections silent for ``idle_timeout``: no frame at all, not even a ping, and no

@@ -332,7 +332,7 @@ class GameRoom:
             # the stored game was not found or not read: the refused action is taken back all the same
             self.game = Game.replay(refused.game.deal, refused.game.log[:-1])
         if refused is not None:
-            effects.append(Reply(refused.reply_to, _stale_after_conflict(self.id)))
+            effects.append(Reply(refused.reply_to, _stale_after_conflict(self.id, self.game.v)))
         return effects
 
     def _rebuilt(self, rebuilt: Rebuilt) -> list[Effect]:
@@ -408,7 +408,9 @@ class GameRoom:
 
     def _check_version(self, expected_v: int | None) -> None:
         if expected_v is not None and expected_v != self.game.v:
-            raise Refusal(ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}")
+            raise Refusal(
+                ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}", v=self.game.v
+            )
 
     def _record(self, game: Game, v: int, notation: str, at: dt.datetime | None = None) -> ActionRecord:
         """The row of an action; it carries the game's figures for its row (what ``live`` lists), as of
@@ -435,8 +437,8 @@ class GameRoom:
         )
 
 
-def _stale_after_conflict(game_id: str) -> Refusal:
-    return Refusal(ErrorCode.STALE, f"game {game_id} changed elsewhere; resume or watch it again")
+def _stale_after_conflict(game_id: str, v: int) -> Refusal:
+    return Refusal(ErrorCode.STALE, f"game {game_id} changed elsewhere; resume or watch it again", v=v)
 
 
 def _game_over(result: GameResult, request_id: RequestId | None) -> GameOver:

@@ -171,7 +171,8 @@ def readme_example(code: str) -> dict[str, Any]:
 
 
 async def test_stale_example_is_what_the_server_sends(url: str) -> None:
-    """The example's text, with its game id, is what the server says at the example's versions."""
+    """The example's text, with its game id, is what the server says at the example's versions, and
+    its ``v`` is the game's current version (issue 22: a client needs no ``resume`` to learn it)."""
     example = readme_example("stale")
     numbers = re.fullmatch(r"game \S+ is at v (\d+), not (\d+)", example["message"])
     assert numbers is not None, example
@@ -186,6 +187,7 @@ async def test_stale_example_is_what_the_server_sends(url: str) -> None:
     example_game = example["message"].split()[1]
     assert reply["code"] == example["code"]
     assert reply["message"] == example["message"].replace(example_game, game)
+    assert reply["v"] == example["v"] == at, "the stale error says the game's current version"
 
 
 @pytest.fixture

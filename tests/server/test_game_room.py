@@ -19,7 +19,7 @@ import pytest
 
 import protocol
 from engine import Cell, Column, Deal, Game, IllegalMoveError, Move, parse_action
-from server.errors import Refusal
+from server.errors import ErrorCode, Refusal
 from server.play import game_room as game_room_module
 from server.play.bus import BusEvent
 from server.play.commands import (
@@ -330,6 +330,22 @@ def test_a_conflict_holds_the_room_until_the_stored_game_is_taken() -> None:
     assert harness.pushed_to(harness.spectator) == [("snapshot", 1)]
     assert harness.room.awaiting is None
     assert harness.view(harness.tab) == ["Reply(tab: snapshot)"] and harness.last_reply()[0].v == 1
+
+
+def test_a_stale_refusal_says_the_games_current_version() -> None:
+    """A request at another version, and an action that lost a write conflict, are refused stale with
+    the game's version as the room holds it (the stored game's, after the conflict)."""
+    harness = Harness()
+    harness.act("t1-c5", 0)
+    harness.commit(None)
+    assert harness.act("c5-t1", 0) == ["Reply(owner: Refusal stale)"]
+    refused = harness.last_reply()
+    assert isinstance(refused, Refusal) and refused.v == 1
+    harness.act("c5-t1", 1)
+    harness.commit(WriteConflict("v 2 is stored"))
+    harness.loaded(replayed("t1-c5", "c5-t1", "t2-c6"))
+    refused = harness.last_reply()
+    assert isinstance(refused, Refusal) and refused.code is ErrorCode.STALE and refused.v == 3
 
 
 def test_the_rules_and_the_version_refuse_before_anything_is_stored() -> None:
