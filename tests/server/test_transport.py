@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import logging
 import os
@@ -27,6 +28,8 @@ from server.config import Settings
 from server.edge import transport
 from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
 from tests.support import dbutil, serverutil
+from tests.support.waiting import eventually
+from tests.support.wsclient import player
 
 LIVE = msgpack.packb({"type": "live", "id": 1})
 
@@ -105,10 +108,9 @@ def open_connections(app: App) -> tuple[float, int, int]:
 
 
 async def settled(app: App) -> tuple[float, int, int]:
-    for _ in range(300):
-        if open_connections(app) == (0, 0, 0):
-            break
-        await asyncio.sleep(0.01)
+    """What the server holds once it let go of every connection, or after 3 s (the caller asserts)."""
+    with contextlib.suppress(AssertionError):
+        await eventually(lambda: open_connections(app) == (0, 0, 0), "every connection is let go", timeout=3)
     return open_connections(app)
 
 
@@ -158,7 +160,11 @@ async def test_peer_that_disappears_mid_request(app: App, caplog: pytest.LogCapt
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close = reset
     client.writer.transport.abort()
     assert await settled(app) == (0, 0, 0)
-    await asyncio.sleep(0.2)  # the in-flight move's commit completes and finds the connection gone
+    # The committer settles writes in order: once a later player's new game is stored, every move
+    # the gone connection had in flight has completed and found the connection gone.
+    later = await player(serverutil.ws_url(app))
+    assert (await later.request("new_game", code="EO1-C8-AAAAAFA"))["type"] == "snapshot"
+    await later.close()
     assert [record for record in caplog.records if record.levelno >= logging.ERROR] == []
 
 
@@ -256,10 +262,7 @@ async def test_a_slow_reader_is_dropped(tmp_path: Path) -> None:
             client.writer.transport.pause_reading()
             resume = Frame(Opcode.BINARY, msgpack.packb({"type": "resume", "game": game, "id": 3}))
             client.writer.write(resume.serialize(mask=True) * 20_000)
-            for _ in range(500):
-                if app.metrics.dropped_slow_readers._value.get():
-                    break
-                await asyncio.sleep(0.01)
+            await eventually(lambda: app.metrics.dropped_slow_readers._value.get() > 0, "it is dropped")
             assert app.metrics.dropped_slow_readers._value.get() == 1
             assert await settled(app) == (0, 0, 0)
 
@@ -277,13 +280,14 @@ async def test_shutdown_closes_1001_after_the_in_flight_action_commits(tmp_path:
         move = {"type": "move", "game": game, "from": "t1", "to": "c5", "id": 3}
         client.send(Opcode.BINARY, msgpack.packb(move))
         await client.writer.drain()
-        for _ in range(10_000):  # until the move is with the handler (its commit takes a while)
+        # The move is in flight for a few turns of the loop only (its commit is quick): look every turn.
+        for _ in range(10_000):
             if app.connections.in_flight:
                 break
             await asyncio.sleep(0)
         assert app.connections.in_flight == 1
         shutdown = asyncio.create_task(app.shutdown())
-        await asyncio.sleep(0)  # shutdown starts: no new request is served from now on
+        await asyncio.sleep(0)  # one turn: shutdown starts, no new request is served from now on
         client.send(Opcode.BINARY, msgpack.packb({"type": "live", "id": 4}))
         ack = await client.message()
         assert (ack["type"], ack["id"]) == ("ack", 3)
@@ -370,10 +374,7 @@ async def test_a_ping_flood_that_does_not_read_its_pongs_is_dropped(tmp_path: Pa
             assert isinstance(client.writer.transport, asyncio.ReadTransport)
             client.writer.transport.pause_reading()
             client.writer.write(Frame(Opcode.PING, b"x" * 125).serialize(mask=True) * 50_000)
-            for _ in range(500):
-                if app.metrics.dropped_slow_readers._value.get():
-                    break
-                await asyncio.sleep(0.01)
+            await eventually(lambda: app.metrics.dropped_slow_readers._value.get() > 0, "it is dropped")
             assert app.metrics.dropped_slow_readers._value.get() == 1
             assert await settled(app) == (0, 0, 0)
 
@@ -535,8 +536,7 @@ async def test_an_unfinished_message_is_closed_1008_in_time(
     assert (await finished.message())["type"] == "error"  # unauthorized: it said no hello; served
     stalled = await RawClient.open(app)
     stalled.send(Opcode.BINARY, b"\x00" * 100, fin=False)
-    await asyncio.sleep(0.1)
-    assert app.server.partial_bytes == 100
+    await eventually(lambda: app.server.partial_bytes == 100, "the fragment is held")
     assert await stalled.close_code() == 1008
     assert app.server.partial_bytes == 0
     await asyncio.sleep(0.4)  # the finished message's timer was cancelled: still open
@@ -552,8 +552,7 @@ async def test_unfinished_messages_are_bounded_in_all(app: App, monkeypatch: pyt
     holders = [await RawClient.open(app) for _ in range(4)]
     for holder in holders[:3]:
         holder.send(Opcode.BINARY, b"\x00" * 3000, fin=False)
-    await asyncio.sleep(0.1)
-    assert app.server.partial_bytes == 9000
+    await eventually(lambda: app.server.partial_bytes == 9000, "three fragments are held")
     holders[3].send(Opcode.BINARY, b"\x00" * 3000, fin=False)
     assert await holders[3].close_code() == 1013
     assert app.server.partial_bytes == 9000

@@ -28,6 +28,7 @@ from engine import UNDO, Action, Game, Move
 from server import __version__
 from tests.support import dbutil
 from tests.support.board import ClientBoard
+from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
 ROOT = Path(__file__).parents[2]
@@ -280,10 +281,13 @@ async def test_one_game_driven_from_both_workers_at_once_stores_and_acks_one_act
 # ------------------------------------------------------------------------------------------ stopping
 
 
-async def _play_until_closed(client: WsClient, game_id: str) -> int:
-    """Play legal moves back to back until the server closes the connection; the last acked v."""
+async def _play_until_closed(client: WsClient, game_id: str, playing: asyncio.Event | None = None) -> int:
+    """Play legal moves back to back until the server closes the connection; the last acked v.
+    ``playing`` is set once a few actions were acked: the game is well under way."""
     game = Game.from_code(CODE)
     while True:
+        if playing is not None and game.v >= 3:
+            playing.set()
         action = _candidates(game)[0]
         try:
             reply = await _act(client, action, game_id, game.v)
@@ -300,10 +304,12 @@ async def test_sigterm_stops_every_worker_gracefully_with_in_flight_actions_acke
 ) -> None:
     clients = await one_client_per_worker(node.url)
     games = {name: (await client.request("new_game", code=CODE))["game"] for name, client in clients.items()}
+    playing = {name: asyncio.Event() for name in clients}
     plays = {
-        name: asyncio.create_task(_play_until_closed(client, games[name])) for name, client in clients.items()
+        name: asyncio.create_task(_play_until_closed(client, games[name], playing[name]))
+        for name, client in clients.items()
     }
-    await asyncio.sleep(0.5)
+    await asyncio.wait_for(asyncio.gather(*(event.wait() for event in playing.values())), 30)
     node.process.send_signal(signal.SIGTERM)
     acked = {name: await asyncio.wait_for(play, 60) for name, play in plays.items()}
     for client in clients.values():
@@ -333,9 +339,10 @@ async def test_workers_whose_supervisor_is_killed_stop_too(node: Node) -> None:
     pids = node.worker_pids()
     node.process.kill()
     assert await node.wait() == -signal.SIGKILL
-    async with asyncio.timeout(60):  # each notices its closed pipe and shuts down gracefully
-        while any(_is_running(pid) for pid in pids.values()):
-            await asyncio.sleep(0.1)
+    # each notices its closed pipe and shuts down gracefully
+    await eventually(
+        lambda: not any(_is_running(pid) for pid in pids.values()), "every worker stopped", timeout=60
+    )
     assert node.stderr().count("the supervisor is gone; shutting down") == 2
 
 
@@ -389,7 +396,7 @@ async def node_totals(port: int, expected: dict[str, float], timeout: float = 10
     reaches the shared directory within a second). Each scrape comes from an address of its own
     (127.0.0.10 …): the per-address limits on new connections are not what this measures."""
     sources = (f"127.0.0.{10 + n}" for n in itertools.count())
-    async with asyncio.timeout(timeout):
+    async with asyncio.timeout(timeout):  # a scrape every 0.2 s: each from a new address, of 245
         while totals(await asyncio.to_thread(scrape, port, next(sources))) != expected:
             await asyncio.sleep(0.2)
     return [totals(await asyncio.to_thread(scrape, port, next(sources))) for _ in range(SCRAPES)]

@@ -9,7 +9,6 @@ and a finished game (no hint button).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from typing import Any
@@ -19,6 +18,7 @@ from playwright.async_api import Page, WebSocketRoute, expect
 from engine import UNDO, Game, Move
 from server.services.winnable import winnable_deals
 from solver import Verdict, solve
+from tests.support.waiting import eventually
 from tests.web.pages import (
     accept_hint_cost,
     card_from_top,
@@ -68,12 +68,11 @@ class Gate:
     async def release_after(self, *types: str) -> None:
         """Wait until the server has answered with ``types`` (held back), then let everything through."""
         assert self.held is not None and self.page_side is not None
-        for _ in range(500):
-            if set(types) <= {json.loads(frame)["type"] for frame in self.held}:
-                break
-            await asyncio.sleep(0.02)
+        held = self.held
+        await eventually(
+            lambda: set(types) <= {json.loads(frame)["type"] for frame in held}, f"answered {types}"
+        )
         frames, self.held = self.held, None
-        assert set(types) <= {json.loads(frame)["type"] for frame in frames}
         for frame in frames:
             self.page_side.send(frame)
 
