@@ -31,6 +31,7 @@ from websockets.protocol import State
 from server.app import App
 from server.edge.admission import ConnectionGate
 from tests.support import serverutil
+from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
 CODE = "EO1-C8-AAAAAFA"  # 8 cells, cells 5-8 empty: t1 -> c5 and back are always legal
@@ -87,6 +88,11 @@ async def bystander_playing(url: str, **connect_kwargs: Any) -> AsyncIterator[By
     finally:
         await bystander.stop()
     assert bystander.acks >= served + 3, "the bystander is no longer served"
+
+
+def open_sockets(app: App) -> int:
+    """The sockets the admission gate counts: what a cap is checked against."""
+    return app.server.gate.caps.open_connections
 
 
 @pytest.fixture
@@ -240,13 +246,15 @@ async def test_connections_past_the_per_address_cap_get_503(
         url = serverutil.ws_url(app)
         async with bystander_playing(url, sock=serverutil.socket_from("127.0.0.2", app.port)):
             idle = [serverutil.socket_from("127.0.0.1", app.port) for _ in range(5)]
-            await asyncio.sleep(0.1)
+            await eventually(
+                lambda: open_sockets(app) == 6, "the idle sockets and the bystander's are counted"
+            )
             with caplog.at_level(logging.WARNING), pytest.raises(InvalidStatus) as refused:
                 await connect(url)
             assert refused.value.response.status_code == 503
             assert any("connection refused" in record.getMessage() for record in caplog.records)
             idle.pop().close()
-            await asyncio.sleep(0.1)
+            await eventually(lambda: open_sockets(app) == 5, "the closed socket is let go")
             async with connect(url) as ws:
                 await ws.send(msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
                 assert msgpack.unpackb(await ws.recv())["type"] == "welcome"
@@ -265,7 +273,7 @@ async def test_connections_past_the_global_cap_get_503(database_url: str) -> Non
                     await connect(url, sock=serverutil.socket_from(address, app.port))
                 assert refused.value.response.status_code == 503
             await held.pop().close()
-            await asyncio.sleep(0.1)
+            await eventually(lambda: open_sockets(app) == 3, "the closed connection is let go")
             held.append(await connect(url))
             for ws in held:
                 await ws.close()
@@ -344,7 +352,7 @@ async def test_behind_a_trusted_proxy_the_limits_count_the_forwarded_client(data
         other = await WsClient.open(url, additional_headers=behind("2.2.2.2"))
         await other.hello()
         await first[1].close()
-        await asyncio.sleep(0.1)
+        await eventually(lambda: open_sockets(app) == 2, "the closed connection is let go")
         third = await WsClient.open(url, additional_headers=behind("1.1.1.1"))
         limited = await third.request("hello", protocol=1)  # a third guest from 1.1.1.1 this minute
         assert limited["type"] == "error" and limited["code"] == "rate_limited", limited
