@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.support import dbutil
 
 # "ci": what Hypothesis' own CI profile does (the same examples on every run, no example database,
 # a failure's blob printed to reproduce it) with twice the examples; CI sets CI=true (.ci/run too).
@@ -22,3 +25,8 @@ settings.register_profile("dev", settings.get_profile("default"), max_examples=1
 
 # CI=false, 0 or empty is not CI.
 settings.load_profile("ci" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false") else "dev")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The test databases still being dropped in the background, and the templates, go now."""
+    dbutil.drop_what_is_left()

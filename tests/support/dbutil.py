@@ -7,6 +7,10 @@ PostgreSQL tests run only when ``EIGHTOFF_TEST_POSTGRES_URL`` names a server (CI
 connection: each helper creates a uniquely named database next to it (AUTOCOMMIT, as CREATE DATABASE can't
 run in a transaction) and drops it afterwards, even when connections to it are still open.
 
+A migrated database is a copy of a template migrated once per test session (a copy takes about a third
+of a second, the migrations twice that), and databases are dropped by a background thread (a drop takes
+most of a second, and no test waits on it); the session's end drops what is left (`drop_what_is_left`).
+
 The synchronous helpers run their own event loop (``asyncio.run``) and so must be called outside one:
 from synchronous fixtures, or through ``asyncio.to_thread`` from async code. The ``*_async`` variants are
 for async fixtures.
@@ -15,9 +19,11 @@ for async fixtures.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
@@ -67,10 +73,14 @@ def _database_url(server_url: str, database: str) -> str:
     return async_url(server_url).set(database=database).render_as_string(hide_password=False)
 
 
-async def create_postgres_database_async(server_url: str, *, prefix: str = DATABASE_PREFIX) -> str:
-    """Create an empty, uniquely named database on the server of ``server_url``; returns its URL."""
+async def create_postgres_database_async(
+    server_url: str, *, prefix: str = DATABASE_PREFIX, template: str | None = None
+) -> str:
+    """Create a uniquely named database on the server of ``server_url``, empty or a copy of the
+    database ``template``; returns its URL."""
     name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:12]}"
-    await _execute_outside_transaction(server_url, f'CREATE DATABASE "{name}"')
+    copy_of = f' TEMPLATE "{template}"' if template else ""
+    await _execute_outside_transaction(server_url, f'CREATE DATABASE "{name}"{copy_of}')
     return _database_url(server_url, name)
 
 
@@ -92,9 +102,11 @@ async def _execute_outside_transaction(server_url: str, statement: str) -> None:
         await engine.dispose()
 
 
-def create_postgres_database(server_url: str, *, prefix: str = DATABASE_PREFIX) -> str:
+def create_postgres_database(
+    server_url: str, *, prefix: str = DATABASE_PREFIX, template: str | None = None
+) -> str:
     """Synchronous `create_postgres_database_async`."""
-    return asyncio.run(create_postgres_database_async(server_url, prefix=prefix))
+    return asyncio.run(create_postgres_database_async(server_url, prefix=prefix, template=template))
 
 
 def drop_postgres_database(server_url: str, database_url: str) -> None:
@@ -102,16 +114,49 @@ def drop_postgres_database(server_url: str, database_url: str) -> None:
     asyncio.run(drop_postgres_database_async(server_url, database_url))
 
 
+@functools.cache
+def _migrated_template(server_url: str) -> str:
+    """The name of this session's database upgraded to head, which migrated databases copy. Nothing
+    stays connected to it (a copy needs its template idle)."""
+    url = create_postgres_database(server_url, prefix=f"{DATABASE_PREFIX}_template")
+    upgrade_to_head(url)
+    _dropped_at_the_end.append((server_url, url))
+    name = make_url(url).database
+    assert name
+    return name
+
+
+#: One thread drops databases while the tests go on; the templates go last, once every copy is gone.
+_dropper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drop-test-database")
+_drops: list[Future[None]] = []
+_dropped_at_the_end: list[tuple[str, str]] = []
+
+
+def drop_later(server_url: str, database_url: str) -> None:
+    """Drop the database of ``database_url`` in the background (see `drop_what_is_left`)."""
+    _drops.append(_dropper.submit(drop_postgres_database, server_url, database_url))
+
+
+def drop_what_is_left() -> None:
+    """Wait for the background drops, then drop the templates (the session's end calls this)."""
+    for drop in _drops:
+        drop.result()
+    _drops.clear()
+    for server_url, url in _dropped_at_the_end:
+        drop_postgres_database(server_url, url)
+    _dropped_at_the_end.clear()
+    _migrated_template.cache_clear()
+
+
 @contextmanager
 def postgres_database(server_url: str, *, migrate: bool = True) -> Iterator[str]:
-    """A fresh PostgreSQL database (upgraded to head unless ``migrate`` is False), dropped on exit."""
-    url = create_postgres_database(server_url)
+    """A fresh PostgreSQL database (at head unless ``migrate`` is False), dropped after the caller."""
+    template = _migrated_template(server_url) if migrate else None
+    url = create_postgres_database(server_url, template=template)
     try:
-        if migrate:
-            upgrade_to_head(url)
         yield url
     finally:
-        drop_postgres_database(server_url, url)
+        drop_later(server_url, url)
 
 
 @contextmanager
