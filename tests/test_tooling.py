@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import grimp
@@ -42,10 +43,11 @@ def test_ci_runs_every_check_before_the_tests() -> None:
 def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does() -> None:
     """Bare ``pytest`` does not put the root on sys.path; tests/server must not shadow the server package."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    bare = run([str(BIN / "pytest"), "--collect-only", "-q", "-p", "no:cacheprovider"], env=environ)
-    module = run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"], env=environ
-    )
+    collect = ["--collect-only", "-q", "-p", "no:cacheprovider"]
+    with ThreadPoolExecutor(max_workers=2) as both:  # side by side: each takes a while
+        bare_run = both.submit(run, [str(BIN / "pytest"), *collect], env=environ)
+        module_run = both.submit(run, [sys.executable, "-m", "pytest", *collect], env=environ)
+        bare, module = bare_run.result(), module_run.result()
     assert bare.returncode == 0, bare.stdout[-3000:] + bare.stderr[-3000:]
     assert "error" not in bare.stdout.lower().splitlines()[-1]
     bare_count, module_count = _COLLECTED.search(bare.stdout), _COLLECTED.search(module.stdout)

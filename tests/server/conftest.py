@@ -16,10 +16,11 @@ from tests.support import dbutil, serverutil
 
 @pytest.fixture(params=dbutil.BACKENDS)
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database for a server: on SQLite an empty file (the server migrates it on start, as in
-    production); on PostgreSQL a copy of a migrated template, which saves each test the migrations'
-    second (the server's start finds it at head; test_crash and tests/migrations start from empty)."""
-    with dbutil.fresh_database(request.param, tmp_path, migrate=request.param == "postgresql") as url:
+    """A database for a server: a copy of one migrated once per session, which saves each test the
+    migrations (a second on PostgreSQL); the server's start finds it at head. That the server
+    migrates an empty database on start is tested where it matters: test_crash, test_transport,
+    test_startup and tests/migrations start from empty."""
+    with dbutil.fresh_database(request.param, tmp_path) as url:
         yield url
 
 

@@ -19,8 +19,12 @@ for async fixtures.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
+import shutil
+import sqlite3
+import tempfile
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -63,10 +67,20 @@ def sqlite_url(path: Path) -> str:
 
 
 def migrated_sqlite_url(directory: Path, name: str = "eightoff.db") -> str:
-    """A new SQLite database file in ``directory``, upgraded to the head migration; returns its URL."""
-    url = sqlite_url(directory / name)
-    upgrade_to_head(url)
-    return url
+    """A new SQLite database file in ``directory``, at the head migration (a copy of a file migrated
+    once per session); returns its URL."""
+    shutil.copyfile(_migrated_sqlite_template(), directory / name)
+    return sqlite_url(directory / name)
+
+
+@functools.cache
+def _migrated_sqlite_template() -> Path:
+    """This session's SQLite file upgraded to head, checkpointed: the file alone is the database."""
+    path = Path(tempfile.mkdtemp(prefix="eightoff-template-")) / "eightoff.db"
+    upgrade_to_head(sqlite_url(path))
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path
 
 
 def _database_url(server_url: str, database: str) -> str:
@@ -138,7 +152,8 @@ def drop_later(server_url: str, database_url: str) -> None:
 
 
 def drop_what_is_left() -> None:
-    """Wait for the background drops, then drop the templates (the session's end calls this)."""
+    """Wait for the background drops, then drop the templates, the SQLite one too (the session's
+    end calls this)."""
     for drop in _drops:
         drop.result()
     _drops.clear()
@@ -146,6 +161,9 @@ def drop_what_is_left() -> None:
         drop_postgres_database(server_url, url)
     _dropped_at_the_end.clear()
     _migrated_template.cache_clear()
+    if _migrated_sqlite_template.cache_info().currsize:
+        shutil.rmtree(_migrated_sqlite_template().parent, ignore_errors=True)
+        _migrated_sqlite_template.cache_clear()
 
 
 @contextmanager
@@ -167,10 +185,7 @@ def fresh_database(backend: str, directory: Path, *, migrate: bool = True) -> It
     skipped when ``EIGHTOFF_TEST_POSTGRES_URL`` is unset).
     """
     if backend == "sqlite":
-        url = sqlite_url(directory / "eightoff.db")
-        if migrate:
-            upgrade_to_head(url)
-        yield url
+        yield migrated_sqlite_url(directory) if migrate else sqlite_url(directory / "eightoff.db")
     elif backend == "postgresql":
         with postgres_database(require_postgres_server_url(), migrate=migrate) as url:
             yield url
