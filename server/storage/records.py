@@ -364,9 +364,12 @@ class RatedRace:
 
 @dataclass(frozen=True, slots=True)
 class RatedPlayer:
-    """A row of the rating leaderboard (`server.storage.ratings.rating_page`)."""
+    """A row of the rating board of a variant (`server.storage.leaderboards.rating_page`), with its
+    competition rank; ``key.sort_key`` is minus the shown rating."""
 
     rank: int
     player_id: str
     player_name: str
     rating: Rating
+    key: PlayerKey
+    player_bot: bool = False
