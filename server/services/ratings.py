@@ -19,6 +19,7 @@ tie. Who is rated, and what is shown:
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from typing import Final, NamedTuple
 
@@ -26,7 +27,16 @@ from openskill.models import PlackettLuce, PlackettLuceRating
 
 from server.storage.records import RatedRace, Rating, RatingChange
 
-__all__ = ["NEWCOMER", "Placement", "RatedRace", "Rating", "RatingChange", "rate_race"]
+__all__ = [
+    "NEWCOMER",
+    "Placement",
+    "RatedRace",
+    "Rating",
+    "RatingChange",
+    "rate_race",
+    "rated_race",
+    "shown_rating",
+]
 
 #: The model: OpenSkill's defaults (mu 25, sigma 25/3, beta 25/6, tau 25/300), sigma never growing.
 _MODEL: Final = PlackettLuce(limit_sigma=True)
@@ -84,3 +94,19 @@ def rate_race(placements: Sequence[Placement], current: Mapping[str, Rating]) ->
         )
         for placement, old, (new,) in zip(rated, before, after, strict=True)
     )
+
+
+def rated_race(
+    race_id: str, cells: int, placements: Sequence[Placement], current: Mapping[str, Rating], at: dt.datetime
+) -> RatedRace:
+    """`rate_race`, as the value a race's result stores (`server.storage.commit_backends.Write.ratings`).
+
+    Raises:
+        ValueError: as `rate_race`.
+    """
+    return RatedRace(race_id=race_id, cells=cells, changes=rate_race(placements, current), at=at)
+
+
+def shown_rating(rating: Rating | None) -> int:
+    """The rating a player shows (and quick match uses): its stored one's, a newcomer's for None."""
+    return (rating or NEWCOMER).display

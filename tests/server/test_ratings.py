@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.services.ratings import NEWCOMER, Placement, Rating, RatingChange, rate_race
+from server.services.ratings import (
+    NEWCOMER,
+    Placement,
+    RatedRace,
+    Rating,
+    RatingChange,
+    rate_race,
+    rated_race,
+    shown_rating,
+)
 
 
 def by_player(changes: tuple[RatingChange, ...]) -> dict[str, RatingChange]:
@@ -122,6 +133,20 @@ def test_rate_race_leaves_its_inputs_alone() -> None:
     current = {"ann": Rating(28.0, 4.0, 3)}
     rate_race([Placement("ann", 2), Placement("bo", 1)], current)
     assert current == {"ann": Rating(28.0, 4.0, 3)}
+
+
+def test_rated_race_is_the_stored_value_of_rate_race() -> None:
+    at = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.UTC)
+    seats = [Placement("ann", 2), Placement("bo", 1)]
+    current = {"ann": Rating(27.0, 5.0, 4)}
+    assert rated_race("race-1", 4, seats, current, at) == RatedRace(
+        "race-1", 4, rate_race(seats, current), at
+    )
+
+
+def test_shown_rating_of_a_newcomer_and_of_a_rated_player() -> None:
+    assert shown_rating(None) == NEWCOMER.display == 1000
+    assert shown_rating(Rating(30.0, 2.0, 12)) == 1000 + 40 * 24
 
 
 ratings = st.builds(
