@@ -15,13 +15,20 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, literal, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage.records import RatedRace, Rating, RatingChange
 from server.storage.tables import race_rating_changes, ratings
 
-__all__ = ["load_race_rating_changes", "load_ratings", "player_ratings", "store_rating_changes"]
+__all__ = [
+    "load_race_rating_changes",
+    "load_ratings",
+    "player_ratings",
+    "rated_races_after",
+    "rating_histories_after",
+    "store_rating_changes",
+]
 
 
 async def load_ratings(conn: AsyncConnection, cells: int, player_ids: Iterable[str]) -> dict[str, Rating]:
@@ -112,15 +119,7 @@ async def load_race_rating_changes(conn: AsyncConnection, race_id: str) -> Rated
     ).all()
     if not rows:
         return None
-    changes = tuple(
-        RatingChange(
-            player_id=row.player_id,
-            place=row.place,
-            before=Rating(row.mu_before, row.sigma_before, row.races_before),
-            after=Rating(row.mu_after, row.sigma_after, row.races_before + 1),
-        )
-        for row in rows
-    )
+    changes = tuple(map(_stored_change, rows))
     return RatedRace(race_id=race_id, cells=rows[0].cells, changes=changes, at=rows[0].at)
 
 
@@ -132,3 +131,76 @@ async def player_ratings(conn: AsyncConnection, player_id: str) -> dict[int, Rat
         )
     )
     return {row.cells: Rating(row.mu, row.sigma, row.races) for row in rows}
+
+
+def _stored_change(row: Any) -> RatingChange:
+    return RatingChange(
+        player_id=row.player_id,
+        place=row.place,
+        before=Rating(row.mu_before, row.sigma_before, row.races_before),
+        after=Rating(row.mu_after, row.sigma_after, row.races_before + 1),
+    )
+
+
+async def rated_races_after(conn: AsyncConnection, after: str | None, limit: int) -> list[RatedRace]:
+    """Up to ``limit`` rated races with all their changes, in race id order after ``after`` (from the
+    first when None): a keyset walk for ``eightoff verify``. Read it on `Database.snapshot`."""
+    ids = (
+        select(race_rating_changes.c.race_id).distinct().order_by(race_rating_changes.c.race_id).limit(limit)
+    )
+    if after is not None:
+        ids = ids.where(race_rating_changes.c.race_id > after)
+    race_ids = list(await conn.scalars(ids))
+    if not race_ids:
+        return []
+    rows = await conn.execute(
+        select(race_rating_changes)
+        .where(race_rating_changes.c.race_id.in_(race_ids))
+        .order_by(race_rating_changes.c.race_id, race_rating_changes.c.place, race_rating_changes.c.player_id)
+    )
+    races: dict[str, RatedRace] = {}
+    for row in rows:
+        race = races.get(row.race_id) or RatedRace(row.race_id, row.cells, (), row.at)
+        races[row.race_id] = RatedRace(
+            race.race_id, race.cells, (*race.changes, _stored_change(row)), race.at
+        )
+    return [races[race_id] for race_id in race_ids]
+
+
+async def rating_histories_after(
+    conn: AsyncConnection, after: tuple[str, int] | None, limit: int
+) -> list[tuple[str, int, Rating | None, tuple[RatingChange, ...]]]:
+    """Up to ``limit`` (player, cells) pairs that have a rating or a change, in (player, cells) order
+    after ``after``: each with its stored rating (None: no row) and its changes by ``races_before``.
+    A keyset walk for ``eightoff verify``. Read it on `Database.snapshot`."""
+    keys = (
+        select(ratings.c.player_id, ratings.c.cells)
+        .union(select(race_rating_changes.c.player_id, race_rating_changes.c.cells))
+        .subquery()
+    )
+    page = select(keys.c.player_id, keys.c.cells).order_by(keys.c.player_id, keys.c.cells).limit(limit)
+    if after is not None:
+        page = page.where(
+            tuple_(keys.c.player_id, keys.c.cells) > tuple_(literal(after[0]), literal(after[1]))
+        )
+    wanted = [(row.player_id, row.cells) for row in await conn.execute(page)]
+    if not wanted:
+        return []
+    players = sorted({player for player, _ in wanted})
+    stored = {
+        (row.player_id, row.cells): Rating(row.mu, row.sigma, row.races)
+        for row in await conn.execute(select(ratings).where(ratings.c.player_id.in_(players)))
+    }
+    changes: dict[tuple[str, int], list[RatingChange]] = {}
+    for row in await conn.execute(
+        select(race_rating_changes)
+        .where(race_rating_changes.c.player_id.in_(players))
+        .order_by(
+            race_rating_changes.c.player_id, race_rating_changes.c.cells, race_rating_changes.c.races_before
+        )
+    ):
+        changes.setdefault((row.player_id, row.cells), []).append(_stored_change(row))
+    return [
+        (player, cells, stored.get((player, cells)), tuple(changes.get((player, cells), ())))
+        for player, cells in wanted
+    ]
