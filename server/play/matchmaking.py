@@ -22,7 +22,9 @@ The rules, with the parameters of `MatchRules` (the ``quick_match_*`` Settings):
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -146,27 +148,53 @@ class Matchmaker:
 
     def _match(self, now: float) -> list[FormRace]:
         formed: list[FormRace] = []
-        while (race := self._next_race(now)) is not None:
+        while (race := self._next_race(now, _ByRating(self._waiting.values()))) is not None:
             for seat in race.players:
                 del self._waiting[seat.player]
             formed.append(race)
         return formed
 
-    def _next_race(self, now: float) -> FormRace | None:
-        """The race the oldest player who can have one forms now, or None."""
+    def _next_race(self, now: float, by_rating: _ByRating) -> FormRace | None:
+        """The race the oldest player who can have one forms now, or None.
+
+        Each player's band is searched in its variant's players sorted by rating (a bisection), so a
+        tick costs O(n log n) for n waiting players; only a group that forms is sorted by distance.
+        """
+        rules = self.rules
         for anchor in self._waiting.values():
-            band = anchor.band(self.rules, now)
-            near = sorted(
-                (
-                    other
-                    for other in self._waiting.values()
-                    if other.cells == anchor.cells
-                    and other.player != anchor.player
-                    and abs(other.rating - anchor.rating) <= band
-                ),
-                key=lambda other: (abs(other.rating - anchor.rating), other.since),
-            )
-            group = (anchor, *near[: self.rules.max_players - 1])
-            if len(group) >= self.rules.enough or (band == math.inf and len(group) >= 2):
-                return FormRace(anchor.cells, group, now)
+            band = anchor.band(rules, now)
+            near = by_rating.within(anchor, band)
+            if len(near) + 1 < rules.enough and not (band == math.inf and near):
+                continue
+            near.sort(key=lambda other: (abs(other.rating - anchor.rating), other.since))
+            return FormRace(anchor.cells, (anchor, *near[: rules.max_players - 1]), now)
         return None
+
+
+class _ByRating:
+    """The waiting players of each variant sorted by rating, for band searches by bisection."""
+
+    def __init__(self, waiting: Iterable[Waiting]) -> None:
+        self._order: dict[str, int] = {}  # the order players came in (oldest first)
+        self._players: dict[int, list[Waiting]] = {}
+        for order, player in enumerate(waiting):
+            self._players.setdefault(player.cells, []).append(player)
+            self._order[player.player] = order
+        for players in self._players.values():
+            players.sort(key=lambda player: (player.rating, self._order[player.player]))
+        self._ratings = {cells: [p.rating for p in players] for cells, players in self._players.items()}
+
+    def within(self, anchor: Waiting, band: float) -> list[Waiting]:
+        """The other players of ``anchor``'s variant at most ``band`` from its rating, in the order
+        they came (the oldest first: a stable sort by distance then keeps it among equals)."""
+        ratings = self._ratings[anchor.cells]
+        slack = abs(anchor.rating) * 1e-12 + 1e-12  # the window is cut exactly below
+        low = bisect.bisect_left(ratings, anchor.rating - band - slack)
+        high = bisect.bisect_right(ratings, anchor.rating + band + slack)
+        found = [
+            other
+            for other in self._players[anchor.cells][low:high]
+            if other.player != anchor.player and abs(other.rating - anchor.rating) <= band
+        ]
+        found.sort(key=lambda other: self._order[other.player])
+        return found

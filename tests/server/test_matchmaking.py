@@ -259,3 +259,62 @@ def test_matchmaker_properties(script: list[Command], gaps: list[float], rules: 
             of_variant = [w for w in waiting if w.cells == cells]
             if len(of_variant) >= 2:
                 assert all(now - w.since < rules.wait for w in of_variant)
+
+
+def oracle_races(waiting: list[Waiting], rules: MatchRules, now: float) -> list[FormRace]:
+    """The rules of the module docstring, as plainly as they read (every anchor against every
+    player): the oracle `Matchmaker`'s bisection must agree with."""
+    waiting = list(waiting)
+    formed: list[FormRace] = []
+    while True:
+        for anchor in waiting:
+            band = anchor.band(rules, now)
+            near = sorted(
+                (
+                    other
+                    for other in waiting
+                    if other.cells == anchor.cells
+                    and other.player != anchor.player
+                    and abs(other.rating - anchor.rating) <= band
+                ),
+                key=lambda other: (abs(other.rating - anchor.rating), other.since),
+            )
+            group = (anchor, *near[: rules.max_players - 1])
+            if len(group) >= rules.enough or (band == math.inf and len(group) >= 2):
+                formed.append(FormRace(anchor.cells, group, now))
+                waiting = [w for w in waiting if w not in group]
+                break
+        else:
+            return formed
+
+
+@settings(max_examples=300)
+@given(
+    script=commands,
+    gaps=steps,
+    rules=rules,
+    ratings=st.lists(st.sampled_from([900.0, 1000.0, 1000.0, 1100.0])),
+)
+def test_matchmaker_agrees_with_the_plain_rules(
+    script: list[Command], gaps: list[float], rules: MatchRules, ratings: list[float]
+) -> None:
+    """The same script through the matchmaker and through the oracle forms the same races; equal
+    ratings (many ties of distance) and exact band edges included."""
+    matchmaker = Matchmaker(rules)
+    now = 0.0
+    for index, (command, gap) in enumerate(zip(script, gaps, strict=False)):
+        if isinstance(command, Leave):
+            matchmaker.leave(command.player)
+            continue
+        now += gap
+        before = list(matchmaker.waiting())
+        if isinstance(command, Enqueue):
+            rating = ratings[index] if index < len(ratings) else command.rating
+            known = next((w for w in before if w.player == command.player), None)
+            if known is None or known.cells != command.cells:
+                before = [w for w in before if w.player != command.player]
+                before.append(Waiting(command.player, rating, command.cells, now))
+            formed = matchmaker.enqueue(command.player, rating, command.cells, now)
+        else:
+            formed = matchmaker.tick(now)
+        assert formed == oracle_races(before, rules, now)
