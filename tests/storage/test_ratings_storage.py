@@ -185,3 +185,24 @@ async def test_the_pipeline_refuses_a_stale_rating_and_stores_none_of_its_write(
 def test_rating_display_is_the_documented_ordinal() -> None:
     assert NEWCOMER.display == 1000
     assert Rating(30.0, 2.0).display == round(1000 + 40 * (30.0 - 6.0))
+
+
+async def test_two_races_of_one_player_committed_together_store_only_the_first(
+    committer: Committer, seeded: Database
+) -> None:
+    """Bad input tried: two races rated from the same stored ratings (ann in both) submitted in one
+    batch: the batch is refused, each write is retried alone, the first one stores, the second one
+    conflicts and stores nothing."""
+    await committer.stored(Write(ratings=await rated(seeded, "race-0", {"ann": 1, "bo": 2})))
+    first = await rated(seeded, "race-1", {"ann": 1, "cy": 2})
+    second = await rated(seeded, "race-2", {"ann": 2, "di": 1})
+    outcomes = await asyncio.gather(
+        committer.stored(Write(ratings=first)),
+        committer.stored(Write(ratings=second)),
+        return_exceptions=True,
+    )
+    assert outcomes[0] is None and isinstance(outcomes[1], WriteConflict)
+    async with seeded.connection() as conn:
+        assert await stored_ratings.load_race_rating_changes(conn, "race-1") == first
+        assert await stored_ratings.load_race_rating_changes(conn, "race-2") is None
+        assert "di" not in await stored_ratings.load_ratings(conn, 8, ["di"])
