@@ -246,15 +246,17 @@ def _check_hint(message: dict[str, object]) -> None:
 
 def _check_rows(message: dict[str, object]) -> None:
     rows = cast("list[dict[str, object]]", message["rows"])
-    kinds = {"played" in row for row in rows}
+    kinds = {_row_kind(row) for row in rows}
     if len(kinds) > 1:
-        _fail("leaderboard.rows", "game rows and player rows mixed")
+        _fail("leaderboard.rows", "rows of two kinds (game, player, rating) mixed")
     previous = 0
     for index, row in enumerate(rows):
         path = f"leaderboard.rows[{index}]"
-        if "played" in row:
+        if _row_kind(row) == "player":
             _fields_of(row, path, _PLAYER_ROW, frozenset())
             _check_won_played(row, path)
+        elif _row_kind(row) == "rating":
+            _fields_of(row, path, _RATING_ROW, frozenset())
         else:
             _fields_of(row, path, _GAME_ROW, frozenset())
             _check_cells_of_code(row, path)
@@ -262,6 +264,13 @@ def _check_rows(message: dict[str, object]) -> None:
         if rank < previous:
             _fail(f"{path}.rank", f"rank {rank} after rank {previous}: rows come in rank order")
         previous = rank
+
+
+def _row_kind(row: dict[str, object]) -> str:
+    """Which board a row is of: its distinctive field says (``played``, ``races``, else a game)."""
+    if "played" in row:
+        return "player"
+    return "rating" if "races" in row else "game"
 
 
 def _check_won_played(figures: dict[str, object], path: str) -> None:
@@ -286,6 +295,11 @@ def _check_profile(message: dict[str, object]) -> None:
     streak = cast("dict[str, int]", message["streak"])
     if streak["current"] > streak["best"]:
         _fail("profile.streak", "the current streak is longer than the best one")
+    ratings = cast("list[dict[str, object]]", message["ratings"])
+    if [rating["cells"] for rating in ratings] != [
+        c for c in (8, 4, 2) if c in {r["cells"] for r in ratings}
+    ]:
+        _fail("profile.ratings", "at most one rating per variant, C8 first, then C4, then C2")
 
 
 def _any_row(value: object, path: str) -> None:
@@ -314,6 +328,15 @@ _PLAYER_ROW: dict[str, _Check] = {
     "win_rate": _win_rate,
     "best_score": _count,
 }
+#: A shown rating (an ordinal: a newcomer's is 1000; in principle it may fall below 0).
+_rating = _integer(-MAX_INT)
+_RATING_ROW: dict[str, _Check] = {
+    "rank": _integer(1),
+    "player": _player,
+    "rating": _rating,
+    "races": _integer(1),
+}
+_PROFILE_RATING = _record({"cells": _cells, "rating": _rating, "races": _integer(1)})
 _PROFILE_GAME = _record(
     {
         "game": _game_id,
@@ -413,6 +436,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
             "best": _array(_PROFILE_GAME, 0, 3),
             "streak": _record({"current": _count, "best": _count}),
             "recent": _array(_PROFILE_GAME, 0, MAX_PROFILE_RECENT),
+            "ratings": _array(_PROFILE_RATING, 0, 3),
         },
         frozenset(),
         _check_profile,

@@ -75,12 +75,14 @@ TapSource: TypeAlias = Column | Cell
 
 
 class Board(enum.StrEnum):
-    """Which leaderboard: one deal, one cell variant, one day's daily deal, or players overall."""
+    """Which leaderboard: one deal, one cell variant, one day's daily deal, players overall, or the
+    race ratings of one variant."""
 
     DEAL = "deal"
     VARIANT = "variant"
     DAILY = "daily"
     PLAYERS = "players"
+    RATING = "rating"
 
 
 class Period(enum.StrEnum):
@@ -98,6 +100,7 @@ class Order(enum.StrEnum):
     MOVES = "moves"
     TIME = "time"
     WINS = "wins"
+    RATING = "rating"
 
 
 #: Field name → wire name where they differ.
@@ -311,9 +314,10 @@ class GamesRequest(_Request):
 class LeaderboardRequest(_Request):
     """``leaderboard``: a page of one board, defaults resolved.
 
-    ``deal`` is set for the ``deal`` board only; ``cells`` is the variant of the ``deal``, ``variant``
-    and ``daily`` boards (None for ``players``); ``date`` may be set for ``daily`` only (None: the
-    server's current UTC day); ``period`` is None for ``daily`` (a daily board is one day by nature).
+    ``deal`` is set for the ``deal`` board only; ``cells`` is the variant of the ``deal``, ``variant``,
+    ``daily`` and ``rating`` boards (None for ``players``); ``date`` may be set for ``daily`` only (None:
+    the server's current UTC day); ``period`` is None for ``daily`` (a daily board is one day by nature)
+    and ``rating`` (a rating is as it stands now).
     ``around`` (a player id) and ``after`` (a cursor) never come together. ``bots``: the bots'
     board of the same name (bots rank apart from people; the default is the people's board).
     """

@@ -370,12 +370,22 @@ _BOARDS: dict[str, Board] = {board.value: board for board in Board}
 _PERIODS: dict[str, Period] = {period.value: period for period in Period}
 _GAME_ORDERS: dict[str, Order] = {order.value: order for order in (Order.MOVES, Order.TIME, Order.SCORE)}
 _PLAYER_ORDERS: dict[str, Order] = {order.value: order for order in (Order.WINS, Order.SCORE)}
+_RATING_ORDERS: dict[str, Order] = {Order.RATING.value: Order.RATING}
+#: Each board's orders and its default order.
+_ORDERS: dict[Board, tuple[dict[str, Order], Order]] = {
+    Board.DEAL: (_GAME_ORDERS, Order.MOVES),
+    Board.VARIANT: (_GAME_ORDERS, Order.MOVES),
+    Board.DAILY: (_GAME_ORDERS, Order.MOVES),
+    Board.PLAYERS: (_PLAYER_ORDERS, Order.WINS),
+    Board.RATING: (_RATING_ORDERS, Order.RATING),
+}
 #: Which optional fields each board takes (besides period/order/limit/after/around).
 _BOARD_FIELDS: dict[Board, frozenset[str]] = {
     Board.DEAL: frozenset({"code", "period"}),
     Board.VARIANT: frozenset({"cells", "period"}),
     Board.DAILY: frozenset({"cells", "date"}),
     Board.PLAYERS: frozenset({"period"}),
+    Board.RATING: frozenset({"cells"}),
 }
 
 
@@ -405,21 +415,20 @@ def _leaderboard(message: dict[object, object], rid: RequestId | None) -> Leader
         except ValueError:
             _bad(f"date must be a real date YYYY-MM-DD, not {_show(text)}", rid)
     period: Period | None = None
-    if board is not Board.DAILY:
+    if board is not Board.DAILY and board is not Board.RATING:
         value = get("period", _MISSING)
         period = Period.ALL if value is _MISSING else _choice(value, "period", _PERIODS, rid)
-    orders = _PLAYER_ORDERS if board is Board.PLAYERS else _GAME_ORDERS
+    orders, order = _ORDERS[board]
     value = get("order", _MISSING)
-    order: Order
-    if value is _MISSING:
-        order = Order.WINS if board is Board.PLAYERS else Order.MOVES
-    else:
+    if value is not _MISSING:
         order = _choice(value, f"order of the {board.value} board", orders, rid)
     after = get("after", _MISSING)
     around = get("around", _MISSING)
     if after is not _MISSING and around is not _MISSING:
         _bad("leaderboard: 'after' and 'around' exclude each other", rid)
     bots = get("bots", _MISSING)
+    if board is Board.RATING and bots is not _MISSING and _bool(bots, "bots", rid):
+        _bad("leaderboard: the rating board has no bots' twin: bots race unrated", rid)
     return LeaderboardRequest(
         board=board,
         deal=deal,

@@ -51,6 +51,8 @@ __all__ = [
     "PlayerRow",
     "Profile",
     "ProfileGame",
+    "ProfileRating",
+    "RatingRow",
     "ServerInfo",
     "ServerMessage",
     "Snapshot",
@@ -352,6 +354,28 @@ class PlayerRow(_Value):
 
 @_wire_value
 @dataclass(frozen=True, slots=True)
+class RatingRow(_Value):
+    """A row of the ``rating`` board: a player's race ``rating`` in the variant (the shown ordinal,
+    protocol/README.md section 5) and the rated ``races`` behind it."""
+
+    rank: int
+    player: Player
+    rating: int
+    races: int
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
+class ProfileRating(_Value):
+    """A player's race rating in one variant, as a ``profile`` lists it."""
+
+    cells: int
+    rating: int
+    races: int
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
 class ProfileGame(_Value):
     """A finished game as a ``profile`` lists it (its ``best`` and ``recent`` games)."""
 
@@ -549,10 +573,10 @@ class GamesPage(_Value):
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class LeaderboardPage(_Value):
-    """A page of a leaderboard: game rows or player rows, never both."""
+    """A page of a leaderboard: game rows, player rows or rating rows, never two kinds."""
 
     TYPE: ClassVar[str] = "leaderboard"
-    rows: tuple[GameRow | PlayerRow, ...]
+    rows: tuple[GameRow | PlayerRow | RatingRow, ...]
     next_cursor: str | None = None
     request_id: RequestId | None = None
 
@@ -560,7 +584,8 @@ class LeaderboardPage(_Value):
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class Profile(_Value):
-    """The reply to ``profile``: a player's totals, best won game per variant, daily streak, recent games."""
+    """The reply to ``profile``: a player's totals, best won game per variant, daily streak, recent
+    games, and race ratings (one per variant raced rated: C8, C4, C2)."""
 
     TYPE: ClassVar[str] = "profile"
     player: Player
@@ -571,6 +596,7 @@ class Profile(_Value):
     best: tuple[ProfileGame, ...]
     streak: Streak
     recent: tuple[ProfileGame, ...]
+    ratings: tuple[ProfileRating, ...] = ()
     request_id: RequestId | None = None
 
     def __post_init__(self) -> None:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from protocol.limits import MAX_PAGE_SIZE
 from server.edge.admission import OriginPolicy, TrustedProxies
+from server.play.matchmaking import MatchRules
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -308,6 +309,38 @@ class Settings:
             "check": _positive,
         },
     )
+    quick_match_band: float = field(
+        default=100.0,
+        metadata={
+            "help": "quick match: rating points either side of a player's own when it starts waiting",
+            "check": _at_least(0),
+        },
+    )
+    quick_match_widening: float = field(
+        default=10.0,
+        metadata={
+            "help": "quick match: rating points the band widens by each second of waiting",
+            "check": _at_least(0),
+        },
+    )
+    quick_match_enough: int = field(
+        default=4,
+        metadata={
+            "help": "quick match: players in the band who start a race at once (at most the max players)",
+            "check": _between(2, 8),
+        },
+    )
+    quick_match_max_players: int = field(
+        default=8,
+        metadata={"help": "quick match: seats of a race it forms, at most", "check": _between(2, 8)},
+    )
+    quick_match_wait: float = field(
+        default=30.0,
+        metadata={
+            "help": "quick match: seconds after which a player races whoever waits in its variant",
+            "check": _positive,
+        },
+    )
     shutdown_grace: float = field(
         default=10.0,
         metadata={"help": "seconds to finish in-flight actions on SIGTERM", "check": _at_least(0)},
@@ -319,6 +352,10 @@ class Settings:
             problem = check(getattr(self, setting.name)) if check else None
             if problem is not None:
                 raise SettingError(setting.name, problem)
+        if self.quick_match_enough > self.quick_match_max_players:
+            raise SettingError(
+                "quick_match_enough", f"{self.quick_match_enough} is more than --quick-match-max-players"
+            )
         if self.workers > 1 and _node(self.worker_node(self.workers)) is not None:
             raise SettingError("node", f"{self.node!r} leaves no room for the worker suffix -w{self.workers}")
 
@@ -339,6 +376,16 @@ class Settings:
             max_connections_per_address=divided(self.max_connections_per_address),
             new_connections_per_address_per_second=None if rate is None else rate / n,
             guests_per_address_per_minute=divided(self.guests_per_address_per_minute),
+        )
+
+    def match_rules(self) -> MatchRules:
+        """The quick match parameters (`server.play.matchmaking`)."""
+        return MatchRules(
+            band=self.quick_match_band,
+            widening=self.quick_match_widening,
+            enough=self.quick_match_enough,
+            max_players=self.quick_match_max_players,
+            wait=self.quick_match_wait,
         )
 
     def worker_node(self, index: int) -> str:

@@ -7,7 +7,15 @@ import { formatDuration } from "./words.js";
 const LEADERBOARD_LIMIT = 10;   // rows per page ("More" asks for the next)
 const GAME_ORDERS = [["moves", "Fewest moves"], ["time", "Fastest"], ["score", "Score (farmable)"]];
 const PLAYER_ORDERS = [["wins", "Most wins"], ["score", "Best score (farmable)"]];
-const BOARD_NAMES = { daily: "Daily deal", variant: "Variant", deal: "Deal", players: "Players" };
+const RATING_ORDERS = [["rating", "Rating"]];
+const BOARD_NAMES = { daily: "Daily deal", variant: "Variant", deal: "Deal", players: "Players", rating: "Race ratings" };
+
+/** The orders of a board, and the kind of its rows. */
+function ordersOf(board) {
+  if (board === "players") return [PLAYER_ORDERS, "players"];
+  if (board === "rating") return [RATING_ORDERS, "rating"];
+  return [GAME_ORDERS, "games"];
+}
 const PERIOD_NAMES = { day: "today", week: "this week", all: "all time" };
 
 function formatRate(rate) {
@@ -20,9 +28,17 @@ function describeQuery(query) {
   if (query.board === "daily") parts.push(query.date ?? "today");
   if (query.cells) parts.push(`${query.cells} cells`);
   if (query.period) parts.push(PERIOD_NAMES[query.period]);
-  const orders = query.board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
+  const [orders] = ordersOf(query.board);
   parts.push(`by ${(orders.find(([value]) => value === query.order) ?? [query.order, query.order])[1].toLowerCase()}`);
   return parts.join(" · ");
+}
+
+/** A profile's race ratings, one per variant raced rated: "C8 1312 (9 races) · C4 1000 (1 race)". */
+function formatRatings(ratings) {
+  if (ratings.length === 0) return "not rated yet";
+  return ratings
+    .map(({ cells, rating, races }) => `C${cells} ${rating} (${races} race${races === 1 ? "" : "s"})`)
+    .join(" · ");
 }
 
 const FINISHED = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
@@ -88,10 +104,10 @@ export class Leaderboards {
     const form = $("#leaderboard-form").elements;
     const board = form.board.value;
     const query = { board };
-    if (board === "daily" || board === "variant") query.cells = Number(form.cells.value);
+    if (board === "daily" || board === "variant" || board === "rating") query.cells = Number(form.cells.value);
     if (board === "deal") query.code = form.code.value.trim() || undefined;  // the server says it is required
     if (board === "daily") query.date = form.date.value || undefined;       // default: today (UTC)
-    if (board !== "daily") query.period = form.period.value;
+    if (board !== "daily" && board !== "rating") query.period = form.period.value;
     query.order = form.order.value;
     return query;
   }
@@ -165,9 +181,8 @@ export class Leaderboards {
       label.hidden = !label.dataset.applies.split(" ").includes(board);
     }
     const select = form.elements.order;
-    const orders = board === "players" ? PLAYER_ORDERS : GAME_ORDERS;
+    const [orders, kind] = ordersOf(board);
     const keep = orders.some(([value]) => value === select.value) ? select.value : orders[0][0];
-    const kind = board === "players" ? "players" : "games";
     if (select.dataset.kind !== kind) {
       select.dataset.kind = kind;
       select.replaceChildren(...orders.map(([value, text]) => el("option", { value, text })));
@@ -242,8 +257,14 @@ export class Leaderboards {
 
   renderRows(table, me) {
     const query = this.query;
-    const players = query !== null && query.board === "players";
-    const heads = players ? ["#", "Player", "Played", "Won", "Win %"] : ["#", "Player", "Moves", "Time", "Score", "Won"];
+    const kind = query === null ? "games" : ordersOf(query.board)[1];
+    const players = kind === "players";
+    const games = kind === "games";
+    const heads = {
+      players: ["#", "Player", "Played", "Won", "Win %"],
+      rating: ["#", "Player", "Rating", "Races"],
+      games: ["#", "Player", "Moves", "Time", "Score", "Won"],
+    }[kind];
     table.hidden = !query || this.rows.length === 0;
     table.createCaption().textContent = query ? describeQuery(query) : "";
     table.tHead.replaceChildren(el("tr", {}, ...heads.map((text) => el("th", { scope: "col", text }))));
@@ -251,23 +272,25 @@ export class Leaderboards {
       ...this.rows.map((row) => {
         const mine = row.player.id === me;
         const cell = (col, text, title) => el("td", { "data-col": col, text: String(text), title });
-        const figures = players
-          ? [cell("played", row.played), cell("won", row.won), cell("win_rate", formatRate(row.win_rate))]
-          : [
+        const figures = {
+          players: () => [cell("played", row.played), cell("won", row.won), cell("win_rate", formatRate(row.win_rate))],
+          rating: () => [cell("rating", row.rating), cell("races", row.races)],
+          games: () => [
             cell("moves", row.moves),
             cell("time", formatDuration(row.duration_ms)),
             cell("score", row.score),
             cell("won", row.won ? "✓" : "✗", row.won ? "won" : "resigned"),
-          ];
+          ],
+        }[kind]();
         return el(
           "tr",
           {
             "data-rank": String(row.rank),
             "data-player-id": row.player.id,
-            "data-won": players ? undefined : String(row.won),
+            "data-won": games ? String(row.won) : undefined,
             "aria-current": mine ? "true" : undefined,
             className: mine ? "mine" : "",
-            title: `${row.player.name}'s profile${players ? "" : ` · ${row.code}`}`,
+            title: `${row.player.name}'s profile${games ? ` · ${row.code}` : ""}`,
             tabIndex: 0,
           },
           cell("rank", row.rank),
@@ -280,7 +303,8 @@ export class Leaderboards {
     empty.hidden = !query || this.rows.length > 0;
     empty.textContent = this.around
       ? "You have no row on this board yet."
-      : players ? "No finished games in this period yet." : "No finished games on this board yet.";
+      : players ? "No finished games in this period yet."
+        : kind === "rating" ? "No rated race in this variant yet." : "No finished games on this board yet.";
   }
 
   renderProfile(me) {
@@ -298,8 +322,9 @@ export class Leaderboards {
         win_rate: formatRate(profile.win_rate),
         streak: `${profile.streak.current} (best ${profile.streak.best})`,
         best_score: profile.best_score,
+        ratings: formatRatings(profile.ratings ?? []),
       }
-      : { played: "–", won: "–", win_rate: "–", streak: "–", best_score: "–" };
+      : { played: "–", won: "–", win_rate: "–", streak: "–", best_score: "–", ratings: "–" };
     for (const [name, value] of Object.entries(values)) {
       box.querySelector(`[data-field="${name}"]`).textContent = String(value);
     }

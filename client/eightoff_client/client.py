@@ -236,13 +236,13 @@ class Client:
 
     async def leaderboard(
         self,
-        board: Literal["deal", "variant", "daily", "players"],
+        board: Literal["deal", "variant", "daily", "players", "rating"],
         *,
         code: str | None = None,
         cells: int | None = None,
         date: str | None = None,
         period: Literal["day", "week", "all"] | None = None,
-        order: Literal["moves", "time", "score", "wins"] | None = None,
+        order: Literal["moves", "time", "score", "wins", "rating"] | None = None,
         limit: int | None = None,
         after: str | None = None,
         around: str | None = None,

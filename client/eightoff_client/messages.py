@@ -184,10 +184,19 @@ class PlayerRow(TypedDict):
     best_score: int
 
 
+class RatingRow(TypedDict):
+    """A row of the ``rating`` board: a player's race rating in the variant."""
+
+    rank: int
+    player: Player
+    rating: int
+    races: int
+
+
 class LeaderboardPage(TypedDict):
     type: Literal["leaderboard"]
     id: NotRequired[RequestId]
-    rows: list[GameRow] | list[PlayerRow]
+    rows: list[GameRow] | list[PlayerRow] | list[RatingRow]
     next: NotRequired[str]
 
 
@@ -207,6 +216,14 @@ class Streak(TypedDict):
     best: int
 
 
+class ProfileRating(TypedDict):
+    """A player's race rating in one variant."""
+
+    cells: int
+    rating: int
+    races: int
+
+
 class Profile(TypedDict):
     type: Literal["profile"]
     id: NotRequired[RequestId]
@@ -218,6 +235,7 @@ class Profile(TypedDict):
     best: list[ProfileGame]
     streak: Streak
     recent: list[ProfileGame]
+    ratings: list[ProfileRating]
 
 
 class GamesPage(TypedDict):

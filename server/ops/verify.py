@@ -1,17 +1,29 @@
 """``eightoff verify``: every stored game replayed through the engine must end as stored, since only
-games played on the server may count on the boards."""
+games played on the server may count on the boards; and every stored rating must be what its races
+made it (`verify_ratings`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine import InvalidCodeError, Status
 from server.play.replay import UnreplayableAction, replay_stored
+from server.services.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, StoredGame, repository
+from server.storage import ratings as stored_ratings
+from server.storage.records import RatedRace, Rating, RatingChange
 from server.storage.unfinished import ABANDONED
 
-__all__ = ["Mismatch", "check_stored_game", "verify_games"]
+__all__ = [
+    "Mismatch",
+    "check_rated_race",
+    "check_rating_history",
+    "check_stored_game",
+    "verify_games",
+    "verify_ratings",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,4 +106,80 @@ async def verify_games(
         after = stored_games[-1].id
         if progress is not None:
             progress(checked, total)
+    return checked, mismatches
+
+
+def _same(stored: Rating, expected: Rating) -> bool:
+    return (
+        stored.races == expected.races
+        and math.isclose(stored.mu, expected.mu, rel_tol=1e-9, abs_tol=1e-12)
+        and math.isclose(stored.sigma, expected.sigma, rel_tol=1e-9, abs_tol=1e-12)
+    )
+
+
+def check_rated_race(race: RatedRace) -> str | None:
+    """Rate a stored race again from its stored befores and places; None when every after is what
+    OpenSkill gives (`server.services.ratings.rate_race`), else what differs."""
+    if len(race.changes) < 2:
+        return f"{len(race.changes)} rated player(s): a race of fewer than two rates nobody"
+    placements = [Placement(change.player_id, change.place) for change in race.changes]
+    again = rate_race(placements, {change.player_id: change.before for change in race.changes})
+    wrong = [
+        f"{stored.player_id} stored {stored.after}, rated {rated.after}"
+        for stored, rated in zip(race.changes, again, strict=True)
+        if not _same(stored.after, rated.after)
+    ]
+    return "; ".join(wrong) or None
+
+
+def check_rating_history(stored: Rating | None, changes: Sequence[RatingChange]) -> str | None:
+    """One player's rating in one variant against its races: they chain from a newcomer's rating
+    (each race starts from the one before), and the last one is the stored rating; None when so."""
+    expected = NEWCOMER
+    for change in changes:
+        if not _same(change.before, expected):
+            return f"a race starts from {change.before}, not from {expected}"
+        expected = change.after
+    if stored is None:
+        return None if not changes else f"no rating stored, its races make {expected}"
+    if not changes:
+        return f"rating {stored} without a rated race"
+    if not _same(stored, expected):
+        return f"rating stored {stored}, its races make {expected}"
+    return None
+
+
+async def verify_ratings(database: Database, *, batch: int = 500) -> tuple[int, list[Mismatch]]:
+    """Check every rated race (`check_rated_race`) and every player's rating history in each variant
+    (`check_rating_history`), ``batch`` at a time.
+
+    Returns:
+        The number of rated races checked, and the mismatches (``game_id`` naming the race, or the
+        player and variant as ``player/C8``).
+    """
+    mismatches: list[Mismatch] = []
+    checked = 0
+    after: str | None = None
+    while True:
+        async with database.snapshot() as conn:
+            races = await stored_ratings.rated_races_after(conn, after, batch)
+        if not races:
+            break
+        for race in races:
+            problem = check_rated_race(race)
+            if problem is not None:
+                mismatches.append(Mismatch(race.race_id, problem))
+        checked += len(races)
+        after = races[-1].race_id
+    key: tuple[str, int] | None = None
+    while True:
+        async with database.snapshot() as conn:
+            histories = await stored_ratings.rating_histories_after(conn, key, batch)
+        if not histories:
+            break
+        for player, cells, rating, changes in histories:
+            problem = check_rating_history(rating, changes)
+            if problem is not None:
+                mismatches.append(Mismatch(f"{player}/C{cells}", problem))
+        key = histories[-1][0], histories[-1][1]
     return checked, mismatches

@@ -1,6 +1,7 @@
 """Leaderboards and profiles as the server serves them: decoded requests in, protocol messages out.
 
-`LeaderboardService` answers the ``leaderboard`` and ``profile`` requests of the WebSocket protocol and
+`LeaderboardService` answers the ``leaderboard`` and ``profile`` requests (the ``rating`` board and a
+profile's ``ratings`` read the race ratings of `server.storage.ratings`) of the WebSocket protocol and
 their HTTP twins (``GET /api/leaderboard?…`` and ``GET /api/players/{id}``, parsed here by
 `parse_leaderboard_query` with the protocol's own rules). What is stored, and why it is fast, is in
 `server.storage.leaderboards`; this module maps the protocol's boards, orders and periods to its
@@ -34,7 +35,16 @@ from server import clock
 from server.errors import ErrorCode, Refusal
 from server.storage import Database
 from server.storage import leaderboards as boards
-from server.storage.records import BoardGame, BoardPlayer, FinishedGameFigures, GameKey, PlayerKey
+from server.storage import ratings as stored_ratings
+from server.storage.records import (
+    BoardGame,
+    BoardPlayer,
+    FinishedGameFigures,
+    GameKey,
+    PlayerKey,
+    RatedPlayer,
+    Rating,
+)
 
 __all__ = [
     "LeaderboardService",
@@ -70,9 +80,10 @@ _DIGITS: Final = re.compile(r"[0-9]{1,16}")
 class _Target:
     """The stored scope a request reads, and how to read it."""
 
-    kind: Literal["games", "players"]
+    kind: Literal["games", "players", "ratings"]
     scope: str
     player_order: boards.PlayerOrder = "wins"
+    cells: int = 8  # the variant of a rating board
 
 
 def _target(request: LeaderboardRequest, day: dt.date) -> _Target:
@@ -84,6 +95,9 @@ def _target(request: LeaderboardRequest, day: dt.date) -> _Target:
 
 
 def _people_target(request: LeaderboardRequest, day: dt.date) -> _Target:
+    if request.board is Board.RATING:
+        cells = request.cells or 8
+        return _Target("ratings", f"R/{cells}", cells=cells)
     period = _PERIODS[request.period or Period.ALL]
     if request.board is Board.PLAYERS:
         order: boards.PlayerOrder = "score" if request.order is Order.SCORE else "wins"
@@ -190,6 +204,34 @@ def _player_row(row: BoardPlayer) -> protocol.PlayerRow:
     )
 
 
+def _rating_row(row: RatedPlayer) -> protocol.RatingRow:
+    return protocol.RatingRow(
+        rank=row.rank,
+        player=protocol.Player.of(row.player_id, row.player_name, bot=row.player_bot),
+        rating=row.rating.display,
+        races=row.rating.races,
+    )
+
+
+def _wire_row(
+    row: BoardGame | BoardPlayer | RatedPlayer,
+) -> protocol.GameRow | protocol.PlayerRow | protocol.RatingRow:
+    if isinstance(row, BoardGame):
+        return _game_row(row)
+    if isinstance(row, BoardPlayer):
+        return _player_row(row)
+    return _rating_row(row)
+
+
+def _profile_ratings(found: dict[int, Rating]) -> tuple[protocol.ProfileRating, ...]:
+    """A player's ratings, C8 first, then C4, then C2."""
+    return tuple(
+        protocol.ProfileRating(cells=cells, rating=found[cells].display, races=found[cells].races)
+        for cells in (8, 4, 2)
+        if cells in found
+    )
+
+
 def _profile_game(game: FinishedGameFigures) -> protocol.ProfileGame:
     return protocol.ProfileGame(
         game=game.game_id,
@@ -261,14 +303,21 @@ class LeaderboardService:
         next_cursor = None
         if has_more and rows:
             next_cursor = _encode_cursor(target, day, rows[-1].key)
-        wire = tuple(_game_row(row) if isinstance(row, BoardGame) else _player_row(row) for row in rows)
+        wire = tuple(map(_wire_row, rows))
         return protocol.LeaderboardPage(request_id=request.request_id, rows=wire, next_cursor=next_cursor)
 
     @staticmethod
     async def _read(
         conn: Any, target: _Target, request: LeaderboardRequest, key: GameKey | PlayerKey | None
-    ) -> tuple[Sequence[BoardGame] | Sequence[BoardPlayer], bool]:
+    ) -> tuple[Sequence[BoardGame] | Sequence[BoardPlayer] | Sequence[RatedPlayer], bool]:
         limit = request.limit
+        if target.kind == "ratings":
+            if request.around is not None:
+                rating_page = await boards.rating_around(conn, target.cells, request.around, limit=limit)
+            else:
+                after_rating = key if isinstance(key, PlayerKey) else None
+                rating_page = await boards.rating_page(conn, target.cells, after=after_rating, limit=limit)
+            return rating_page.rows, rating_page.has_more
         if target.kind == "games":
             if request.around is not None:
                 game_page = await boards.game_around(conn, target.scope, request.around, limit=limit)
@@ -294,6 +343,7 @@ class LeaderboardService:
         async with self._database.connection() as conn:
             await boards.use_one_snapshot(conn)
             found = await boards.get_profile(conn, player_id)
+            ratings = await stored_ratings.player_ratings(conn, player_id) if found is not None else {}
         if found is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no player {player_id}")
         current, best = daily_streaks(found.daily_wins, self._today())
@@ -306,6 +356,7 @@ class LeaderboardService:
             best=tuple(_profile_game(game) for game in found.best),
             streak=protocol.Streak(current, best),
             recent=tuple(_profile_game(game) for game in found.recent),
+            ratings=_profile_ratings(ratings),
         )
 
 

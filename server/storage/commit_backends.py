@@ -34,9 +34,9 @@ from typing import NamedTuple, Protocol
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
-from server.storage import repository, unfinished
+from server.storage import ratings, repository, unfinished
 from server.storage.db import Database, StorageUnavailable, sqlite_pragmas
-from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord
+from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord, RatedRace
 from server.storage.tables import games
 
 __all__ = ["ROWS_PER_INSERT", "CommitBackend", "SqlAlchemyBackend", "SqliteBackend", "Write", "WriteConflict"]
@@ -58,6 +58,9 @@ class Write(NamedTuple):
     hinted: str | None = None
     #: Unfinished games given up on (`server.services.quotas`): marked abandoned, those still unfinished.
     abandoned: Sequence[str] = ()
+    #: A finished race's rating changes (`server.services.ratings.rate_race`), stored with its result;
+    #: a conflict when a player's rating changed since they were computed (read again, rate anew).
+    ratings: RatedRace | None = None
 
     def is_actions_only(self) -> bool:
         return (
@@ -66,6 +69,7 @@ class Write(NamedTuple):
             and self.result is None
             and self.hinted is None
             and not self.abandoned
+            and self.ratings is None
         )
 
 
@@ -118,6 +122,12 @@ class SqlAlchemyBackend:
                         raise WriteConflict(f"game {write.result.id} is no longer being played")
                     if write.abandoned:
                         await unfinished.abandon_games(conn, write.abandoned)
+                    if write.ratings is not None and not await ratings.store_rating_changes(
+                        conn, write.ratings
+                    ):
+                        raise WriteConflict(
+                            f"race {write.ratings.race_id}: a rating changed since it was rated"
+                        )
         except IntegrityError as exc:
             raise WriteConflict(str(exc.orig)) from None
 

@@ -50,6 +50,10 @@ Bots rank apart from people: a bot's game goes to the same scopes with ``B/`` in
 (``B/V/8/m/a``, and ``B/a`` for the players board), never to the people's; `bots_scope` makes them.
 A player is a bot or not for life (``players.bot``), so a player's rows are all on one side.
 
+The rating board of a variant (race ratings, `server.storage.ratings`) reads ``ratings`` through the
+same machinery: its scope is the variant's ``cells`` and its key ``(sort_key, player_id)``, with
+``sort_key`` minus the shown rating (`rating_page`, `rating_around`).
+
 The day and week buckets are kept forever (about one row per player and active day); pruning old ones
 is a possible maintenance job, not done here.
 """
@@ -85,8 +89,10 @@ from server.storage.records import (
     PlayerKey,
     PlayerProfile,
     RankedGame,
+    RatedPlayer,
+    Rating,
 )
-from server.storage.tables import board_bests, games, player_stats, players
+from server.storage.tables import board_bests, games, player_stats, players, ratings
 
 __all__ = [
     "DURATION_CAP",
@@ -298,6 +304,11 @@ async def record_finished_game(conn: AsyncConnection, game: RankedGame) -> None:
 # --------------------------------------------------------------------------- reading: the two kinds of board
 
 
+#: What one board's rows have in common: a scope string (``board_bests``, ``player_stats``), or the
+#: variant (``ratings``, one board per cell count).
+_Scope = str | int
+
+
 @dataclass(frozen=True, slots=True)
 class _Board:
     """How to read one kind of board: its table, scope column, key columns (in order) and row select."""
@@ -306,7 +317,7 @@ class _Board:
     player: Any
     keys: tuple[Any, ...]
 
-    def where_scope(self, scope: str) -> ColumnElement[bool]:
+    def where_scope(self, scope: _Scope) -> ColumnElement[bool]:
         return self.scope == scope  # type: ignore[no-any-return]
 
     def key_tuple(self, values: Sequence[Any]) -> Any:
@@ -326,11 +337,15 @@ _SCORE_BOARD: Final = _Board(
 )
 
 
+#: The rating board of a variant: best rating first (``sort_key`` is minus the shown rating), then by id.
+_RATING_BOARD: Final = _Board(ratings.c.cells, ratings.c.player_id, (ratings.c.sort_key, ratings.c.player_id))
+
+
 def _player_board(order: PlayerOrder) -> _Board:
     return _WINS_BOARD if order == "wins" else _SCORE_BOARD
 
 
-def _rows_statement(board: _Board, scope: str) -> Select[Any]:
+def _rows_statement(board: _Board, scope: _Scope) -> Select[Any]:
     if board is _GAME_BOARD:
         return (
             select(
@@ -352,6 +367,20 @@ def _rows_statement(board: _Board, scope: str) -> Select[Any]:
             )
             .where(board.where_scope(scope))
         )
+    if board is _RATING_BOARD:
+        return (
+            select(
+                ratings.c.sort_key,
+                ratings.c.player_id,
+                players.c.name,
+                players.c.bot,
+                ratings.c.mu,
+                ratings.c.sigma,
+                ratings.c.races,
+            )
+            .select_from(ratings.join(players, players.c.id == ratings.c.player_id))
+            .where(board.where_scope(scope))
+        )
     return (
         select(
             board.keys[0],
@@ -367,14 +396,14 @@ def _rows_statement(board: _Board, scope: str) -> Select[Any]:
     )
 
 
-def _page_statement(board: _Board, scope: str, after: Sequence[Any] | None, limit: int) -> Select[Any]:
+def _page_statement(board: _Board, scope: _Scope, after: Sequence[Any] | None, limit: int) -> Select[Any]:
     statement = _rows_statement(board, scope).order_by(*board.keys).limit(limit)
     if after is not None:
         statement = statement.where(tuple_(*board.keys) > board.key_tuple(after))
     return statement
 
 
-def _before_statement(board: _Board, scope: str, before: Sequence[Any], limit: int) -> Select[Any]:
+def _before_statement(board: _Board, scope: _Scope, before: Sequence[Any], limit: int) -> Select[Any]:
     """The rows just before a key, nearest first."""
     return (
         _rows_statement(board, scope)
@@ -384,11 +413,11 @@ def _before_statement(board: _Board, scope: str, before: Sequence[Any], limit: i
     )
 
 
-def _own_key_statement(board: _Board, scope: str, player_id: str) -> Select[Any]:
+def _own_key_statement(board: _Board, scope: _Scope, player_id: str) -> Select[Any]:
     return select(*board.keys).where(board.where_scope(scope), board.player == player_id)
 
 
-def _rank_statement(board: _Board, scope: str, first: Sequence[Any]) -> Select[Any]:
+def _rank_statement(board: _Board, scope: _Scope, first: Sequence[Any]) -> Select[Any]:
     """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope."""
     sort_key, *tiebreak = board.keys
     table = sort_key.table
@@ -411,7 +440,7 @@ def _rank_statement(board: _Board, scope: str, first: Sequence[Any]) -> Select[A
 
 
 async def _ranks(
-    conn: AsyncConnection, board: _Board, scope: str, keys: Sequence[Sequence[Any]]
+    conn: AsyncConnection, board: _Board, scope: _Scope, keys: Sequence[Sequence[Any]]
 ) -> list[int]:
     """Competition ranks of consecutive rows of a board, from one count query for the first row."""
     if not keys:
@@ -455,12 +484,23 @@ def _player_row(row: Any, rank: int) -> BoardPlayer:
     )
 
 
+def _rated_row(row: Any, rank: int) -> RatedPlayer:
+    return RatedPlayer(
+        rank=rank,
+        player_id=row.player_id,
+        player_name=row.name,
+        rating=Rating(row.mu, row.sigma, row.races),
+        key=PlayerKey(row.sort_key, row.player_id),
+        player_bot=bool(row.bot),
+    )
+
+
 def _key_of(board: _Board, row: Any) -> tuple[Any, ...]:
     return tuple(row[: len(board.keys)]) if board is _GAME_BOARD else (row[0], row.player_id)
 
 
 async def _page(
-    conn: AsyncConnection, board: _Board, scope: str, after: Sequence[Any] | None, limit: int
+    conn: AsyncConnection, board: _Board, scope: _Scope, after: Sequence[Any] | None, limit: int
 ) -> tuple[list[Any], list[int], bool]:
     rows = list((await conn.execute(_page_statement(board, scope, after, limit + 1))).all())
     has_more = len(rows) > limit
@@ -469,7 +509,7 @@ async def _page(
 
 
 async def _around(
-    conn: AsyncConnection, board: _Board, scope: str, player_id: str, limit: int
+    conn: AsyncConnection, board: _Board, scope: _Scope, player_id: str, limit: int
 ) -> tuple[list[Any], list[int], bool]:
     """The player's row with up to ``(limit - 1) // 2`` rows before it; the rest of ``limit`` after it.
 
@@ -493,7 +533,7 @@ async def _around(
     return rows, ranks, len(after) > take_after
 
 
-def _from_statement(board: _Board, scope: str, start: Sequence[Any], limit: int) -> Select[Any]:
+def _from_statement(board: _Board, scope: _Scope, start: Sequence[Any], limit: int) -> Select[Any]:
     """The rows from a key on (the row with that key first)."""
     return (
         _rows_statement(board, scope)
@@ -548,6 +588,23 @@ async def player_around(
     """The page of the players board around a player's row; empty when the player has none."""
     rows, ranks, has_more = await _around(conn, _player_board(order), scope, player_id, limit)
     return BoardPage(tuple(map(_player_row, rows, ranks)), has_more)
+
+
+async def rating_page(
+    conn: AsyncConnection, cells: int, *, after: PlayerKey | None = None, limit: int = 20
+) -> BoardPage[RatedPlayer]:
+    """A page of the rating board of variant ``cells``: highest shown rating first, then by id."""
+    key = None if after is None else (after.sort_key, after.player_id)
+    rows, ranks, has_more = await _page(conn, _RATING_BOARD, cells, key, limit)
+    return BoardPage(tuple(map(_rated_row, rows, ranks)), has_more)
+
+
+async def rating_around(
+    conn: AsyncConnection, cells: int, player_id: str, *, limit: int = 20
+) -> BoardPage[RatedPlayer]:
+    """The page of the rating board around a player's row; empty when the player has no rating there."""
+    rows, ranks, has_more = await _around(conn, _RATING_BOARD, cells, player_id, limit)
+    return BoardPage(tuple(map(_rated_row, rows, ranks)), has_more)
 
 
 # --------------------------------------------------------------------------- profiles

@@ -300,3 +300,76 @@ class PlayerProfile:
     daily_wins: tuple[date, ...]
     recent: tuple[FinishedGameFigures, ...]
     bot: bool = False
+
+
+#: The displayed rating is ``round(RATING_BASE + RATING_SCALE * (mu - 3 * sigma))``: an ordinal, the
+#: skill a player has with 99.7 % confidence, on a scale of whole points (a newcomer shows 1000).
+RATING_BASE = 1000
+RATING_SCALE = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    """A player's skill in one variant (Weng-Lin: a normal belief of mean ``mu``, deviation ``sigma``).
+
+    Attributes:
+        mu: the estimated skill (a newcomer's is 25).
+        sigma: how unsure that estimate is (a newcomer's is 25/3; it shrinks with every rated race).
+        races: the rated races behind it: the stored row's version, the fence of its next change.
+    """
+
+    mu: float
+    sigma: float
+    races: int = 0
+
+    @property
+    def display(self) -> int:
+        """The rating shown to players and ranked by: see `RATING_BASE`."""
+        return round(RATING_BASE + RATING_SCALE * (self.mu - 3 * self.sigma))
+
+
+@dataclass(frozen=True, slots=True)
+class RatingChange:
+    """What one race did to one rated player's rating.
+
+    Attributes:
+        player_id: the player.
+        place: the player's place in the race (1 first; equal places are a tie).
+        before: the rating the race started from (``races`` 0: a newcomer, no stored row).
+        after: the rating it ends with (``races`` one more).
+    """
+
+    player_id: str
+    place: int
+    before: Rating
+    after: Rating
+
+
+@dataclass(frozen=True, slots=True)
+class RatedRace:
+    """The rating changes of one finished race, stored with its result (`Write.ratings`).
+
+    Attributes:
+        race_id: the race (at most 32 characters); rated at most once.
+        cells: the variant (8, 4 or 2): ratings are per variant.
+        changes: one per rated player (empty when fewer than two were rated).
+        at: when the race ended (aware, UTC).
+    """
+
+    race_id: str
+    cells: int
+    changes: tuple[RatingChange, ...]
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RatedPlayer:
+    """A row of the rating board of a variant (`server.storage.leaderboards.rating_page`), with its
+    competition rank; ``key.sort_key`` is minus the shown rating."""
+
+    rank: int
+    player_id: str
+    player_name: str
+    rating: Rating
+    key: PlayerKey
+    player_bot: bool = False

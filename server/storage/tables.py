@@ -20,6 +20,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     Dialect,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -213,6 +214,58 @@ class PlayerStatsRow(Base):
     score_key: Mapped[int] = mapped_column(BigInteger)
 
 
+class RatingRow(Base):
+    """A player's rating in one variant (`server.services.ratings`): a row once it has a rated race.
+
+    ``races`` is the row's version: a race's change is stored only onto the rating it was computed
+    from (`server.storage.ratings.store_rating_changes`). ``sort_key`` is minus the shown rating
+    (smaller is better, as every board's key), for the rating leaderboard.
+    """
+
+    __tablename__ = "ratings"
+    __table_args__ = (
+        CheckConstraint("cells IN (8, 4, 2)", name="cells"),
+        CheckConstraint("races >= 1", name="races_positive"),
+        # The rating board of a variant: pages, ranks and neighbours walk this index.
+        Index("ix_ratings_cells_sort_key_player_id", "cells", "sort_key", "player_id"),
+    )
+
+    player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"), primary_key=True)
+    cells: Mapped[int] = mapped_column(SmallInteger, primary_key=True)
+    mu: Mapped[float] = mapped_column(Double)
+    sigma: Mapped[float] = mapped_column(Double)
+    races: Mapped[int] = mapped_column(Integer)
+    sort_key: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class RaceRatingChangeRow(Base):
+    """What one race did to one rated player's rating: the key (race_id, player_id) rates a race once.
+
+    ``race_id`` names the race of `server.play` (no foreign key here: the races table comes with the
+    race rooms). ``races_before`` is 0 for a newcomer.
+    """
+
+    __tablename__ = "race_rating_changes"
+    __table_args__ = (
+        CheckConstraint("cells IN (8, 4, 2)", name="cells"),
+        CheckConstraint("place >= 1", name="place_positive"),
+        # A player's rating history (newest first), for a profile.
+        Index("ix_race_rating_changes_player_id_cells_at", "player_id", "cells", "at"),
+    )
+
+    race_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"), primary_key=True)
+    cells: Mapped[int] = mapped_column(SmallInteger)
+    place: Mapped[int] = mapped_column(SmallInteger)
+    mu_before: Mapped[float] = mapped_column(Double)
+    sigma_before: Mapped[float] = mapped_column(Double)
+    races_before: Mapped[int] = mapped_column(Integer)
+    mu_after: Mapped[float] = mapped_column(Double)
+    sigma_after: Mapped[float] = mapped_column(Double)
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -225,3 +278,5 @@ games: Final = _table(GameRow)
 actions: Final = _table(ActionRow)
 board_bests: Final = _table(BoardBestRow)
 player_stats: Final = _table(PlayerStatsRow)
+ratings: Final = _table(RatingRow)
+race_rating_changes: Final = _table(RaceRatingChangeRow)

@@ -271,7 +271,10 @@ def test_query_string_takes_the_message_fields() -> None:
     ("query", "message"),
     [
         ("", "leaderboard: missing field 'board'"),
-        ("board=weekly", "board must be one of deal, variant, daily, players, not the string 'weekly'"),
+        (
+            "board=weekly",
+            "board must be one of deal, variant, daily, players, rating, not the string 'weekly'",
+        ),
         ("board=variant&cells=3", "cells must be 8, 4 or 2, not 3"),
         ("board=variant&cells=eight", "cells must be 8, 4 or 2, not the string 'eight'"),
         ("board=variant&limit=0", "limit must be in 1..100, not 0"),

@@ -38,6 +38,11 @@ def test_leaderboard_bots_defaults_to_the_peoples_board() -> None:
         fields: dict[object, object] = {"type": "leaderboard", "board": board.value, "bots": True}
         if board is Board.DEAL:
             fields["code"] = "EO1-C8-AAAAAFA"
+        if board is Board.RATING:  # bots race unrated: the rating board has no bots' twin
+            with pytest.raises(ProtocolError, match="bots race unrated"):
+                parse(fields)
+            assert parse({**fields, "bots": False}).bots is False  # type: ignore[union-attr]
+            continue
         request = parse(fields)
         assert isinstance(request, LeaderboardRequest) and request.bots is True
 

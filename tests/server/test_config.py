@@ -45,6 +45,12 @@ from server.config import SettingError, Settings, add_arguments, settings_from_a
         ("workers", 0, "0 is not a number of at least 1"),
         ("workers", -2, "-2 is not a number of at least 1"),
         ("shutdown_grace", math.nan, "nan is not a number of at least 0"),
+        ("quick_match_band", -1.0, "-1.0 is not a number of at least 0"),
+        ("quick_match_widening", math.inf, "inf is not a number of at least 0"),
+        ("quick_match_enough", 1, "1 is not in 2..8"),
+        ("quick_match_enough", 9, "9 is not in 2..8"),
+        ("quick_match_max_players", 1, "1 is not in 2..8"),
+        ("quick_match_wait", 0.0, "not a positive number"),
     ],
 )
 def test_an_unusable_value_is_refused_naming_its_flag_and_variable(name: str, value: Any, why: str) -> None:
@@ -75,6 +81,10 @@ def test_an_unusable_value_is_refused_naming_its_flag_and_variable(name: str, va
         ("shutdown_grace", 0.0),
         ("rate_per_second", 0.001),
         ("workers", 1),
+        ("quick_match_band", 0.0),
+        ("quick_match_widening", 0.0),
+        ("quick_match_enough", 2),
+        ("quick_match_max_players", 8),
     ],
 )
 def test_the_values_at_each_bound_are_accepted(name: str, value: Any) -> None:
@@ -108,6 +118,16 @@ def test_off_on_the_command_line_turns_an_optional_limit_off(name: str) -> None:
     assert getattr(settings_from_args(parser.parse_args([]), environ=variable), name) is None
     # the flag wins over the variable, and an absent flag leaves the default
     assert getattr(settings_from_args(parser.parse_args([]), environ={}), name) == getattr(Settings(), name)
+
+
+def test_quick_match_settings_make_the_match_rules() -> None:
+    """Bad input tried: more players that start a race than a race may seat."""
+    rules = Settings(quick_match_band=50, quick_match_enough=3, quick_match_max_players=6).match_rules()
+    assert (rules.band, rules.widening, rules.enough, rules.max_players, rules.wait) == (50, 10, 3, 6, 30)
+    with pytest.raises(
+        SettingError, match=r"^--quick-match-enough \(EIGHTOFF_QUICK_MATCH_ENOUGH\): 5 is more"
+    ):
+        Settings(quick_match_enough=5, quick_match_max_players=4)
 
 
 def test_workers_name_themselves_after_the_node() -> None:

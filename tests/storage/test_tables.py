@@ -24,6 +24,18 @@ def test_constraint_names_follow_the_naming_convention() -> None:
         "actions": ["ck_actions_v_positive", "fk_actions_game_id_games", "pk_actions"],
         "board_bests": ["pk_board_bests"],
         "player_stats": ["pk_player_stats"],
+        "ratings": [
+            "ck_ratings_cells",
+            "ck_ratings_races_positive",
+            "fk_ratings_player_id_players",
+            "pk_ratings",
+        ],
+        "race_rating_changes": [
+            "ck_race_rating_changes_cells",
+            "ck_race_rating_changes_place_positive",
+            "fk_race_rating_changes_player_id_players",
+            "pk_race_rating_changes",
+        ],
     }
 
 

@@ -150,6 +150,14 @@ def sample_server_values() -> list[protocol.ServerMessage]:
         protocol.Hint(game="g_1", v=0, verdict=protocol.Verdict.LOST, request_id=6),
         protocol.Hint(game="g_1", v=7, verdict=protocol.Verdict.UNKNOWN),
         protocol.LeaderboardPage(rows=()),
+        protocol.LeaderboardPage(
+            rows=(
+                protocol.RatingRow(1, player, rating=1312, races=9),
+                protocol.RatingRow(2, player, 1000, 1),
+            ),
+            next_cursor="n2",
+            request_id=8,
+        ),
         protocol.Profile(
             player=player,
             played=4,
@@ -158,6 +166,7 @@ def sample_server_values() -> list[protocol.ServerMessage]:
             best=(profile_game,),
             streak=protocol.Streak(2, 5),
             recent=(profile_game,),
+            ratings=(protocol.ProfileRating(8, 1312, 9), protocol.ProfileRating(2, 987, 2)),
             request_id=4,
         ),
         protocol.Profile(
