@@ -33,6 +33,7 @@ from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
 from server.play.registry import GameRoomDriver, RoomRegistry
+from server.play.replay import replay_page
 from server.play.session import Session
 from server.services.fair_play import FairPlay
 from server.services.hints import Asker, SolverBusy, SolvingService
@@ -86,6 +87,7 @@ class RequestHandler:
             protocol.ResumeRequest: self._resume,
             protocol.WatchRequest: self._watch,
             protocol.UnwatchRequest: self._unwatch,
+            protocol.ReplayRequest: self._replay,
             protocol.HintRequest: self._hint,
             protocol.LiveRequest: self._live,
             protocol.LeaderboardRequest: self._leaderboard,
@@ -297,6 +299,27 @@ class RequestHandler:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
         session.unfollow(request.game)
         return [protocol.Ok(request_id=request.request_id)]
+
+    async def _replay(self, session: Session, request: protocol.ReplayRequest) -> Reply:
+        """A game move by move, from what is stored, sealed as ``watch`` is; it follows nothing (a
+        client that wants the moves to come watches too), so it takes no watch slot."""
+        player = _player(session)
+        await self._fair_play.check_watch(player.id, request.game, utc_now())
+        async with self._database.connection() as conn:
+            stored = await repository.load_game(conn, request.game)
+            owner = await repository.get_player(conn, stored.player_id) if stored else None
+        if stored is None or owner is None:
+            raise Refusal(ErrorCode.NOT_FOUND, f"no game {request.game}")
+        page = await asyncio.to_thread(  # a long log must not stall the loop
+            replay_page,
+            stored,
+            protocol.Player.of(owner.id, owner.name, bot=owner.bot),
+            request.since,
+            request.request_id,
+        )
+        if request.since > page.v:
+            raise Refusal(ErrorCode.BAD_REQUEST, f"since {request.since} is past the game's version {page.v}")
+        return [page]
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
         """Every unfinished game, on any node, with an action (or its start) in the last
