@@ -437,9 +437,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
             "cells": _array(_nullable(_card), 2, 8),
             "foundations": _FOUNDATIONS,
             "since": _count,
-            "steps": _array(
-                _record({"ops": _ops, "score": _count, "moves": _count}), 0, MAX_REPLAY_STEPS
-            ),
+            "steps": _array(_record({"ops": _ops, "score": _count, "moves": _count}), 0, MAX_REPLAY_STEPS),
             "duration_ms": _count,
         },
         frozenset({"duration_ms"}),

@@ -357,7 +357,9 @@ def _replay(message: dict[object, object], rid: RequestId | None) -> ReplayReque
     _check_fields(message, _REPLAY, _GAME, rid)
     since = message.get("since", _MISSING)
     game = _game_id(message["game"], "game", rid)
-    return ReplayRequest(game, 0 if since is _MISSING else _int(since, "since", 0, MAX_GAME_ACTIONS, rid), rid)
+    return ReplayRequest(
+        game, 0 if since is _MISSING else _int(since, "since", 0, MAX_GAME_ACTIONS, rid), rid
+    )
 
 
 _LIVE = frozenset({"type", "id", "limit", "after"})

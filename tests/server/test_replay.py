@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import protocol
-from protocol.limits import MAX_GAME_ACTIONS
 from engine import Game, parse_action
+from protocol.limits import MAX_GAME_ACTIONS
 from server.app import App
 from server.play import replay as replay_module
 from tests.server.test_fair_play import assert_sealed, midnight_after, resign, started
@@ -56,7 +56,9 @@ async def replay_all(client: WsClient, game_id: str) -> list[dict[str, Any]]:
     """Every page of ``game_id``'s replay, asked for as a client does (from the last step held)."""
     pages = [await client.request("replay", game=game_id)]
     while pages[-1]["type"] == "replay" and pages[-1]["since"] + len(pages[-1]["steps"]) < pages[-1]["v"]:
-        pages.append(await client.request("replay", game=game_id, since=pages[-1]["since"] + len(pages[-1]["steps"])))
+        pages.append(
+            await client.request("replay", game=game_id, since=pages[-1]["since"] + len(pages[-1]["steps"]))
+        )
     return pages
 
 
@@ -148,7 +150,9 @@ async def test_replay_refuses_bad_input(url: str) -> None:
     ann = await player(url, name="Ann")
     snapshot = await ann.request("new_game", code=CODE)
     unknown = await ann.request("replay", game="NoSuchGame123")
-    assert (unknown["type"], unknown["code"]) == ("error", "not_found") and "NoSuchGame123" in unknown["message"]
+    assert (unknown["type"], unknown["code"]) == ("error", "not_found") and "NoSuchGame123" in unknown[
+        "message"
+    ]
     past = await ann.request("replay", game=snapshot["game"], since=1)
     assert (past["code"], "past the game's version 0" in past["message"]) == ("bad_request", True), past
     for fields in (
