@@ -66,7 +66,6 @@ async function hello() {
   }
   if (welcome.type !== "welcome") return stop("error", welcome.message);
   if (welcome.token) storageSet(TOKEN_KEY, welcome.token);
-  if (storageGet(NAME_KEY) === null) storageSet(NAME_KEY, welcome.player.name);
   sync();
 }
 

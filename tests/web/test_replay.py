@@ -153,7 +153,9 @@ async def test_a_live_game_is_followed_and_sealed_unknown_and_malformed_links_sa
         await send(bob, game_id, Move.parse(text))
         mirror.play(Move.parse(text))
 
-    context = await chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True, device_scale_factor=2)
+    context = await chromium.new_context(
+        viewport=PHONE, has_touch=True, is_mobile=True, device_scale_factor=2
+    )
     page = await context.new_page()
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     await page.goto(f"{site}/g/{game_id}")
