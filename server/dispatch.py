@@ -317,8 +317,9 @@ class RequestHandler:
             request.since,
             request.request_id,
         )
-        if request.since > page.v:
-            raise Refusal(ErrorCode.BAD_REQUEST, f"since {request.since} is past the game's version {page.v}")
+        if request.since > page.v:  # the asker believes the game is further on than it is
+            message = f"since {request.since} is past the game's version {page.v}"
+            raise Refusal(ErrorCode.STALE, message, v=page.v)
         return [page]
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
