@@ -6,13 +6,15 @@ Blocking for a long log (up to `protocol.limits.MAX_GAME_ACTIONS`): call it off 
 
 from __future__ import annotations
 
+import dataclasses
+
 import protocol
 from engine import Deal, EngineError, Game, Status, parse_action
 from protocol.limits import MAX_REPLAY_STEPS
 from server.storage import StoredGame
 from server.storage.unfinished import ABANDONED
 
-__all__ = ["RESIGN", "UnreplayableAction", "replay_page", "replay_stored"]
+__all__ = ["RESIGN", "UnreplayableAction", "replay_page", "replay_stored", "replay_whole"]
 
 #: The notation of a resignation in the action log: the row that puts resigning behind the fence.
 RESIGN = "resign"
@@ -39,11 +41,9 @@ def replay_stored(stored: StoredGame) -> Game:
     return _replayed(stored, Game(Deal.from_code(stored.code)), None)
 
 
-def replay_page(
-    stored: StoredGame, player: protocol.Player, since: int, request_id: protocol.RequestId | None = None
-) -> protocol.Replay:
-    """The ``replay`` reply of a stored game: its deal and the steps after version ``since`` (at most
-    `MAX_REPLAY_STEPS`); a resignation is its status, not a step.
+def replay_whole(stored: StoredGame, player: protocol.Player) -> protocol.Replay:
+    """A stored game as one ``replay`` of all its steps (`replay_page` cuts the pages a client gets);
+    a resignation is its status, not a step.
 
     Raises:
         InvalidCodeError, UnreplayableAction: as `replay_stored`.
@@ -62,11 +62,17 @@ def replay_page(
         tableau=deal.columns,
         cells=deal.cells,
         foundations=protocol.Foundations.of(deal),
-        since=since,
-        steps=tuple(steps[since : since + MAX_REPLAY_STEPS]),
+        since=0,
+        steps=tuple(steps),
         duration_ms=stored.duration_ms if game.is_over() else None,
-        request_id=request_id,
     )
+
+
+def replay_page(whole: protocol.Replay, since: int, request_id: protocol.RequestId | None) -> protocol.Replay:
+    """The page of `replay_whole` a client asked for: the steps after version ``since``, at most
+    `MAX_REPLAY_STEPS`."""
+    steps = whole.steps[since : since + MAX_REPLAY_STEPS]
+    return dataclasses.replace(whole, since=since, steps=steps, request_id=request_id)
 
 
 def _replayed(stored: StoredGame, game: Game, steps: list[protocol.ReplayStep] | None) -> Game:

@@ -99,6 +99,8 @@ async def test_a_finished_game_replays_position_by_position_as_the_engine_plays_
     assert (page["v"], page["since"], len(page["steps"])) == (6, 0, 6)
     assert page["started_at"] == snapshot["started_at"] and page["duration_ms"] >= 0
     assert stepped(pages) == positions(CODE, game.log)
+    again = await bob.request("replay", game=snapshot["game"])  # remembered: the same reply
+    assert {**again, "id": None} == {**page, "id": None}
     final = await bob.request("watch", game=snapshot["game"])
     assert final["v"] == page["v"] and final["tableau"] == stepped(pages)[-1]["tableau"]
     await asyncio.gather(ann.close(), bob.close())
