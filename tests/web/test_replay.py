@@ -1,6 +1,6 @@
 """The game page ``/g/GAME_ID`` in Debian Chromium (issue 21, item 7): a won game stepped through with
 the buttons, the slider and the keyboard, each position compared with the engine's; reached from the
-win screen and from a leaderboard row; a live game followed on the same page; a sealed daily game,
+win screen, a leaderboard row and the profile; a live game followed on the same page; a sealed daily game,
 an unknown id and a malformed one each give a clear page. Screenshots for desktop and phone."""
 
 from __future__ import annotations
@@ -129,6 +129,10 @@ async def test_a_won_game_steps_by_buttons_slider_and_keys_from_the_win_screen_a
     await page.click("#leaderboard-show")
     row_link = page.locator(f'#leaderboard-table tbody a[data-replay="{game_id}"]')
     await expect(row_link).to_have_attribute("href", f"/g/{game_id}")
+    await page.locator('#leaderboard-table tbody [data-col="player"]').first.click()  # the row: its profile
+    for table in ("#profile-best", "#profile-recent"):
+        profile_link = page.locator(f'{table} a[data-replay="{game_id}"]')
+        await expect(profile_link).to_have_attribute("href", f"/g/{game_id}")
     await row_link.click()
     await expect(page).to_have_url(f"{site}/g/{game_id}")
     await shows(page, CODE, log, 0)
