@@ -24,6 +24,7 @@ from protocol.limits import (
     MAX_INT,
     MAX_NAME_LENGTH,
     MAX_PROFILE_RECENT,
+    MAX_REPLAY_STEPS,
     MAX_REQUEST_ID_LENGTH,
     TOKEN_PATTERN,
     TOKEN_RULE,
@@ -302,6 +303,13 @@ def _check_profile(message: dict[str, object]) -> None:
         _fail("profile.ratings", "at most one rating per variant, C8 first, then C4, then C2")
 
 
+def _check_replay(message: dict[str, object]) -> None:
+    _check_snapshot(message)  # the deal: as a snapshot's table, each card once
+    steps = cast("list[object]", message["steps"])
+    if cast(int, message["since"]) + len(steps) > cast(int, message["v"]):
+        _fail("replay.steps", "steps past the game's version v")
+
+
 def _any_row(value: object, path: str) -> None:
     if type(value) is not dict:
         _fail(path, f"expected a map, got {value!r}")
@@ -440,6 +448,24 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
         },
         frozenset(),
         _check_profile,
+    ),
+    "replay": (
+        {
+            "game": _game_id,
+            "code": _code,
+            "player": _player,
+            "started_at": _timestamp,
+            "status": _status,
+            "v": _count,
+            "tableau": _array(_array(_card, 0, 52), 8, 8),
+            "cells": _array(_nullable(_card), 2, 8),
+            "foundations": _FOUNDATIONS,
+            "since": _count,
+            "steps": _array(_record({"ops": _ops, "score": _count, "moves": _count}), 0, MAX_REPLAY_STEPS),
+            "duration_ms": _count,
+        },
+        frozenset({"duration_ms"}),
+        _check_replay,
     ),
     "error": (
         {"code": _one_of(*sorted(_ERROR_CODES)), "message": _string(0, 200), "v": _count},

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_PAGE_SIZE",
     "MAX_PROFILE_RECENT",
+    "MAX_REPLAY_STEPS",
     "MAX_REQUEST_ID_LENGTH",
     "MAX_TOKEN_LENGTH",
     "PROTOCOL_VERSION",
@@ -63,6 +64,9 @@ MAX_PAGE_SIZE = 100
 #: At the bound every action is refused (``illegal_move``); the game can still be resigned.
 MAX_GAME_ACTIONS = 2000
 DEFAULT_PAGE_SIZE = 20
+#: A ``replay`` reply holds at most this many steps (about 40 KB of JSON): a longer game comes in
+#: pages, so that no reply is big enough to overflow a slow reader's write buffer.
+MAX_REPLAY_STEPS = 500
 #: ``recent`` of a ``profile`` lists at most this many finished games.
 MAX_PROFILE_RECENT = 10
 

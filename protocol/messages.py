@@ -43,6 +43,7 @@ __all__ = [
     "OwnFoundation",
     "Period",
     "ProfileRequest",
+    "ReplayRequest",
     "ResignRequest",
     "ResumeRequest",
     "TapRequest",
@@ -282,6 +283,17 @@ class UnwatchRequest(_GameOnly):
 
 
 @dataclass(frozen=True, slots=True)
+class ReplayRequest(_Request):
+    """``replay``: a game move by move, from its deal: the steps after version ``since``, a page of at
+    most ``MAX_REPLAY_STEPS`` (a long game is read in a few pages). Sealed like ``watch``."""
+
+    TYPE: ClassVar[str] = "replay"
+    game: str
+    since: int = 0
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HintRequest(_GameOnly):
     """``hint`` (owner only): the verdict from the game's position and, when it can be won, the next
     action of a winning line."""
@@ -363,6 +375,7 @@ ClientMessage: TypeAlias = (
     | LeaderboardRequest
     | ProfileRequest
     | GamesRequest
+    | ReplayRequest
 )
 
 #: Wire ``type`` → message class, in the order of protocol/README.md.
@@ -379,6 +392,7 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         ResumeRequest,
         WatchRequest,
         UnwatchRequest,
+        ReplayRequest,
         HintRequest,
         LiveRequest,
         LeaderboardRequest,

@@ -27,6 +27,7 @@ from protocol.limits import (
     ID_PATTERN,
     ID_RULE,
     MAX_CODE_LENGTH,
+    MAX_GAME_ACTIONS,
     MAX_GROUP,
     MAX_INT,
     MAX_NAME_LENGTH,
@@ -51,6 +52,7 @@ from protocol.messages import (
     Order,
     Period,
     ProfileRequest,
+    ReplayRequest,
     ResignRequest,
     ResumeRequest,
     TapRequest,
@@ -348,6 +350,18 @@ def _game_only(
     return parse
 
 
+_REPLAY = frozenset({"type", "id", "game", "since"})
+
+
+def _replay(message: dict[object, object], rid: RequestId | None) -> ReplayRequest:
+    _check_fields(message, _REPLAY, _GAME, rid)
+    since = message.get("since", _MISSING)
+    game = _game_id(message["game"], "game", rid)
+    return ReplayRequest(
+        game, 0 if since is _MISSING else _int(since, "since", 0, MAX_GAME_ACTIONS, rid), rid
+    )
+
+
 _LIVE = frozenset({"type", "id", "limit", "after"})
 
 
@@ -464,6 +478,7 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "resume": _game_only(ResumeRequest),
     "watch": _game_only(WatchRequest),
     "unwatch": _game_only(UnwatchRequest),
+    "replay": _replay,
     "hint": _game_only(HintRequest),
     "live": _live,
     "leaderboard": _leaderboard,

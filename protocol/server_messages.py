@@ -53,6 +53,8 @@ __all__ = [
     "ProfileGame",
     "ProfileRating",
     "RatingRow",
+    "Replay",
+    "ReplayStep",
     "ServerInfo",
     "ServerMessage",
     "Snapshot",
@@ -519,6 +521,40 @@ class GameOver(_Value):
 
 @_wire_value
 @dataclass(frozen=True, slots=True)
+class ReplayStep(_Value):
+    """One action of a replay: its op (as in a ``diff``) and the game's figures after it."""
+
+    ops: tuple[Transfer]  # one action, one op
+    score: int
+    moves: int
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
+class Replay(_Value):
+    """The reply to ``replay``: a game from its deal (``tableau``, ``cells``, ``foundations`` at v 0)
+    and the ``steps`` that make versions ``since`` + 1, + 2 … (a page); ``v`` is the game's version
+    now, so a client asks for the next page while ``since`` + len(``steps``) < ``v``. A client that
+    knows no rules steps back by applying the ops from the deal again."""
+
+    TYPE: ClassVar[str] = "replay"
+    game: str
+    code: str
+    player: Player
+    started_at: dt.datetime
+    status: Status
+    v: int
+    tableau: tuple[tuple[Card, ...], ...]
+    cells: tuple[Card | None, ...]
+    foundations: Foundations
+    since: int
+    steps: tuple[ReplayStep, ...]
+    duration_ms: int | None = None
+    request_id: RequestId | None = None
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
 class Ok(_Value):
     """The reply to requests with nothing to say (``unwatch``)."""
 
@@ -640,6 +676,7 @@ ServerMessage: TypeAlias = (
     | GamesPage
     | LeaderboardPage
     | Profile
+    | Replay
     | ErrorReply
 )
 
@@ -658,6 +695,7 @@ SERVER_MESSAGE_TYPES: Final[dict[str, type[ServerMessage]]] = {
         GamesPage,
         LeaderboardPage,
         Profile,
+        Replay,
         ErrorReply,
     )
 }

@@ -17,11 +17,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import secrets
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Final
 
 import protocol
-from engine import Deal
+from engine import Deal, Status
 from server.clock import utc_now
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
@@ -33,6 +34,7 @@ from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
 from server.play.registry import GameRoomDriver, RoomRegistry
+from server.play.replay import replay_page, replay_whole
 from server.play.session import Session
 from server.services.fair_play import FairPlay
 from server.services.hints import Asker, SolverBusy, SolvingService
@@ -49,6 +51,8 @@ Outcome = Reply | BaseException
 #: Called exactly once per served request, with its outcome.
 Respond = Callable[[Outcome], None]
 _RANDOM = secrets.SystemRandom()
+#: Finished games whose whole replay the handler keeps (tens of KB each: a long game's steps).
+REPLAYS_REMEMBERED: Final = 256
 _ACTIONS = (protocol.MoveRequest, protocol.TapRequest, protocol.AutoRequest, protocol.UndoRequest)
 
 
@@ -76,6 +80,7 @@ class RequestHandler:
         self._solving = solving or SolvingService()
         self._unfinished = unfinished
         self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
+        self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -86,6 +91,7 @@ class RequestHandler:
             protocol.ResumeRequest: self._resume,
             protocol.WatchRequest: self._watch,
             protocol.UnwatchRequest: self._unwatch,
+            protocol.ReplayRequest: self._replay,
             protocol.HintRequest: self._hint,
             protocol.LiveRequest: self._live,
             protocol.LeaderboardRequest: self._leaderboard,
@@ -297,6 +303,34 @@ class RequestHandler:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
         session.unfollow(request.game)
         return [protocol.Ok(request_id=request.request_id)]
+
+    async def _replay(self, session: Session, request: protocol.ReplayRequest) -> Reply:
+        """A game move by move, from what is stored, sealed as ``watch`` is; it follows nothing (a
+        client that wants the moves to come watches too), so it takes no watch slot. A finished
+        game never changes: its replay is remembered (`REPLAYS_REMEMBERED`), read and replayed once."""
+        await self._fair_play.check_watch(_player(session).id, request.game, utc_now())
+        whole = self._replays.get(request.game)
+        if whole is not None:
+            self._replays.move_to_end(request.game)
+        else:
+            whole = await self._replay_stored(request.game)
+            if whole.status is not Status.PLAYING:
+                self._replays[request.game] = whole
+                while len(self._replays) > REPLAYS_REMEMBERED:
+                    self._replays.popitem(last=False)
+        if request.since > whole.v:  # the asker believes the game is further on than it is
+            message = f"since {request.since} is past the game's version {whole.v}"
+            raise Refusal(ErrorCode.STALE, message, v=whole.v)
+        return [replay_page(whole, request.since, request.request_id)]
+
+    async def _replay_stored(self, game_id: str) -> protocol.Replay:
+        async with self._database.connection() as conn:
+            stored = await repository.load_game(conn, game_id)
+            owner = await repository.get_player(conn, stored.player_id) if stored else None
+        if stored is None or owner is None:
+            raise Refusal(ErrorCode.NOT_FOUND, f"no game {game_id}")
+        player = protocol.Player.of(owner.id, owner.name, bot=owner.bot)
+        return await asyncio.to_thread(replay_whole, stored, player)  # a long log must not stall the loop
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
         """Every unfinished game, on any node, with an action (or its start) in the last

@@ -43,6 +43,11 @@ function formatRatings(ratings) {
 
 const FINISHED = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 
+/** A link to a game's page (/g/ID): its replay, move by move. */
+function replayLink(game) {
+  return el("a", { href: `/g/${encodeURIComponent(game)}`, "data-replay": game, text: "Replay" });
+}
+
 /** One game of a profile (`{game, code, cells, won, score, moves, duration_ms, finished_at}`) as a row. */
 function gameRow(game, first) {
   const cell = (col, text, title) => el("td", { "data-col": col, text: String(text), title });
@@ -56,7 +61,7 @@ function gameRow(game, first) {
     ...(first.dataset.col === "cells"
       ? [cell("score", game.score)]
       : [cell("finished", FINISHED.format(new Date(game.finished_at)), game.finished_at)]),
-    el("td", {}, el("button", { type: "button", "data-play-code": game.code, text: "Play this deal" })),
+    el("td", {}, el("button", { type: "button", "data-play-code": game.code, text: "Play this deal" }), " ", replayLink(game.game)),
   );
 }
 
@@ -221,7 +226,9 @@ export class Leaderboards {
       this.requestProfile(row.dataset.playerId);
       $("#profile").scrollIntoView({ block: "nearest" });
     };
-    $("#leaderboard-table").addEventListener("click", (event) => openRow(event.target.closest("tr[data-player-id]")));
+    $("#leaderboard-table").addEventListener("click", (event) => {
+      if (!event.target.closest("a")) openRow(event.target.closest("tr[data-player-id]"));  // a link goes its way
+    });
     $("#leaderboard-table").addEventListener("keydown", (event) => {
       if (event.key === "Enter") openRow(event.target.closest("tr[data-player-id]"));
     });
@@ -263,7 +270,7 @@ export class Leaderboards {
     const heads = {
       players: ["#", "Player", "Played", "Won", "Win %"],
       rating: ["#", "Player", "Rating", "Races"],
-      games: ["#", "Player", "Moves", "Time", "Score", "Won"],
+      games: ["#", "Player", "Moves", "Time", "Score", "Won", ""],
     }[kind];
     table.hidden = !query || this.rows.length === 0;
     table.createCaption().textContent = query ? describeQuery(query) : "";
@@ -280,6 +287,7 @@ export class Leaderboards {
             cell("time", formatDuration(row.duration_ms)),
             cell("score", row.score),
             cell("won", row.won ? "✓" : "✗", row.won ? "won" : "resigned"),
+            el("td", { "data-col": "replay" }, replayLink(row.game)),
           ],
         }[kind]();
         return el(

@@ -239,6 +239,7 @@ function renderGameOver(state) {
     panel.querySelector(`[data-field="${name}"]`).textContent = String(value);
   }
   panel.querySelector("[data-rank-row]").hidden = watching;
+  $("#replay-link").href = `/g/${encodeURIComponent(state.board.game)}`;  // the game's page, to share
   $("#play-again").hidden = watching;
   $("#next-deal").hidden = watching;
 }
@@ -308,4 +309,9 @@ export function render(state, codes, now) {
   renderGameOver(state);
   renderLists(state, codes);
   return redrawn;
+}
+
+/** Draw a board alone (the replay page): its piles, fitted to a phone's screen once redrawn. */
+export function drawBoard(board) {
+  if (renderPiles(board)) fitBoard(board);
 }

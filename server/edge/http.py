@@ -12,6 +12,7 @@ from typing import ClassVar
 from urllib.parse import unquote
 
 import protocol
+from protocol.limits import ID_PATTERN
 from server.clock import utc_now
 from server.edge.admission import OriginPolicy, ThrottledLog
 from server.edge.transport import Request, Response, http_response
@@ -65,6 +66,8 @@ class HttpEndpoints:
             )
         if path == "/api/time":  # the browser client sets its game clock by the server's
             return self._json(HTTPStatus.OK, {"now": protocol.format_timestamp(utc_now())})
+        if path.startswith("/g/"):  # a game's page: its replay, or the game live (web/replay.html)
+            return self._game_page(unquote(path.removeprefix("/g/")))
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
         if is_api:
             return await self._api(path, query)
@@ -114,6 +117,14 @@ class HttpEndpoints:
         response = http_response(status, data, "application/json")
         response.headers["Cache-Control"] = "no-store"
         return response
+
+    @staticmethod
+    def _game_page(game_id: str) -> Response:
+        """``/g/GAME_ID``: the replay page; what is not a game id gets the same page with 400 (it says
+        so; whether the game exists is the ``replay`` request's answer)."""
+        valid = ID_PATTERN.fullmatch(game_id) is not None
+        status = HTTPStatus.OK if valid else HTTPStatus.BAD_REQUEST
+        return http_response(status, (WEB_ROOT / "replay.html").read_bytes(), _STATIC_TYPES[".html"])
 
     @staticmethod
     def _static(path: str) -> Response:

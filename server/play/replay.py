@@ -1,16 +1,20 @@
-"""A stored game rebuilt through the engine: how a node loads an unfinished game, and how ``verify``
-checks a finished one.
+"""A stored game rebuilt through the engine: how a node loads an unfinished game, how ``verify``
+checks a finished one, and what a ``replay`` request shows of it, step by step.
 
 Blocking for a long log (up to `protocol.limits.MAX_GAME_ACTIONS`): call it off the event loop.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+import protocol
 from engine import Deal, EngineError, Game, Status, parse_action
+from protocol.limits import MAX_REPLAY_STEPS
 from server.storage import StoredGame
 from server.storage.unfinished import ABANDONED
 
-__all__ = ["RESIGN", "UnreplayableAction", "replay_stored"]
+__all__ = ["RESIGN", "UnreplayableAction", "replay_page", "replay_stored", "replay_whole"]
 
 #: The notation of a resignation in the action log: the row that puts resigning behind the fence.
 RESIGN = "resign"
@@ -34,13 +38,54 @@ def replay_stored(stored: StoredGame) -> Game:
         InvalidCodeError: the stored code is not a game code.
         UnreplayableAction: an action (a resign row included) is not legal where it stands.
     """
+    return _replayed(stored, Game(Deal.from_code(stored.code)), None)
+
+
+def replay_whole(stored: StoredGame, player: protocol.Player) -> protocol.Replay:
+    """A stored game as one ``replay`` of all its steps (`replay_page` cuts the pages a client gets);
+    a resignation is its status, not a step.
+
+    Raises:
+        InvalidCodeError, UnreplayableAction: as `replay_stored`.
+    """
     game = Game(Deal.from_code(stored.code))
+    deal = game.layout()
+    steps: list[protocol.ReplayStep] = []
+    _replayed(stored, game, steps)
+    return protocol.Replay(
+        game=stored.id,
+        code=stored.code,
+        player=player,
+        started_at=stored.started_at,
+        status=game.status,
+        v=game.v,
+        tableau=deal.columns,
+        cells=deal.cells,
+        foundations=protocol.Foundations.of(deal),
+        since=0,
+        steps=tuple(steps),
+        duration_ms=stored.duration_ms if game.is_over() else None,
+    )
+
+
+def replay_page(whole: protocol.Replay, since: int, request_id: protocol.RequestId | None) -> protocol.Replay:
+    """The page of `replay_whole` a client asked for: the steps after version ``since``, at most
+    `MAX_REPLAY_STEPS`."""
+    steps = whole.steps[since : since + MAX_REPLAY_STEPS]
+    return dataclasses.replace(whole, since=since, steps=steps, request_id=request_id)
+
+
+def _replayed(stored: StoredGame, game: Game, steps: list[protocol.ReplayStep] | None) -> Game:
+    """``game`` (dealt from ``stored.code``) with the stored actions played; each action's step goes
+    to ``steps`` when given."""
     for v, text in enumerate(stored.actions, start=1):
         try:
             if text == RESIGN and v == len(stored.actions):
                 game.resign()  # the row that put resigning behind the (game, v) fence
             else:
-                game.play(parse_action(text))
+                transfer = game.play(parse_action(text))
+                if steps is not None:
+                    steps.append(protocol.ReplayStep((transfer,), game.score, game.moves))
         except EngineError as exc:
             raise UnreplayableAction(v, text, exc) from exc
     if stored.status in _RESIGNED_OR_ABANDONED and game.status is Status.PLAYING:

@@ -120,6 +120,8 @@ def test_leaderboard_defaults_per_board() -> None:
         LeaderboardRequest(Board.PLAYERS, order=Order.WINS, period=Period.DAY, limit=5, after="c"),
         protocol.ProfileRequest(),
         protocol.ProfileRequest("p_1", request_id=3),
+        protocol.ReplayRequest("g_1"),
+        protocol.ReplayRequest("g_1", since=500, request_id=4),
     ],
     ids=lambda request: request.TYPE,
 )
@@ -129,8 +131,8 @@ def test_to_wire_parses_back_to_the_same_request(request_: protocol.ClientMessag
 
 def test_client_message_types_in_readme_order() -> None:
     assert list(protocol.CLIENT_MESSAGE_TYPES) == [
-        "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "hint",
-        "live", "leaderboard", "profile", "games",
+        "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "replay",
+        "hint", "live", "leaderboard", "profile", "games",
     ]  # fmt: skip
 
 

@@ -38,6 +38,7 @@ REPLIES = {
     "resume": "snapshot",
     "watch": "snapshot",
     "unwatch": "ok",
+    "replay": "replay",
     "hint": "hint",
     "live": "live",
     "leaderboard": "leaderboard",

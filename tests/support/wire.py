@@ -175,7 +175,39 @@ def sample_server_values() -> list[protocol.ServerMessage]:
         protocol.ErrorReply(code=protocol.ErrorCode.STALE, message="game g_1 is at v=12"),
         protocol.ErrorReply(code=protocol.ErrorCode.ILLEGAL_MOVE, message="t1-t2 is illegal", request_id=5),
     ]
-    return messages
+    return messages + _sample_replays(player, started)
+
+
+def _sample_replays(player: protocol.Player, started: dt.datetime) -> list[protocol.ServerMessage]:
+    """``replay`` pages: a won game whole, and a page from the middle of one being played (an undo
+    included)."""
+    from engine import UNDO, Game, Move, Status
+
+    game = Game.from_code("EO1-C8-AAAAAFA")
+    deal = game.layout()
+    steps = []
+    for text in WINNING_LINE:
+        transfer = game.play(Move.parse(text))
+        steps.append(protocol.ReplayStep((transfer,), game.score, game.moves))
+    whole = protocol.Replay(
+        game="g_1", code="EO1-C8-AAAAAFA", player=player, started_at=started, status=Status.WON,
+        v=len(steps), tableau=deal.columns, cells=deal.cells, foundations=protocol.Foundations.of(deal),
+        since=0, steps=tuple(steps[:500]), duration_ms=754_012, request_id=7,
+    )  # fmt: skip
+    playing = Game.from_code("EO1-C8-AAAAAFA")
+    for text in WINNING_LINE[:10]:
+        playing.play(Move.parse(text))
+    undone = protocol.ReplayStep((playing.play(UNDO),), playing.score, playing.moves)
+    page = dataclasses.replace(
+        whole,
+        status=Status.PLAYING,
+        v=11,
+        since=9,
+        steps=(steps[9], undone),
+        duration_ms=None,
+        request_id=None,
+    )
+    return [whole, page]
 
 
 def sample_server_messages() -> list[dict[str, object]]:
