@@ -225,10 +225,6 @@ async def hint_loop(
             await asyncio.sleep(max(0.0, started + 1 / pace - time.monotonic()))
 
 
-@pytest.mark.skip(
-    reason="hangs in a fresh clone under .ci/run (the solver busy for minutes, found at the end of the "
-    "2026-12-01 session); passes alone in the developer tree in 5 s. Known defect, see the issue note."
-)
 async def test_a_bystanders_hints_are_answered_during_a_hint_flood_from_one_address(
     app: App, url: str
 ) -> None:
