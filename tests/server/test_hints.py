@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlalchemy import select
 from engine import Deal, Game, Layout, Move
 from server.app import App
 from server.errors import ErrorCode
-from server.services.hints import Asker, SolverBusy, SolvingService
+from server.services.hints import SOLVER_NICENESS, Asker, SolverBusy, SolvingService
 from server.services.winnable import winnable_deals
 from server.storage import StorageUnavailable
 from server.storage.committer import Done, Write, WriteConflict
@@ -169,6 +170,20 @@ async def test_solving_service_refuses_a_player_or_an_address_over_its_share(app
             assert hint[0] is Verdict.WIN and hint[1] is not None
         # answered: the shares are free again
         assert (await service.hint("g_2", 0, layouts[1], Asker("p_1", "127.0.0.1")))[0] is Verdict.WIN
+    finally:
+        service.close()
+
+
+async def test_the_solver_workers_run_below_the_servers_priority() -> None:
+    """Issue 20: under a hint flood the solver worker took a core that the server and its players'
+    moves needed (on a 2-core machine, a bystander's move waited behind it). A hint may wait, a move
+    should not: the workers run `SOLVER_NICENESS` below the server's priority."""
+    service = SolvingService()
+    try:
+        hint = await service.hint("g_1", 0, Deal(1, 8).layout(), Asker("p_1", "127.0.0.1"))
+        assert hint[0] is Verdict.WIN
+        worker = await asyncio.get_running_loop().run_in_executor(service._executor(), os.nice, 0)
+        assert worker == min(19, os.nice(0) + SOLVER_NICENESS)
     finally:
         service.close()
 
