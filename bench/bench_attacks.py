@@ -92,7 +92,8 @@ START_MARGIN = 3.0  # seconds of attack around the bystander's window (its proce
 # defaults back, so the attacks meet the limits an operator gets.
 DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
-    "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20"
+    "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20 "
+    "--new-games-per-address-per-minute 240"
 )
 HINT_BYSTANDER_ADDRESS = "127.0.0.3"
 HINT_FLOOD_ADDRESS = "127.0.0.4"  # one address of its own: the guests attack leaves 127.0.0.1 no guests

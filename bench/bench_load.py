@@ -247,6 +247,7 @@ def _server_command(
         "--max-connections-per-address", "off",  # every connection comes from 127.0.0.1
         "--guests-per-address-per-minute", "off",  # and says hello as a new guest
         "--new-connections-per-address-per-second", "off",  # all at once
+        "--new-games-per-address-per-minute", "off",  # and each starts its games
         *cap,
         *shlex.split(extra or ""),
     ]  # fmt: skip

@@ -288,6 +288,21 @@ class Settings:
         default=30,
         metadata={"help": "guest players one source address may create a minute", "check": _at_least(1)},
     )
+    new_games_per_player_per_minute: int | None = field(
+        default=120,
+        metadata={
+            "help": "games one player may start a minute (a quarter of it at once), per process",
+            "check": _at_least(4),
+        },
+    )
+    new_games_per_address_per_minute: int | None = field(
+        default=240,
+        metadata={
+            "help": "games the players of one source address may start a minute (a quarter of it at once), "
+            "per process",
+            "check": _at_least(4),
+        },
+    )
     max_unfinished_games_per_player: int | None = field(
         default=100,
         metadata={

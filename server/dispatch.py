@@ -38,7 +38,7 @@ from server.play.replay import replay_page, replay_whole
 from server.play.session import Session
 from server.services.fair_play import FairPlay
 from server.services.hints import Asker, SolverBusy, SolvingService
-from server.services.quotas import UnfinishedGames
+from server.services.quotas import NewGames, UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
 from server.storage.committer import Committer, Write
@@ -83,6 +83,10 @@ class RequestHandler:
         self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
+        self._new_games = NewGames(
+            per_player=settings.new_games_per_player_per_minute,
+            per_address=settings.new_games_per_address_per_minute,
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Reply]]] = {
             protocol.HelloRequest: self._hello,
@@ -215,6 +219,7 @@ class RequestHandler:
     async def _new_game(self, session: Session, request: protocol.NewGameRequest) -> Reply:
         player = _player(session)
         self._check_games_limit(session, None)
+        self._new_games.check(player.id, _address(session))  # issue 20: before any work
         await self._unfinished.make_room(player.id)  # issue 11: unfinished games per player
         deal = request.deal
         daily_date = None
@@ -240,7 +245,7 @@ class RequestHandler:
         if not isinstance(spot, HintSpot):
             raise spot
         try:
-            asker = Asker(room.owner.id, str(getattr(session.transport, "client_address", "")))
+            asker = Asker(room.owner.id, _address(session))
             verdict, move = await self._solving.hint(room.id, spot.v, spot.layout, asker)
         except SolverBusy as exc:
             raise Refusal(exc.code, str(exc)) from None
@@ -378,7 +383,7 @@ class RequestHandler:
 
     def _check_guest_quota(self, session: Session) -> None:
         """At most ``guests_per_address_per_minute`` new guests from one source address (issue 11)."""
-        address = str(getattr(session.transport, "client_address", ""))
+        address = _address(session)
         if self._guests is not None and not self._guests.allow(address):
             raise Refusal(
                 ErrorCode.RATE_LIMITED,
@@ -405,6 +410,11 @@ class RequestHandler:
         if isinstance(found, FinishedGame):
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {game_id} is over")
         return found
+
+
+def _address(session: Session) -> str:
+    """The source address of ``session``'s connection (the client's, behind a trusted proxy)."""
+    return str(getattr(session.transport, "client_address", ""))
 
 
 def _player(session: Session) -> PlayerRef:

@@ -22,6 +22,7 @@ refusal with HTTP 503 or 403.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import resource
@@ -173,11 +174,9 @@ class TrustedProxies:
         return cls(tuple(networks))
 
     def trusts(self, peer: str) -> bool:
-        try:
-            address = ipaddress.ip_address(peer)
-        except ValueError:
-            return False
-        return any(address in network for network in self.networks)
+        """Asked at every accept (issue 20, half-open sockets: parsing each peer's address was half
+        of the admission work): nothing to parse when no proxy is trusted, and each peer parsed once."""
+        return bool(self.networks) and _within(peer, self.networks)
 
     def client_of(self, peer: str, forwarded_for: str | None) -> str:
         """The client's address: the last ``X-Forwarded-For`` entry when ``peer`` is trusted."""
@@ -185,6 +184,15 @@ class TrustedProxies:
             return peer
         entries = [entry.strip() for entry in forwarded_for.split(",") if entry.strip()]
         return entries[-1][:64] if entries else peer
+
+
+@functools.lru_cache(maxsize=4096)
+def _within(peer: str, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(peer)
+    except ValueError:
+        return False
+    return any(address in network for network in networks)
 
 
 @dataclass(frozen=True, slots=True)

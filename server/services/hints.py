@@ -1,7 +1,9 @@
 """The solver off the event loop: hints, the winnable daily deals and winnable random deals.
 
 Solving is CPU work of milliseconds to seconds, so it runs in a process pool (spawned lazily, one
-worker by default): the event loop only awaits its futures. What it finds is cached, since the same
+worker by default): the event loop only awaits its futures. The workers run at `SOLVER_NICENESS`:
+a hint may wait, a move's acknowledgement should not (issue 20: under a hint flood the solver took a
+core the server and its players needed, on a small machine). What it finds is cached, since the same
 question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
 also keeps the rest of its winning line: a player who follows it asks about positions already on the
 line, answered without searching again. Random winnable deals come from the shipped tables of
@@ -13,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import multiprocessing
+import os
 import random
 import secrets
 from collections import OrderedDict
@@ -28,6 +31,7 @@ __all__ = [
     "HINTS_PER_ADDRESS",
     "HINTS_PER_PLAYER",
     "HINT_MAX_NODES",
+    "SOLVER_NICENESS",
     "Asker",
     "Hint",
     "SolverBusy",
@@ -36,6 +40,8 @@ __all__ = [
 
 #: Positions a hint may search (some seconds of one worker at worst).
 HINT_MAX_NODES = 100_000
+#: How much lower than the server's the solver workers' CPU priority is (``nice(2)``'s increment).
+SOLVER_NICENESS = 10
 _HINT_CACHE = 4096
 #: Hints one player, and one source address, may have waiting or being solved (issue 20): one
 #: connection asks one at a time, so this is a few tabs' worth; an address holds a few players'.
@@ -69,6 +75,11 @@ def _refusal(full: Full, held: int) -> SolverBusy:
             "your address has hints waiting for the solver; ask again once one is answered",
         )
     return SolverBusy(ErrorCode.UNAVAILABLE, f"{held} hints are waiting for the solver; retry in a moment")
+
+
+def _lower_priority() -> None:
+    """In each solver worker, as it starts."""
+    os.nice(SOLVER_NICENESS)
 
 
 def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, tuple[Move, ...]]:
@@ -123,7 +134,9 @@ class SolvingService:
         if self._pool is None:
             # spawn, not fork: the server process has threads (the SQLite writer) and an event loop
             context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(max_workers=self._workers, mp_context=context)
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._workers, mp_context=context, initializer=_lower_priority
+            )
         return self._pool
 
     async def hint(self, game_id: str, v: int, layout: Layout, asker: Asker) -> Hint:

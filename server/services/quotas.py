@@ -1,4 +1,10 @@
-"""Quotas on unfinished games: a cap per player, and the expiry of games left idle.
+"""Quotas on games: new games per player and per source address in a time window, a cap on
+unfinished games per player, and the expiry of games left idle.
+
+`NewGames` meters ``new_game`` before it costs anything (issue 20): a loop of new_game, hint, resign
+from a few connections made a write, a read and a game in memory per loop, and the other players'
+moves waited behind them. A player may start ``per_player`` games a minute and the players of one
+address ``per_address``, a quarter of either at once; past that ``new_game`` is ``rate_limited``.
 
 A player keeps at most ``max_unfinished_games_per_player`` unfinished games. Starting one more
 abandons the least recently active ones no connection here has open (and none played in the last
@@ -24,13 +30,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from protocol.limits import MAX_PAGE_SIZE
 from server.clock import utc_now
 from server.cursors import parse_time_cursor, time_cursor
+from server.edge.ratelimit import BucketsByKey
 from server.errors import ErrorCode, Refusal
 from server.play.driver import RoomDriver
 from server.storage import Database
 from server.storage import unfinished as storage
 from server.storage.committer import Committer, Write
 
-__all__ = ["UnfinishedGames"]
+__all__ = ["NewGames", "UnfinishedGames"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +46,41 @@ SWEEP_INTERVAL = 60.0
 EXPIRY_BATCH = 1000
 FULL_MEMORY = 1.0
 """Seconds a player refused at the cap is refused again without reading its games."""
+
+
+def _per_minute(per_minute: int | None, clock: Callable[[], float]) -> BucketsByKey | None:
+    """Buckets of ``per_minute`` a minute, a quarter of it at once (None: no quota)."""
+    return None if per_minute is None else BucketsByKey(per_minute / 60, per_minute // 4, clock)
+
+
+class NewGames:
+    """Owns the new-game quotas of one process: a token bucket per player and per source address,
+    refilled at ``per_minute / 60`` a second, holding a quarter of a minute's games (None: no quota)."""
+
+    def __init__(
+        self, *, per_player: int | None, per_address: int | None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._per_player = per_player
+        self._per_address = per_address
+        self._players = _per_minute(per_player, clock)
+        self._addresses = _per_minute(per_address, clock)
+
+    def check(self, player_id: str, address: str) -> None:
+        """Count one new game of ``player_id`` from ``address``.
+
+        Raises:
+            Refusal: rate_limited, when the address or the player has started its share of games.
+        """
+        if self._addresses is not None and not self._addresses.allow(address):
+            raise Refusal(
+                ErrorCode.RATE_LIMITED,
+                f"your address started more than {self._per_address} games a minute; retry in a few seconds",
+            )
+        if self._players is not None and not self._players.allow(player_id):
+            raise Refusal(
+                ErrorCode.RATE_LIMITED,
+                f"you started more than {self._per_player} games a minute; retry in a few seconds",
+            )
 
 
 class UnfinishedGames:

@@ -19,6 +19,13 @@ writer thread, and says how it failed:
   statement that may fail half-way keeps a journal of the pages it changed, to undo just itself: the
   writer's is kept in memory (``temp_store=MEMORY``), else past 64 KiB it spills to a temporary file,
   which costs half as much again as the whole commit (bench/bench_sqlite_append.py).
+
+  SQLite's automatic checkpoints fail without a word to the writer when the database file cannot be
+  written (made immutable mid-run, issue 20 item 8): the write-ahead log then grew by every commit,
+  acknowledged, for as long as the fault lasted. Once the log is past `SQLITE_WAL_SIZE_LIMIT` (where
+  checkpoints keep it below), the writer checkpoints it itself, at most once per
+  `LOG_CHECK_INTERVAL`: if that fails it logs one line and every write is refused ``unavailable``
+  (nothing more goes into the log) until a checkpoint succeeds again.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol
@@ -35,11 +44,25 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
 from server.storage import ratings, repository, unfinished
-from server.storage.db import Database, StorageUnavailable, sqlite_pragmas
+from server.storage.db import SQLITE_WAL_SIZE_LIMIT, Database, StorageUnavailable, sqlite_pragmas
 from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord, RatedRace
 from server.storage.tables import games
 
-__all__ = ["ROWS_PER_INSERT", "CommitBackend", "SqlAlchemyBackend", "SqliteBackend", "Write", "WriteConflict"]
+__all__ = [
+    "LOG_CHECK_INTERVAL",
+    "ROWS_PER_INSERT",
+    "CommitBackend",
+    "SqlAlchemyBackend",
+    "SqliteBackend",
+    "Write",
+    "WriteConflict",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two checkpoints the writer makes itself while the log stays too long (a long
+#: reader may hold it there; a file that cannot be written keeps it there).
+LOG_CHECK_INTERVAL = 1.0
 
 
 class WriteConflict(Exception):
@@ -146,13 +169,27 @@ class SqliteBackend:
     ``others``. The connection is opened at the first append and again after a failure (the file may
     have come back)."""
 
-    def __init__(self, path: Path, others: CommitBackend, *, synchronous: str = "FULL") -> None:
+    def __init__(
+        self,
+        path: Path,
+        others: CommitBackend,
+        *,
+        synchronous: str = "FULL",
+        log_limit: int = SQLITE_WAL_SIZE_LIMIT,
+    ) -> None:
+        """``log_limit``: bytes of write-ahead log past which the writer checks that a checkpoint
+        can still write the database file."""
         self._path = path
+        self._log = Path(f"{path}-wal")
         self._others = others
         self._synchronous = synchronous.upper()
+        self._log_limit = log_limit
         self._conn: sqlite3.Connection | None = None
+        self._stuck: str | None = None  # why checkpoints fail: writes are refused meanwhile
+        self._checked_at = -LOG_CHECK_INTERVAL
 
     def commit(self, writes: Sequence[Write]) -> None:
+        self._check_log()
         if not all(write.is_actions_only() for write in writes):
             self._others.commit(writes)
             return
@@ -168,6 +205,42 @@ class SqliteBackend:
     def close(self) -> None:
         self._disconnect()
         self._others.close()
+
+    def _check_log(self) -> None:
+        """Past ``log_limit`` bytes of log, a checkpoint of our own (once per `LOG_CHECK_INTERVAL`).
+
+        Raises:
+            StorageUnavailable: the last checkpoint could not write the database file.
+        """
+        if self._stuck is None:
+            try:
+                if self._log.stat().st_size <= self._log_limit:
+                    return
+            except OSError:  # no log yet
+                return
+        now = time.monotonic()
+        if now - self._checked_at < LOG_CHECK_INTERVAL:
+            if self._stuck is not None:
+                raise StorageUnavailable(self._stuck)
+            return
+        self._checked_at = now
+        try:
+            self._conn = self._conn or self._connect()
+            self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except (sqlite3.Error, OSError) as exc:
+            self._disconnect()
+            if self._stuck is None:
+                logger.error(
+                    "the database file %s cannot be written (%s): its write-ahead log is not "
+                    "checkpointed, so every write is refused as unavailable until it can be",
+                    self._path,
+                    exc,
+                )
+            self._stuck = f"the database file cannot be written ({exc})"
+            raise StorageUnavailable(self._stuck) from None
+        if self._stuck is not None:
+            logger.warning("the database file %s is written again: writes resume", self._path)
+            self._stuck = None
 
     def _disconnect(self) -> None:
         if self._conn is not None:

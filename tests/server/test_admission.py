@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
 import pytest
 
 from server.config import Settings
+from server.edge import admission
 from server.edge.admission import (
     AddressBudget,
     ConnectionCaps,
@@ -118,6 +120,30 @@ def test_trusted_proxies_reject_malformed_entries() -> None:
     assert TrustedProxies.parse("").networks == ()
     with pytest.raises(ValueError, match="haproxy"):
         TrustedProxies.parse("haproxy")
+
+
+def test_an_accept_parses_no_address_without_proxies_and_each_peer_once_with_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 20, half-open sockets: every accept asked ``trusts``, and parsing the peer's address was
+    half of the admission work per accept. Tried: 2,000 accepts of 150 peers (the attack's
+    addresses), with no proxy trusted and with one."""
+    parsed: list[str] = []
+    real = ipaddress.ip_address
+
+    def counted(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(ipaddress, "ip_address", counted)
+    admission._within.cache_clear()  # no peer parsed by an earlier test
+    peers = [f"127.0.{200 + n // 250}.{1 + n % 250}" for n in range(150)]
+    none, proxied = TrustedProxies(), TrustedProxies.parse("10.0.0.2, 127.0.200.0/30")
+    assert not any(none.trusts(peers[n % 150]) for n in range(2000))
+    assert parsed == []
+    trusted = {peer for peer in (peers[n % 150] for n in range(2000)) if proxied.trusts(peer)}
+    assert trusted == {"127.0.200.1", "127.0.200.2", "127.0.200.3"}
+    assert sorted(parsed) == sorted(peers)
 
 
 def test_gate_applies_the_per_address_cap_to_the_forwarded_client() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 import time
 from typing import Any
 
@@ -13,7 +14,7 @@ from sqlalchemy import select
 from engine import Deal, Game, Layout, Move
 from server.app import App
 from server.errors import ErrorCode
-from server.services.hints import Asker, SolverBusy, SolvingService
+from server.services.hints import SOLVER_NICENESS, Asker, SolverBusy, SolvingService
 from server.services.winnable import winnable_deals
 from server.storage import StorageUnavailable
 from server.storage.committer import Done, Write, WriteConflict
@@ -173,6 +174,20 @@ async def test_solving_service_refuses_a_player_or_an_address_over_its_share(app
         service.close()
 
 
+async def test_the_solver_workers_run_below_the_servers_priority() -> None:
+    """Issue 20: under a hint flood the solver worker took a core that the server and its players'
+    moves needed (on a 2-core machine, a bystander's move waited behind it). A hint may wait, a move
+    should not: the workers run `SOLVER_NICENESS` below the server's priority."""
+    service = SolvingService()
+    try:
+        hint = await service.hint("g_1", 0, Deal(1, 8).layout(), Asker("p_1", "127.0.0.1"))
+        assert hint[0] is Verdict.WIN
+        worker = await asyncio.get_running_loop().run_in_executor(service._executor(), os.nice, 0)
+        assert worker == min(19, os.nice(0) + SOLVER_NICENESS)
+    finally:
+        service.close()
+
+
 async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: App) -> None:
     """A hint queued behind another when the service closes is cancelled, not left waiting for ever
     (nor solved in a pool started again after the close)."""
@@ -225,17 +240,21 @@ async def hint_loop(
             await asyncio.sleep(max(0.0, started + 1 / pace - time.monotonic()))
 
 
-@pytest.mark.skip(
-    reason="hangs in a fresh clone under .ci/run (the solver busy for minutes, found at the end of the "
-    "2026-12-01 session); passes alone in the developer tree in 5 s. Known defect, see the issue note."
-)
-async def test_a_bystanders_hints_are_answered_during_a_hint_flood_from_one_address(
-    app: App, url: str
-) -> None:
+@pytest.fixture
+async def churn_app(database_url: str) -> Any:
+    """A server without the new-game quotas: the hint flood below starts far more games than they
+    allow, and it is the solver's share that it tests (tests/server/test_quotas.py has the quotas)."""
+    settings = {"new_games_per_player_per_minute": None, "new_games_per_address_per_minute": None}
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", **settings) as app:
+        yield app
+
+
+async def test_a_bystanders_hints_are_answered_during_a_hint_flood_from_one_address(churn_app: App) -> None:
     """Issue 20, item 5: 12 connections from 127.0.0.1 looping new_game, hint, resign took every place
     of the solver's queue (58 % of another player's hints were ``unavailable``). The flood gets
     ``rate_limited`` past its address's share; the bystander, on 127.0.0.2, has 90 % or more of its
     hints answered."""
+    app, url = churn_app, serverutil.ws_url(churn_app)
     flooders = [await player(url, f"Flood {n}") for n in range(FLOOD_CONNECTIONS)]
     bystander = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
     await bystander.hello(name="Bystander")

@@ -3,13 +3,16 @@ per source address, unfinished games per player (the least recently active is ab
 of welcome's list, and the expiry of abandoned games.
 
 Attacks tried: a loop of hellos without a token; new_game then unwatch in a loop (each frees the
-connection's place, not the player's); games left idle.
+connection's place, not the player's); games left idle; new_game then resign in a loop, from one
+player (a burst, then paced just above the refill rate) and from 12 guests of one address.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import time
+from typing import Any
 
 from sqlalchemy import select, update
 
@@ -141,3 +144,87 @@ async def test_idle_unfinished_games_expire_but_open_ones_do_not(database_url: s
         assert (await again.hello(token=client.token))["games"] == [kept]
         await client.close()
         await again.close()
+
+
+# ---------------------------------------------------------------- new games per player and per address
+
+
+async def started(client: WsClient, count: int, pace: float | None = None) -> list[dict[str, Any]]:
+    """``count`` new_game requests (each game resigned when it was started), at most ``pace`` a
+    second; returns the replies to new_game."""
+    replies = []
+    for _ in range(count):
+        begun = time.monotonic()
+        reply = await client.request("new_game", code=CODE)
+        replies.append(reply)
+        if reply["type"] == "snapshot":
+            await client.request("resign", game=reply["game"])
+        if pace is not None:
+            await asyncio.sleep(max(0.0, begun + 1 / pace - time.monotonic()))
+    return replies
+
+
+def served(replies: list[dict[str, Any]]) -> int:
+    refused = [reply for reply in replies if reply["type"] != "snapshot"]
+    assert all(reply["code"] == "rate_limited" for reply in refused), refused
+    return len(replies) - len(refused)
+
+
+async def test_a_player_starts_at_most_its_share_of_new_games(database_url: str) -> None:
+    """Issue 20: a new_game loop of one player (a burst, then paced at 1.5 times the refill rate)
+    is refused ``rate_limited`` past a quarter of a minute's games and then at the refill rate;
+    another player from another address is served meanwhile. Before the quota every one was served."""
+    settings = {
+        "new_games_per_player_per_minute": 60,  # 15 at once, 1 a second
+        "new_games_per_address_per_minute": None,
+        "sqlite_synchronous": "NORMAL",
+    }
+    async with serverutil.running_app(database_url, **settings) as app:
+        client = await WsClient.open(serverutil.ws_url(app))
+        await client.hello()
+        began = time.monotonic()
+        burst = await started(client, 25)
+        assert served(burst) <= 15 + (time.monotonic() - began) + 1, burst
+        refusal = next(reply for reply in burst if reply["type"] == "error")
+        assert "60 games a minute" in refusal["message"], refusal
+        began = time.monotonic()
+        paced = await started(client, 9, pace=1.5)  # just above the refill rate, for 6 s
+        assert served(paced) <= (time.monotonic() - began) + 1, paced
+        assert served(paced) < len(paced), paced
+        other = await WsClient.open(
+            serverutil.ws_url(app), sock=serverutil.socket_from("127.0.0.2", app.port)
+        )
+        await other.hello()
+        assert served(await started(other, 3)) == 3
+        for each in (client, other):
+            await each.close()
+
+
+async def test_the_players_of_one_address_start_at_most_its_share_and_others_play_on(
+    database_url: str,
+) -> None:
+    """Issue 20: 12 guests from one address in a new_game / resign loop (the hint flood's churn,
+    without the hints) start at most the address's share in all; a bystander on 127.0.0.2 starts its
+    game and has each move acknowledged meanwhile. Before the quota the churn was served in full."""
+    settings = {
+        "new_games_per_address_per_minute": 120,  # 30 at once, 2 a second
+        "sqlite_synchronous": "NORMAL",
+    }
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        churn = [await WsClient.open(url) for _ in range(12)]
+        for client in churn:
+            await client.hello()
+        bystander = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
+        await bystander.hello(name="Bystander")
+        began = time.monotonic()
+        loops = [asyncio.ensure_future(started(client, 10, pace=20.0)) for client in churn]
+        game = (await bystander.request("new_game", code=CODE))["game"]
+        for turn in range(20):
+            action = {"type": "move", "from": "t1", "to": "c5"} if turn % 2 == 0 else {"type": "undo"}
+            kind = action.pop("type")
+            assert (await bystander.request(kind, game=game, **action))["type"] == "ack"
+        replies = [reply for loop in await asyncio.gather(*loops) for reply in loop]
+        assert served(replies) <= 30 + 2 * (time.monotonic() - began) + 1, served(replies)
+        for client in (*churn, bystander):
+            await client.close()

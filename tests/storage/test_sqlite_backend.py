@@ -5,6 +5,7 @@ batch written in several multi-row INSERTs is still one transaction."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -12,10 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from server.storage import ActionRecord
+from server.storage import ActionRecord, StorageUnavailable, commit_backends
 from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
+from tests.server.test_startup import can_chattr, unwritable
 from tests.support import dbutil
+
+__all__ = ["can_chattr"]  # a fixture of test_startup's, used here
 
 GAMES = [f"game-{index:03}" for index in range(100)]
 ROWS_PER_COMMIT = 51
@@ -153,3 +157,52 @@ def test_a_batch_of_several_inserts_commits_whole_or_not_at_all(backend: SqliteB
 
     backend.commit([Write(actions=rows[:100]), Write(actions=rows[100:])])
     assert stored_actions(path) == sorted([(row.game_id, row.v) for row in rows] + [(GAMES[89], 3)])
+
+
+@pytest.mark.usefixtures("can_chattr")
+def test_a_database_file_that_cannot_be_written_refuses_writes_instead_of_growing_the_log(
+    path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20, item 8: the database file made immutable mid-run, SQLite's automatic checkpoints
+    fail without a word and the log grew by every (acknowledged) commit. Now, past ``log_limit``, the
+    writer's own checkpoint fails: one error line, and each commit is refused ``StorageUnavailable``
+    with nothing written, until the file can be written again; then every refused write can be
+    committed and nothing acknowledged was lost."""
+    writer = SqliteBackend(path, NoOtherWrites(), synchronous="OFF", log_limit=256 * 2**10)
+    versions = dict.fromkeys(GAMES, 0)
+    committed: list[tuple[str, int]] = []
+
+    def commit() -> None:
+        rows = [ActionRecord(game, versions[game] + 1, "t1-c5") for game in GAMES[:ROWS_PER_COMMIT]]
+        writer.commit([Write(actions=rows)])
+        for row in rows:
+            versions[row.game_id] = row.v
+            committed.append((row.game_id, row.v))
+
+    try:
+        commit()  # the writer's connection is open when the file is made immutable (mid-run)
+        with unwritable(path), caplog.at_level(logging.WARNING, logger=commit_backends.__name__):
+            for _ in range(50):  # 51 pages of log each: past the limit in a few
+                try:
+                    commit()
+                except StorageUnavailable:
+                    break
+            else:
+                raise AssertionError(f"50 commits into a log of {wal_size(path)} bytes, none refused")
+            full = wal_size(path)
+            for _ in range(20):  # refused at once, the log as it was
+                with pytest.raises(StorageUnavailable, match="the database file cannot be written"):
+                    commit()
+            monkeypatch.setattr(commit_backends, "LOG_CHECK_INTERVAL", 0.0)
+            with pytest.raises(StorageUnavailable):  # checked again: still not writable
+                commit()
+            assert wal_size(path) == full
+        errors = [record for record in caplog.records if "cannot be written" in record.getMessage()]
+        assert len(errors) == 1 and errors[0].levelno == logging.ERROR, caplog.records
+        assert str(path) in errors[0].getMessage()
+        commit()  # the file is writable again: the checkpoint goes through, writes resume
+        assert any("written again" in record.getMessage() for record in caplog.records)
+        assert wal_size(path) <= SQLITE_WAL_SIZE_LIMIT
+    finally:
+        writer.close()
+    assert stored_actions(path) == sorted(committed)

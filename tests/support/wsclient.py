@@ -42,7 +42,10 @@ class WsClient:
         await self.ws.send(self.encode(message))
 
     async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
-        frame = await asyncio.wait_for(self.ws.recv(), timeout)
+        # asyncio.timeout, not wait_for: on Python 3.11, wait_for loses a cancel that comes once the
+        # frame is read (it returns the frame), so a cancelled request loop could go on for ever.
+        async with asyncio.timeout(timeout):
+            frame = await self.ws.recv()
         if self.subprotocol.endswith("json"):
             assert isinstance(frame, str), "JSON subprotocol must answer in text frames"
             message: dict[str, Any] = json.loads(frame)
