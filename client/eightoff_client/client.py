@@ -216,8 +216,9 @@ class Client:
         board = self.boards.get(game)
         if board is None or (board.result is None and game not in self._open | self._watched):
             raise EightOffError(f"game {game} is not followed by this client")
-        if board.result is None:
-            await asyncio.wait_for(self._ended.setdefault(game, asyncio.Event()).wait(), timeout)
+        if board.result is None:  # asyncio.timeout: 3.11's wait_for can lose a cancel (gh-86296)
+            async with asyncio.timeout(timeout):
+                await self._ended.setdefault(game, asyncio.Event()).wait()
         assert board.result is not None
         return board.result
 

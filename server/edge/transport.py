@@ -227,7 +227,8 @@ class WebSocketServer:
             self._all_closed = asyncio.get_running_loop().create_future()
             try:  # each connection drops itself CLOSE_LINGER after its close frame: a bound, but
                 # not on a connection whose close waits for a peer that reads nothing
-                await asyncio.wait_for(asyncio.shield(self._all_closed), CLOSE_LINGER + 1.0)
+                async with asyncio.timeout(CLOSE_LINGER + 1.0):  # not wait_for: gh-86296 on 3.11
+                    await asyncio.shield(self._all_closed)
             except TimeoutError:
                 for connection in list(self.connections):
                     connection.abort()
