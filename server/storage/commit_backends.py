@@ -34,9 +34,9 @@ from typing import NamedTuple, Protocol
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
-from server.storage import repository, unfinished
+from server.storage import races, repository, unfinished
 from server.storage.db import Database, StorageUnavailable, sqlite_pragmas
-from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord
+from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord, RaceWrite
 from server.storage.tables import games
 
 __all__ = ["ROWS_PER_INSERT", "CommitBackend", "SqlAlchemyBackend", "SqliteBackend", "Write", "WriteConflict"]
@@ -58,10 +58,13 @@ class Write(NamedTuple):
     hinted: str | None = None
     #: Unfinished games given up on (`server.services.quotas`): marked abandoned, those still unfinished.
     abandoned: Sequence[str] = ()
+    #: A race stored whole (`server.play.race_room`), with the games its seats start.
+    race: RaceWrite | None = None
 
     def is_actions_only(self) -> bool:
         return (
-            self.player is None
+            self.race is None
+            and self.player is None
             and self.game is None
             and self.result is None
             and self.hinted is None
@@ -108,6 +111,8 @@ class SqlAlchemyBackend:
                         await repository.insert_player(conn, write.player)
                     if write.game is not None:
                         await repository.insert_game(conn, write.game)
+                    if write.race is not None:
+                        await races.store_race(conn, write.race)
                 rows = [row for write in writes for row in write.actions]
                 if rows:
                     await repository.append_actions(conn, rows)

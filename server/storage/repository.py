@@ -102,6 +102,7 @@ async def insert_game(conn: AsyncConnection, game: GameStart) -> None:
             "status": "playing",
             "started_at": game.started_at,
             "active_at": game.started_at,
+            "race_id": game.race_id,
         },
     )
 
@@ -279,6 +280,7 @@ def _stored_game(row: Row[Any], notations: Iterable[str]) -> StoredGame:
         duration_ms=row.duration_ms,
         won=row.won,
         actions=tuple(notations),
+        race_id=row.race_id,
     )
 
 
