@@ -7,6 +7,7 @@ at a time) before it takes its next request; the others complete when run.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -15,8 +16,21 @@ from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Follower, ReplyTo
 from server.storage.commit_backends import Write
+from server.play.race_commands import SeatProgress
 
-__all__ = ["Commit", "Effect", "HintSpot", "Leave", "Load", "Publish", "Push", "Rebuild", "Reply"]
+__all__ = [
+    "Commit",
+    "Effect",
+    "HintSpot",
+    "Leave",
+    "Load",
+    "Observe",
+    "Publish",
+    "Push",
+    "Rebuild",
+    "Reply",
+    "Wake",
+]
 
 
 class HintSpot(NamedTuple):
@@ -71,4 +85,17 @@ class Leave(NamedTuple):
     rooms."""
 
 
-Effect = Commit | Reply | Push | Publish | Load | Rebuild | Leave
+class Wake(NamedTuple):
+    """Send the room a `Tick` at ``at`` (aware UTC): a race's countdown, time limit, delayed boards."""
+
+    at: dt.datetime
+
+
+class Observe(NamedTuple):
+    """Tell race ``race`` that one of its seats' games committed ``progress`` (its standings)."""
+
+    race: str
+    progress: SeatProgress
+
+
+Effect = Commit | Reply | Push | Publish | Load | Rebuild | Leave | Wake | Observe
