@@ -407,7 +407,8 @@ def _check_race_board(message: dict[str, object]) -> None:
     board = cast("dict[str, object]", message["board"])
     if board.get("type") != "snapshot":
         _fail("race_board.board.type", f"expected 'snapshot', got {board.get('type')!r}")
-    _fields_of({k: v for k, v in board.items() if k != "type"}, "race_board.board", _SNAPSHOT_FIELDS, frozenset())
+    body = {key: value for key, value in board.items() if key != "type"}
+    _fields_of(body, "race_board.board", _SNAPSHOT_FIELDS, frozenset())
     _check_snapshot(board)
 
 

@@ -32,6 +32,8 @@ from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
+from server.play.race_commands import RaceJoin, RaceLeave, RaceReady, RaceStart, RaceWatch
+from server.play.race_registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.session import Session
 from server.services.fair_play import FairPlay
@@ -66,6 +68,7 @@ class RequestHandler:
         solving: SolvingService | None = None,
         *,
         unfinished: UnfinishedGames,
+        races: RaceRegistry,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -76,6 +79,9 @@ class RequestHandler:
         self._solving = solving or SolvingService()
         self._unfinished = unfinished
         self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
+        self._races = races
+        self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
+        self._race_joins = _per_player(settings.race_joins_per_player_per_minute, 60)
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -91,6 +97,12 @@ class RequestHandler:
             protocol.LeaderboardRequest: self._leaderboard,
             protocol.ProfileRequest: self._profile,
             protocol.GamesRequest: self._games,
+            protocol.RaceCreateRequest: self._race_create,
+            protocol.RaceJoinRequest: self._race_join,
+            protocol.RaceWatchRequest: self._race_watch,
+            protocol.RaceReadyRequest: self._race_ready,
+            protocol.RaceStartRequest: self._race_start,
+            protocol.RaceLeaveRequest: self._race_leave,
         }
 
     def serve(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
@@ -340,6 +352,71 @@ class RequestHandler:
         player_id = request.player if request.player is not None else _player(session).id
         return [await self._leaderboards.profile(player_id, request.request_id)]
 
+    # ------------------------------------------------------------------ races (docs/races.md)
+
+    async def _race_create(self, session: Session, request: protocol.RaceCreateRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_creations, player.id, "races created an hour")
+        race = await self._races.create(
+            player,
+            cells=request.cells,
+            seats=request.seats,
+            time_limit=request.time_limit,
+            public=request.public,
+        )
+        return await self._race_follow(session, race, request.request_id)
+
+    async def _race_join(self, session: Session, request: protocol.RaceJoinRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
+        race = await self._races.find_by_code(request.code)
+        self._check_watch_limit(session, race.id)
+        session.watch(race)
+        return _race_replies(
+            await race.ask(lambda reply_to: RaceJoin(session, player, request.request_id, reply_to))
+        )
+
+    async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
+        return await self._race_follow(session, await self._races.find(request.race), request.request_id)
+
+    async def _race_follow(
+        self, session: Session, race: RaceRoomDriver, request_id: protocol.RequestId | None
+    ) -> Reply:
+        """The race's snapshot (and the boards this connection may see), then its diffs."""
+        player = _player(session)
+        self._check_watch_limit(session, race.id)
+        if race.is_open():
+            session.watch(race)
+        return _race_replies(
+            await race.ask(lambda reply_to: RaceWatch(session, player, request_id, reply_to))
+        )
+
+    async def _race_ready(self, session: Session, request: protocol.RaceReadyRequest) -> Reply:
+        race = await self._races.find(request.race)
+        player = _player(session)
+        return _race_replies(
+            await race.ask(
+                lambda reply_to: RaceReady(session, player, request.ready, request.request_id, reply_to)
+            )
+        )
+
+    async def _race_start(self, session: Session, request: protocol.RaceStartRequest) -> Reply:
+        race = await self._races.find(request.race)
+        player = _player(session)
+        return _race_replies(
+            await race.ask(lambda reply_to: RaceStart(session, player, request.request_id, reply_to))
+        )
+
+    async def _race_leave(self, session: Session, request: protocol.RaceLeaveRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
+        race = await self._races.find(request.race)
+        replies = _race_replies(
+            await race.ask(lambda reply_to: RaceLeave(session, player, request.request_id, reply_to))
+        )
+        session.watching.pop(race.id, None)  # the room let this connection go already
+        return replies
+
     # ------------------------------------------------------------------ helpers
 
     def _check_guest_quota(self, session: Session) -> None:
@@ -371,6 +448,25 @@ class RequestHandler:
         if isinstance(found, FinishedGame):
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {game_id} is over")
         return found
+
+
+def _per_player(count: int | None, seconds: float) -> BucketsByKey | None:
+    return None if count is None else BucketsByKey(count / seconds, count)
+
+
+def _check_rate(buckets: BucketsByKey | None, player_id: str, what: str) -> None:
+    """A player's race creations or joins within their rate (docs/races.md, Limits)."""
+    if buckets is not None and not buckets.allow(player_id):
+        raise Refusal(ErrorCode.RATE_LIMITED, f"too many {what}; wait a little and retry")
+
+
+def _race_replies(outcome: object) -> Reply:
+    """A race room's answer: its messages, or the refusal raised; None: the race was let go (over)."""
+    if isinstance(outcome, BaseException):
+        raise outcome
+    if outcome is None:
+        raise Refusal(ErrorCode.STALE, "the race changed meanwhile; race_watch it again")
+    return outcome  # type: ignore[return-value]
 
 
 def _player(session: Session) -> PlayerRef:

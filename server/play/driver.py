@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from engine import Game
 from protocol import ServerMessage
-from server.clock import utc_now
 from server.play.bus import BusEvent
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
 from server.play.effects import Commit, Effect, Leave, Load, Observe, Publish, Push, Rebuild, Reply, Wake
@@ -195,18 +193,13 @@ class RoomDriver(Generic[Room]):
                     if self.services.observe is not None:
                         self.services.observe(effect.race, effect.progress)
                 elif isinstance(effect, Wake):
-                    self._wake(effect.at)
+                    asyncio.get_running_loop().call_later(effect.delay, self.send, Tick())
                 elif isinstance(effect, Load):
                     self._start(self._load())
                 else:
                     self._start(self._rebuild(effect))
             except Exception:  # a bug in what an effect calls: the room's other effects still run
                 logger.exception("game %s failed on %s", self.room.id, type(effect).__name__)
-
-    def _wake(self, at: dt.datetime) -> None:
-        """A `Tick` for the room at ``at`` (a timer, no task; a room gone by then ignores it)."""
-        delay = max(0.0, (at - utc_now()).total_seconds())
-        asyncio.get_running_loop().call_later(delay, self.send, Tick())
 
     # ------------------------------------------------------------------ effects with an outcome
 

@@ -7,7 +7,6 @@ at a time) before it takes its next request; the others complete when run.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -15,8 +14,8 @@ from engine import Action, Deal, Layout
 from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Follower, ReplyTo
-from server.storage.commit_backends import Write
 from server.play.race_commands import SeatProgress
+from server.storage.commit_backends import Write
 
 __all__ = [
     "Commit",
@@ -86,9 +85,10 @@ class Leave(NamedTuple):
 
 
 class Wake(NamedTuple):
-    """Send the room a `Tick` at ``at`` (aware UTC): a race's countdown, time limit, delayed boards."""
+    """Send the room a `Tick` in ``delay`` seconds (by the room's own clock: a race's countdown, its
+    time limit, a delayed board)."""
 
-    at: dt.datetime
+    delay: float
 
 
 class Observe(NamedTuple):

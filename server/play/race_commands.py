@@ -9,9 +9,9 @@ import datetime as dt
 from typing import NamedTuple
 
 from engine import Layout, Status
+from protocol import Player as PlayerRef
 from protocol.errors import RequestId
 from server.play.commands import Follower, ReplyTo
-from protocol import Player as PlayerRef
 
 __all__ = [
     "RaceCommand",
@@ -60,18 +60,21 @@ class RaceReady(NamedTuple):
     follower: Follower
     player: PlayerRef
     ready: bool
+    request_id: RequestId | None
     reply_to: ReplyTo
 
 
 class RaceStart(NamedTuple):
     follower: Follower
     player: PlayerRef
+    request_id: RequestId | None
     reply_to: ReplyTo
 
 
 class RaceLeave(NamedTuple):
     follower: Follower
     player: PlayerRef
+    request_id: RequestId | None
     reply_to: ReplyTo
 
 

@@ -125,9 +125,15 @@ class RaceRoom:
     _announced: dict[int, RaceSeat] = field(default_factory=dict)
     _due: collections.deque[tuple[dt.datetime, int, SeatProgress]] = field(default_factory=collections.deque)
     _boards: dict[int, RaceBoard] = field(default_factory=dict)  # the latest released, per seat
+    _armed: set[dt.datetime] = field(default_factory=set)  # the times a Wake is out for
 
     def __post_init__(self) -> None:
-        self._announced = self._rows()  # what the first follower's snapshot shows
+        self.settle()
+
+    def settle(self) -> None:
+        """The rows as they are now are the ones the next diff is made against (a race made or
+        read from storage: what its first follower's snapshot shows)."""
+        self._announced = self._rows()
 
     # ------------------------------------------------------------------ RoomState
 
@@ -208,7 +214,8 @@ class RaceRoom:
     def _join(self, command: RaceJoin) -> list[Effect]:
         self._check_open()
         if self.seat_of(command.player.id) is not None:  # its seat again (another connection)
-            return self._watch(RaceWatch(command.follower, command.player, command.request_id, command.reply_to))
+            again = RaceWatch(command.follower, command.player, command.request_id, command.reply_to)
+            return self._watch(again)
         if self.state != "lobby":
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} has started: race_watch it")
         if len(self.seated) >= self.seats:
@@ -226,7 +233,7 @@ class RaceRoom:
         if self.state != "lobby":
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} is {self.state}: ready is for the lobby")
         seat.ready = command.ready
-        return [Reply(command.reply_to, [Ok()]), *self._announce(None)]
+        return [Reply(command.reply_to, [Ok(request_id=command.request_id)]), *self._announce(None)]
 
     def _start(self, command: RaceStart) -> list[Effect]:
         self._check_open()
@@ -242,7 +249,7 @@ class RaceRoom:
         saved = self._save()
         self.state = "countdown"
         self.starts_at = self.clock() + dt.timedelta(seconds=self.countdown_s)
-        return self._store(command.reply_to, lambda: [Ok()], saved, wake=self.starts_at)
+        return self._store(command.reply_to, _ok(command.request_id), saved, wake=self.starts_at)
 
     def _leave(self, command: RaceLeave) -> list[Effect]:
         number = self.seat_of(command.player.id)
@@ -262,7 +269,7 @@ class RaceRoom:
             self.seated[number].status = "left"
             if self.state == "running" and not self._playing():
                 self._finish()
-        return self._store(command.reply_to, lambda: [Ok()], saved)
+        return self._store(command.reply_to, _ok(command.request_id), saved)
 
     # ------------------------------------------------------------------ seats' games and time
 
@@ -288,15 +295,26 @@ class RaceRoom:
         return effects + self._announce(None)
 
     def _tick(self) -> list[Effect]:
+        """Whatever is due now; and the next time the race must be woken, unless a Wake is out for
+        it (a race taken up again after a restart is sent a first Tick to arm its timers)."""
         now = self.clock()
+        self._armed = {at for at in self._armed if at > now}
         effects = self._release_boards(now)
-        if self.state == "countdown" and self.starts_at is not None and now >= self.starts_at:
-            return effects + self._reveal()
-        if self.state == "running" and self.ends_at is not None and now >= self.ends_at:
+        if self.state == "countdown" and self.starts_at is not None:
+            return effects + (self._reveal() if now >= self.starts_at else self._arm(self.starts_at))
+        if self.state == "running" and self.ends_at is not None:
+            if now < self.ends_at:
+                return effects + self._arm(self.ends_at)
             saved = self._save()
             self._finish()
             return effects + self._store(None, None, saved)
         return effects
+
+    def _arm(self, at: dt.datetime) -> list[Effect]:
+        if at in self._armed:
+            return []
+        self._armed.add(at)
+        return [Wake(max(0.0, (at - self.clock()).total_seconds()))]
 
     def _reveal(self) -> list[Effect]:
         """The countdown is over: every seat still there gets its game of the deal, stored together;
@@ -322,7 +340,8 @@ class RaceRoom:
         self.state = "finished"
         self.finished_at = self.clock()
         figures = {
-            n: Figures(seat.status, seat.cards_home, seat.moves, seat.time_ms) for n, seat in self.seated.items()
+            n: Figures(seat.status, seat.cards_home, seat.moves, seat.time_ms)
+            for n, seat in self.seated.items()
         }
         for number, place in places(figures).items():
             self.seated[number].place = place
@@ -338,7 +357,7 @@ class RaceRoom:
             queue[-1] = (queue[-1][0], number, progress)
             return []
         queue.append((due, number, progress))
-        return [Wake(due)] if len(queue) == 1 else []
+        return self._arm(due) if len(queue) == 1 else []
 
     def _release_boards(self, now: dt.datetime) -> list[Effect]:
         released: dict[int, SeatProgress] = {}
@@ -349,7 +368,7 @@ class RaceRoom:
         for number, progress in released.items():
             effects += self._show_board(number, progress, self.spectators)
         if released and self._due:
-            effects.append(Wake(self._due[0][0]))
+            effects += self._arm(self._due[0][0])
         return effects
 
     def _show_board(self, number: int, progress: SeatProgress, audience: set[Follower]) -> list[Effect]:
@@ -400,12 +419,13 @@ class RaceRoom:
         self.awaiting = None
         if error is not None:
             return self._restore(pending, error)
+        diff = self._announce(pending.skip)  # first: a snapshot in the reply has this change's v
         effects: list[Effect] = []
         if pending.reply_to is not None and pending.reply is not None:
             effects.append(Reply(pending.reply_to, pending.reply()))
-        effects += self._announce(pending.skip)
+        effects += diff
         if pending.wake is not None:
-            effects.append(Wake(pending.wake))
+            effects += self._arm(pending.wake)
         if self.state == "finished":
             for number, seat in sorted(self.seated.items()):  # the boards open to everyone
                 if seat.progress is not None:
@@ -422,7 +442,7 @@ class RaceRoom:
         self.creator = next((s.player for s in seats.values() if s.player.id == creator_id), self.creator)
         if pending.reply_to is not None:
             return [Reply(pending.reply_to, error)]
-        return [Wake(self.clock() + dt.timedelta(seconds=1))]
+        return self._arm(self.clock() + dt.timedelta(seconds=1))
 
     def record(self) -> RaceRecord:
         """The race as stored."""
@@ -505,3 +525,7 @@ class RaceRoom:
         if number is None:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"you hold no seat in race {self.id}")
         return self.seated[number]
+
+
+def _ok(request_id: RequestId | None) -> Callable[[], list[ServerMessage]]:
+    return lambda: [Ok(request_id=request_id)]

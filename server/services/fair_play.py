@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from protocol.timestamps import format_timestamp
 from server.errors import ErrorCode, Refusal
 from server.services.sealing import NOT_PLAYED, SharedDeal, Standing, may_start, seal
-from server.storage import Database, GameDaily, LiveGame, repository
+from server.storage import Database, GameDaily, LiveGame, races, repository
 
 __all__ = ["FairPlay"]
 
@@ -49,6 +49,9 @@ class FairPlay:
             if daily is None:
                 return
             self._remember(game_id, daily)
+        if daily.race_id is not None and daily.player_id != viewer:
+            await self._check_race_watch(viewer, game_id, daily, now)
+            return
         if daily.day is None or daily.player_id == viewer:
             return
         async with self._database.connection() as conn:
@@ -62,6 +65,30 @@ class FairPlay:
         )
         if sealed is not None:
             raise Refusal(ErrorCode.FORBIDDEN, sealed.message(game_id))
+
+    async def _check_race_watch(self, viewer: str, game_id: str, daily: GameDaily, now: dt.datetime) -> None:
+        """A race seat's game: sealed to everyone else until the race is over. Its seats hold the
+        deal (standing: playing) until then, even once their own game is over; the others see its
+        boards through the race, late (race_board)."""
+        async with self._database.connection() as conn:
+            race = await races.game_race(conn, game_id)
+        if race is None:
+            return
+        over = race.state in ("finished", "cancelled")
+        closes_at = now if over else (race.ends_at or dt.datetime.max.replace(tzinfo=dt.UTC))
+        sealed = seal(
+            SharedDeal.race(race.race_id, daily.code, closes_at),
+            viewer=viewer,
+            owner=daily.player_id,
+            standing=Standing(playing=not over and viewer in race.player_ids),
+            now=now,
+        )
+        if sealed is not None:
+            raise Refusal(
+                ErrorCode.FORBIDDEN,
+                f"game {game_id} is a seat of race {race.race_id}, not over yet: its moves are sealed;"
+                " race_watch the race (boards shown late to spectators)",
+            )
 
     async def check_daily_start(
         self, player: str, day: dt.date, cells: int, code: str, now: dt.datetime

@@ -97,9 +97,9 @@ async def game_race(conn: AsyncConnection, game_id: str) -> GameRace | None:
     race_id = await conn.scalar(select(games.c.race_id).where(games.c.id == game_id))
     if race_id is None:
         return None
-    state = await conn.scalar(select(races.c.state).where(races.c.id == race_id))
+    race = (await conn.execute(select(races.c.state, races.c.ends_at).where(races.c.id == race_id))).one()
     seated = await conn.scalars(select(race_seats.c.player_id).where(race_seats.c.race_id == race_id))
-    return GameRace(race_id, str(state), frozenset(seated))
+    return GameRace(race_id, race.state, frozenset(seated), race.ends_at)
 
 
 def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:

@@ -115,6 +115,7 @@ class GameDaily:
     day: date | None
     cells: int
     code: str
+    race_id: str | None = None  # the race the game is a seat of (its deal is shared too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,3 +363,4 @@ class GameRace:
     race_id: str
     state: str
     player_ids: frozenset[str]
+    ends_at: datetime | None

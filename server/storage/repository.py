@@ -351,13 +351,15 @@ async def game_daily(conn: AsyncConnection, game_id: str) -> GameDaily | None:
     """The daily challenge ``game_id`` plays (its ``day`` None for a game of no daily); None when there
     is no such game. One read by primary key: asked before another player's game is shown
     (`server.services.sealing`)."""
-    statement = select(games.c.player_id, games.c.daily_date, games.c.cells, games.c.code).where(
-        games.c.id == game_id
-    )
+    statement = select(
+        games.c.player_id, games.c.daily_date, games.c.cells, games.c.code, games.c.race_id
+    ).where(games.c.id == game_id)
     row = (await conn.execute(statement)).first()
     if row is None:
         return None
-    return GameDaily(player_id=row.player_id, day=row.daily_date, cells=row.cells, code=row.code)
+    return GameDaily(
+        player_id=row.player_id, day=row.daily_date, cells=row.cells, code=row.code, race_id=row.race_id
+    )
 
 
 async def daily_standings(

@@ -216,9 +216,6 @@ class PlayerStatsRow(Base):
     score_key: Mapped[int] = mapped_column(BigInteger)
 
 
-
-
-
 class RaceRow(Base):
     """A race: several players, one winnable deal revealed to all at once (`server.play.race_room`).
 
@@ -229,9 +226,7 @@ class RaceRow(Base):
 
     __tablename__ = "races"
     __table_args__ = (
-        CheckConstraint(
-            "state IN ('lobby', 'countdown', 'running', 'finished', 'cancelled')", name="state"
-        ),
+        CheckConstraint("state IN ('lobby', 'countdown', 'running', 'finished', 'cancelled')", name="state"),
         CheckConstraint("cells IN (8, 4, 2)", name="cells"),
         CheckConstraint("seats BETWEEN 2 AND 8", name="seats"),
         # The races a restarted node takes up again (every one not yet over).
