@@ -27,7 +27,7 @@ from server.play.race_commands import SeatChanged, SeatProgress, Tick
 from server.play.race_room import RaceRoom, Seat
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
-from server.storage import Database, repository, races
+from server.storage import Database, races, repository
 from server.storage.committer import Committer, Write
 from server.storage.records import RaceRecord, RaceWrite
 

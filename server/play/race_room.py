@@ -82,7 +82,7 @@ class Seat:
         )
 
     def copy(self) -> Seat:
-        return Seat(**{name: getattr(self, name) for name in Seat.__slots__})  # type: ignore[attr-defined]
+        return Seat(**{name: getattr(self, name) for name in Seat.__slots__})
 
 
 @dataclass(slots=True)
