@@ -287,12 +287,11 @@ class RaceRoom:
         seat.time_ms = max(0, int((progress.at - self.starts_at).total_seconds() * 1000))
         if progress.status is not Status.PLAYING:
             seat.status = progress.status.value
-        effects = self._delay_board(number, progress)
         if seat.status == "won" or not self._playing():  # the first to win takes the race
             saved = self._save()
-            self._finish()
-            return effects + self._store(None, None, saved)
-        return effects + self._announce(None)
+            self._finish()  # every board opens now: none is kept for later
+            return self._store(None, None, saved)
+        return self._delay_board(number, progress) + self._announce(None)
 
     def _tick(self) -> list[Effect]:
         """Whatever is due now; and the next time the race must be woken, unless a Wake is out for
