@@ -18,7 +18,7 @@ import pytest
 from engine import Deal, Game, Status
 from server.errors import Refusal
 from server.play.commands import Committed, Unfollow
-from server.play.effects import Commit, Effect, Leave, Push, Reply, Wake
+from server.play.effects import Commit, Effect, Push, Reply, Wake
 from server.play.game_room import PlayerRef
 from server.play.race_commands import (
     RaceCommand,
