@@ -32,7 +32,7 @@ from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
-from server.play.race_commands import RaceJoin, RaceLeave, RaceReady, RaceStart, RaceWatch
+from server.play.race_commands import RaceCommand, RaceJoin, RaceLeave, RaceReady, RaceStart, RaceWatch
 from server.play.race_registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.session import Session
@@ -364,58 +364,74 @@ class RequestHandler:
             time_limit=request.time_limit,
             public=request.public,
         )
-        return await self._race_follow(session, race, request.request_id)
+        return await self._ask_race(
+            session, lambda: _found(race), lambda to: RaceWatch(session, player, request.request_id, to)
+        )
 
     async def _race_join(self, session: Session, request: protocol.RaceJoinRequest) -> Reply:
         player = _player(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
-        race = await self._races.find_by_code(request.code)
-        self._check_watch_limit(session, race.id)
-        session.watch(race)
-        return _race_replies(
-            await race.ask(lambda reply_to: RaceJoin(session, player, request.request_id, reply_to))
+        return await self._ask_race(
+            session,
+            lambda: self._races.find_by_code(request.code),
+            lambda to: RaceJoin(session, player, request.request_id, to),
         )
 
     async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
-        return await self._race_follow(session, await self._races.find(request.race), request.request_id)
-
-    async def _race_follow(
-        self, session: Session, race: RaceRoomDriver, request_id: protocol.RequestId | None
-    ) -> Reply:
-        """The race's snapshot (and the boards this connection may see), then its diffs."""
         player = _player(session)
-        self._check_watch_limit(session, race.id)
-        if race.is_open():
-            session.watch(race)
-        return _race_replies(
-            await race.ask(lambda reply_to: RaceWatch(session, player, request_id, reply_to))
+        return await self._ask_race(
+            session,
+            lambda: self._races.find(request.race),
+            lambda to: RaceWatch(session, player, request.request_id, to),
         )
 
     async def _race_ready(self, session: Session, request: protocol.RaceReadyRequest) -> Reply:
-        race = await self._races.find(request.race)
         player = _player(session)
-        return _race_replies(
-            await race.ask(
-                lambda reply_to: RaceReady(session, player, request.ready, request.request_id, reply_to)
-            )
+        return await self._ask_race(
+            None,
+            lambda: self._races.find(request.race),
+            lambda to: RaceReady(session, player, request.ready, request.request_id, to),
         )
 
     async def _race_start(self, session: Session, request: protocol.RaceStartRequest) -> Reply:
-        race = await self._races.find(request.race)
         player = _player(session)
-        return _race_replies(
-            await race.ask(lambda reply_to: RaceStart(session, player, request.request_id, reply_to))
+        return await self._ask_race(
+            None,
+            lambda: self._races.find(request.race),
+            lambda to: RaceStart(session, player, request.request_id, to),
         )
 
     async def _race_leave(self, session: Session, request: protocol.RaceLeaveRequest) -> Reply:
         player = _player(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
-        race = await self._races.find(request.race)
-        replies = _race_replies(
-            await race.ask(lambda reply_to: RaceLeave(session, player, request.request_id, reply_to))
+        replies = await self._ask_race(
+            None,
+            lambda: self._races.find(request.race),
+            lambda to: RaceLeave(session, player, request.request_id, to),
         )
-        session.watching.pop(race.id, None)  # the room let this connection go already
+        session.watching.pop(request.race, None)  # the room let this connection go already
         return replies
+
+    async def _ask_race(
+        self,
+        follower: Session | None,
+        find: Callable[[], Awaitable[RaceRoomDriver]],
+        make: Callable[[Callable[[Any], None]], RaceCommand],
+    ) -> Reply:
+        """Ask the race ``find`` gives (``follower`` then follows it, within its watch limit); again
+        when the room was let go before the request's turn (the race is read again)."""
+        for _ in range(3):
+            race = await find()
+            if follower is not None:
+                self._check_watch_limit(follower, race.id)
+                if race.is_open():
+                    follower.watch(race)
+            outcome = await race.ask(make)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            if outcome is not None:
+                return outcome  # type: ignore[no-any-return]
+        raise Refusal(ErrorCode.STALE, "the race changed meanwhile; race_watch it again")
 
     # ------------------------------------------------------------------ helpers
 
@@ -460,13 +476,8 @@ def _check_rate(buckets: BucketsByKey | None, player_id: str, what: str) -> None
         raise Refusal(ErrorCode.RATE_LIMITED, f"too many {what}; wait a little and retry")
 
 
-def _race_replies(outcome: object) -> Reply:
-    """A race room's answer: its messages, or the refusal raised; None: the race was let go (over)."""
-    if isinstance(outcome, BaseException):
-        raise outcome
-    if outcome is None:
-        raise Refusal(ErrorCode.STALE, "the race changed meanwhile; race_watch it again")
-    return outcome  # type: ignore[return-value]
+async def _found(race: RaceRoomDriver) -> RaceRoomDriver:
+    return race
 
 
 def _player(session: Session) -> PlayerRef:

@@ -41,6 +41,7 @@ def upgrade() -> None:
         sa.Column("starts_at", UTCDateTime(), nullable=True),
         sa.Column("ends_at", UTCDateTime(), nullable=True),
         sa.Column("finished_at", UTCDateTime(), nullable=True),
+        sa.Column("revision", sa.Integer(), nullable=False),
         sa.CheckConstraint(
             "state IN ('lobby', 'countdown', 'running', 'finished', 'cancelled')", name=op.f("ck_races_state")
         ),

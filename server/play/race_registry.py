@@ -67,7 +67,6 @@ class RaceRegistry:
         self._rooms: dict[str, RaceRoomDriver] = {}
         #: The races' clock (tests move it; `wake_all` has every race look at it again).
         self.clock: Callable[[], dt.datetime] = utc_now
-        self._tasks: set[asyncio.Task[None]] = set()
         push = games.services.push
 
         def counted_push(audience: object, message: object) -> None:
@@ -149,23 +148,12 @@ class RaceRegistry:
         return len(ids)
 
     def observe(self, race_id: str, progress: SeatProgress) -> None:
-        """A seat's game committed ``progress``: tell its race (read first when not in memory)."""
+        """A seat's game committed ``progress``: tell its race, when this node holds it (a race not
+        over is held from its making, or from this node's start; one held elsewhere is not taken
+        up for it: there is one authority per race, and the race's fence refuses a second)."""
         room = self._rooms.get(race_id)
         if room is not None:
             room.send(SeatChanged(progress))
-            return
-
-        async def load_then_tell() -> None:
-            try:
-                found = await self.find(race_id)
-            except Exception:
-                logger.warning("race %s could not be read for its seat's commit", race_id, exc_info=True)
-                return
-            found.send(SeatChanged(progress))
-
-        task = asyncio.get_running_loop().create_task(load_then_tell())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def wake_all(self) -> None:
         """Every race in memory looks at its clock now (what is due happens)."""
@@ -190,7 +178,8 @@ class RaceRegistry:
         if self._rooms.get(room.id) is driver:
             del self._rooms[room.id]
             self._metrics.live_races.set(len(self._rooms))
-            self._metrics.races_ended.labels(_how(room)).inc()
+            if room.state in ("finished", "cancelled"):  # else let go after a conflict
+                self._metrics.races_ended.labels(_how(room)).inc()
 
     async def _room_of(self, record: RaceRecord) -> RaceRoom:
         """The race as stored; a running race's seats take their games' figures as stored."""
@@ -230,6 +219,7 @@ class RaceRegistry:
             ends_at=record.ends_at,
             finished_at=record.finished_at,
             clock=self._now,
+            revision=record.revision,
         )
         if record.state == "running":
             await self._catch_up(room)

@@ -44,7 +44,7 @@ from server.play.race_commands import (
 )
 from server.play.race_places import Figures, places
 from server.storage import GameStart
-from server.storage.commit_backends import Write
+from server.storage.commit_backends import Write, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
 __all__ = ["RaceRoom", "Seat"]
@@ -120,6 +120,7 @@ class RaceRoom:
     followers: dict[Follower, str] = field(default_factory=dict)  # connection → its player's id
     awaiting: _Pending | None = None
     replaced: bool = False  # written by the race registry alone
+    revision: int = 0  # of the race as stored (see `RaceRecord.revision`)
     clock: Callable[[], dt.datetime] = utc_now
     make_id: Callable[[], str] = new_id
     _announced: dict[int, RaceSeat] = field(default_factory=dict)
@@ -177,12 +178,16 @@ class RaceRoom:
     # ------------------------------------------------------------------ the one entry
 
     def handle(self, command: RaceCommand | Committed | Unfollow) -> list[Effect]:
-        """What ``command`` causes, in order (requests never while ``awaiting``: the driver holds them)."""
+        """What ``command`` causes, in order (requests never while ``awaiting``: the driver holds them).
+        A room let go (``replaced``) takes nothing more: its callers find the race again."""
         if isinstance(command, Committed):
             return self._committed(command.error)
         if isinstance(command, Unfollow):
             self.followers.pop(command.follower, None)
             return []
+        if self.replaced:
+            reply_to = getattr(command, "reply_to", None)
+            return [Reply(reply_to, None)] if reply_to is not None else []
         if isinstance(command, SeatChanged):
             return self._seat_changed(command.progress)
         if isinstance(command, Tick):
@@ -409,6 +414,7 @@ class RaceRoom:
     ) -> list[Effect]:
         pending.reply_to, pending.reply, pending.skip, pending.wake = reply_to, reply, skip, wake
         self.awaiting = pending
+        self.revision += 1
         write = RaceWrite(self.record(), games=games)
         return [Commit(Write(race=write))]
 
@@ -416,7 +422,13 @@ class RaceRoom:
         pending = self.awaiting
         assert pending is not None, "a commit's outcome with none awaited"
         self.awaiting = None
+        if isinstance(error, WriteConflict):  # another room of this race wrote it: this one goes
+            self.replaced = True
+            self.followers.clear()
+            stale = Refusal(ErrorCode.STALE, f"race {self.id} changed elsewhere; race_watch it again")
+            return [*([Reply(pending.reply_to, stale)] if pending.reply_to else []), Leave()]
         if error is not None:
+            self.revision -= 1
             return self._restore(pending, error)
         diff = self._announce(pending.skip)  # first: a snapshot in the reply has this change's v
         effects: list[Effect] = []
@@ -459,6 +471,7 @@ class RaceRoom:
             starts_at=self.starts_at,
             ends_at=self.ends_at,
             finished_at=self.finished_at,
+            revision=self.revision,
             seated=tuple(
                 RaceSeatRecord(
                     n,

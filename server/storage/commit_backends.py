@@ -125,6 +125,8 @@ class SqlAlchemyBackend:
                         await unfinished.abandon_games(conn, write.abandoned)
         except IntegrityError as exc:
             raise WriteConflict(str(exc.orig)) from None
+        except races.RaceConflict as exc:
+            raise WriteConflict(str(exc)) from None
 
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")

@@ -15,9 +15,14 @@ from server.storage import repository
 from server.storage.records import GameRace, RaceRecord, RaceSeatRecord, RaceWrite
 from server.storage.tables import games, players, race_seats, races
 
-__all__ = ["game_race", "load_race", "open_race_ids", "race_id_by_code", "store_race"]
+__all__ = ["RaceConflict", "game_race", "load_race", "open_race_ids", "race_id_by_code", "store_race"]
 
 _OPEN_STATES = ("lobby", "countdown", "running")
+
+
+class RaceConflict(Exception):
+    """The stored race is not at the revision the write follows (`server.storage.commit_backends`
+    turns it into a ``WriteConflict``)."""
 
 
 async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
@@ -40,11 +45,16 @@ async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
         "starts_at": race.starts_at,
         "ends_at": race.ends_at,
         "finished_at": race.finished_at,
+        "revision": race.revision,
     }
     if write.new:
         await conn.execute(insert(races), {"id": race.id, **row})
     else:
-        await conn.execute(update(races).where(races.c.id == race.id).values(**row))
+        fenced = races.c.id == race.id, races.c.revision == race.revision - 1
+        if (await conn.execute(update(races).where(*fenced).values(**row))).rowcount != 1:
+            raise RaceConflict(
+                f"race {race.id} was written by another room since revision {race.revision - 1}"
+            )
         await conn.execute(delete(race_seats).where(race_seats.c.race_id == race.id))
     for game in write.games:  # before the seats that name them
         await repository.insert_game(conn, game)
@@ -118,6 +128,7 @@ def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:
         ends_at=row.ends_at,
         finished_at=row.finished_at,
         seated=seated,
+        revision=row.revision,
     )
 
 

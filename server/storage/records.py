@@ -344,12 +344,15 @@ class RaceRecord:
     ends_at: datetime | None
     finished_at: datetime | None
     seated: tuple[RaceSeatRecord, ...]
+    #: The revision this record is (0: as made); a write of revision r follows r - 1 or fails.
+    revision: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class RaceWrite:
-    """A race stored whole (inserted when ``new``, else its row and seats replaced), with the games
-    its seats start (at the reveal), in one transaction."""
+    """A race stored whole (inserted when ``new``, else its row and seats replaced if the stored
+    race is at the revision before, else a conflict), with the games its seats start (at the
+    reveal), in one transaction."""
 
     race: RaceRecord
     new: bool = False

@@ -246,6 +246,9 @@ class RaceRow(Base):
     starts_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: +1 per write: a write names the revision it follows, and one that finds another has lost
+    #: (two rooms of one race can never both write it: the race's fence, as (game, v) is a game's).
+    revision: Mapped[int] = mapped_column(Integer)
 
 
 class RaceSeatRow(Base):

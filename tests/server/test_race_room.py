@@ -34,6 +34,7 @@ from server.play.race_commands import (
 from server.play.race_places import Figures, places
 from server.play.race_room import RaceRoom, Seat
 from server.storage import StorageUnavailable
+from server.storage.commit_backends import WriteConflict
 from tests.support.rooms import Person
 
 DEAL = Deal.from_code("EO1-C8-AAAAAAB")
@@ -90,6 +91,8 @@ class Harness:
             outcome = effect.outcome
             if isinstance(outcome, Refusal):
                 return f"Reply({effect.reply_to.name}: {outcome.code.value})"
+            if outcome is None:
+                return f"Reply({effect.reply_to.name}: None)"
             if isinstance(outcome, Exception):
                 return f"Reply({effect.reply_to.name}: {type(outcome).__name__})"
             return f"Reply({effect.reply_to.name}: {', '.join(m.to_wire()['type'] for m in outcome)})"
@@ -271,6 +274,18 @@ def test_a_failed_commit_leaves_the_race_as_it_was() -> None:
     assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]
     assert harness.room.state == "countdown" and all(s.game is None for s in harness.room.seated.values())
     assert harness.tick(1) == ["Commit"]
+
+
+def test_a_race_written_elsewhere_lets_this_room_go() -> None:
+    """Another room of the race stored its revision first (the fence): this one answers stale,
+    leaves the node, and takes nothing more (its callers read the race again)."""
+    harness = Harness().lobby()
+    harness.ready("ann")
+    harness.start()
+    assert harness.committed(WriteConflict("revision 2 is stored")) == ["Reply(ann: stale)", "Leave"]
+    assert not harness.room.is_open() and not harness.room.is_followed()
+    assert harness.watch("spec") == ["Reply(spec: None)"]
+    assert harness.tick(10) == []
 
 
 def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
