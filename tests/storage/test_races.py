@@ -24,7 +24,7 @@ CODE = "EO1-C8-AAAAAAB"
 async def committer(database: Database) -> AsyncIterator[Committer]:
     async with database.transaction() as conn:
         for player in ("ann", "bo"):
-            await repository.insert_player(conn, PlayerRecord(player, player, player * 32, NOW))
+            await repository.insert_player(conn, PlayerRecord(player, player, (player * 64)[:64], NOW))
     pipeline = Committer(SqlAlchemyBackend(database, asyncio.get_running_loop()), Metrics())
     pipeline.start()
     yield pipeline
