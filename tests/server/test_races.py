@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -12,6 +13,7 @@ from engine import Deal, Game
 from server.app import App
 from server.clock import utc_now
 from solver import solve_deal
+from tests.server.test_http import http_get
 from tests.support import serverutil
 from tests.support.wire import move_fields
 from tests.support.wsclient import SUBPROTOCOLS, WsClient, player
@@ -126,6 +128,15 @@ async def test_eight_seats_raced_to_a_win(race_app: App) -> None:
         finals = [await client.next_push() for _ in range(8)]
         assert {push["type"] for push in finals} == {"race_board"}
         assert {push["seat"] for push in finals} == set(range(1, 9))
+    _, _, metrics = await asyncio.to_thread(http_get, race_app, "/metrics")
+    assert "eightoff_races_created_total 1.0" in metrics and "eightoff_live_races 0.0" in metrics
+    assert 'eightoff_races_ended_total{how="won"} 1.0' in metrics
+    (updates,) = [
+        float(line.split()[1])
+        for line in metrics.splitlines()
+        if line.startswith("eightoff_race_updates_total ")
+    ]
+    assert updates >= 8 * (len(solution) + 7)  # every seat got every action's standings
     await close_all(*clients)
 
 
@@ -292,3 +303,18 @@ async def test_a_race_survives_a_restart(database_url: str) -> None:
         assert copy.race["state"] == "running" and copy.of(again)["moves"] == 1
         assert (await again.request("resume", game=game_id))["v"] == 1
         await again.close()
+
+
+async def test_race_join_and_leave_floods_are_rate_limited(database_url: str) -> None:
+    """A player joining and leaving a race in a loop is refused once over its allowance a minute."""
+    settings = {**RACE_SETTINGS, "race_joins_per_player_per_minute": 4}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        creator, flooder = await player(url), await player(url)
+        race = await creator.request("race_create", seats=2)
+        for _ in range(2):
+            assert (await flooder.request("race_join", code=race["code"]))["type"] == "race"
+            assert (await flooder.request("race_leave", race=race["race"]))["type"] == "ok"
+        refused = await flooder.request("race_join", code=race["code"])
+        assert refused["code"] == "rate_limited" and "joins and leaves" in refused["message"]
+        await close_all(creator, flooder)
