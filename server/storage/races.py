@@ -6,6 +6,7 @@ write replaces its seats rather than diffing them. Never commits (the caller's t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import Row, delete, insert, select, update
@@ -15,7 +16,15 @@ from server.storage import repository
 from server.storage.records import GameRace, RaceRecord, RaceSeatRecord, RaceWrite
 from server.storage.tables import games, players, race_seats, races
 
-__all__ = ["RaceConflict", "game_race", "load_race", "open_race_ids", "race_id_by_code", "store_race"]
+__all__ = [
+    "RaceConflict",
+    "game_race",
+    "load_race",
+    "open_race_ids",
+    "race_id_by_code",
+    "races_not_over",
+    "store_race",
+]
 
 _OPEN_STATES = ("lobby", "countdown", "running")
 
@@ -110,6 +119,17 @@ async def game_race(conn: AsyncConnection, game_id: str) -> GameRace | None:
     race = (await conn.execute(select(races.c.state, races.c.ends_at).where(races.c.id == race_id))).one()
     seated = await conn.scalars(select(race_seats.c.player_id).where(race_seats.c.race_id == race_id))
     return GameRace(race_id, race.state, frozenset(seated), race.ends_at)
+
+
+async def races_not_over(conn: AsyncConnection, race_ids: Iterable[str]) -> frozenset[str]:
+    """Which of ``race_ids`` are not over yet (their seats' games are sealed)."""
+    wanted = sorted(set(race_ids))
+    if not wanted:
+        return frozenset()
+    found = await conn.scalars(
+        select(races.c.id).where(races.c.id.in_(wanted), races.c.state.in_(_OPEN_STATES))
+    )
+    return frozenset(found)
 
 
 def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:

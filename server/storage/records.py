@@ -103,6 +103,7 @@ class LiveGame:
     cells: int = 8
     daily_date: date | None = None  # a daily game's date (its deal is shared: `server.services.sealing`)
     player_bot: bool = False
+    race_id: str | None = None  # a race seat's game (its deal is shared too)
 
 
 @dataclass(frozen=True, slots=True)

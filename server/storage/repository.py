@@ -317,6 +317,7 @@ async def live_games(
             games.c.cells,
             games.c.daily_date,
             players.c.bot,
+            games.c.race_id,
         )
         .join(players, players.c.id == games.c.player_id)
         .where(games.c.status == "playing", games.c.active_at >= active_since)
@@ -342,6 +343,7 @@ async def live_games(
             cells=row.cells,
             daily_date=row.daily_date,
             player_bot=row.bot,
+            race_id=row.race_id,
         )
         for row in rows
     ]

@@ -210,6 +210,8 @@ async def test_fair_play_a_racer_sees_no_rival_board_a_spectator_sees_them_late(
     assert refused["type"] == "error" and refused["code"] == "forbidden"
     refused = await spectator.request("watch", game=rival_game)
     assert refused["type"] == "error" and refused["code"] == "forbidden"  # boards come through the race
+    listed = {game["game"]: game for game in (await spectator.request("live"))["games"]}
+    assert listed[rival_game].get("sealed") is True
     deal = Deal.from_code(copies[0].race["deal"])
     move = next(iter(Game(deal).legal_moves))
     assert (await clients[1].request("move", game=rival_game, **move_fields(move)))["type"] == "ack"
