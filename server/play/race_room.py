@@ -259,7 +259,7 @@ class RaceRoom:
     def _leave(self, command: RaceLeave) -> list[Effect]:
         number = self.seat_of(command.player.id)
         if number is None and self.followers.pop(command.follower, None) is not None:
-            return [Reply(command.reply_to, [Ok()])]  # a spectator stops watching
+            return [Reply(command.reply_to, [Ok(request_id=command.request_id)])]  # a spectator stops
         if number is None or self.seated[number].status == "left" or self.state in _OVER:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"you hold no seat in race {self.id} to leave")
         saved = self._save()
@@ -292,8 +292,8 @@ class RaceRoom:
         seat.time_ms = max(0, int((progress.at - self.starts_at).total_seconds() * 1000))
         if progress.status is not Status.PLAYING:
             seat.status = progress.status.value
-        if seat.status == "won" or not self._playing():  # the first to win takes the race
-            saved = self._save()
+        if self._decided():  # the first to win takes the race
+            saved = self._save()  # with this progress: a failed write is retried from it (_tick)
             self._finish()  # every board opens now: none is kept for later
             return self._store(None, None, saved)
         return self._delay_board(number, progress) + self._announce(None)
@@ -307,7 +307,7 @@ class RaceRoom:
         if self.state == "countdown" and self.starts_at is not None:
             return effects + (self._reveal() if now >= self.starts_at else self._arm(self.starts_at))
         if self.state == "running" and self.ends_at is not None:
-            if now < self.ends_at:
+            if now < self.ends_at and not self._decided():
                 return effects + self._arm(self.ends_at)
             saved = self._save()
             self._finish()
@@ -524,6 +524,10 @@ class RaceRoom:
 
     def _players(self) -> set[str]:
         return {seat.player.id for seat in self.seated.values()} if self.state not in _OVER else set()
+
+    def _decided(self) -> bool:
+        """A seat won, or none is still playing: the race is over before its time."""
+        return any(seat.status == "won" for seat in self.seated.values()) or not self._playing()
 
     def _playing(self) -> bool:
         return any(seat.status == "playing" for seat in self.seated.values())

@@ -274,6 +274,13 @@ def test_a_failed_commit_leaves_the_race_as_it_was() -> None:
     assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]
     assert harness.room.state == "countdown" and all(s.game is None for s in harness.room.seated.values())
     assert harness.tick(1) == ["Commit"]
+    harness.committed()
+    won = Game(DEAL)
+    won.status = Status.WON
+    assert harness.play(1, won) == ["Commit"]
+    assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]  # the end, tried again
+    assert harness.room.state == "running" and harness.room.seated[1].status == "won"
+    assert harness.tick(1) == ["Commit"] and harness.room.state == "finished"
 
 
 def test_a_race_written_elsewhere_lets_this_room_go() -> None:
