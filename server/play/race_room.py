@@ -17,7 +17,6 @@ only; a spectator who holds none gets each seat's board ``board_delay`` seconds 
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from server.ids import new_id
 from server.play.commands import Committed, Follower, ReplyTo, Unfollow
 from server.play.effects import Commit, Effect, Leave, Push, Reply, Wake
 from server.play.game_room import PlayerRef
+from server.play.race_boards import DelayedBoards
 from server.play.race_commands import (
     RaceCommand,
     RaceJoin,
@@ -124,11 +124,12 @@ class RaceRoom:
     clock: Callable[[], dt.datetime] = utc_now
     make_id: Callable[[], str] = new_id
     _announced: dict[int, RaceSeat] = field(default_factory=dict)
-    _due: collections.deque[tuple[dt.datetime, int, SeatProgress]] = field(default_factory=collections.deque)
-    _boards: dict[int, RaceBoard] = field(default_factory=dict)  # the latest released, per seat
+    _held: DelayedBoards = field(init=False)  # the boards not old enough for the spectators
+    _boards: dict[int, RaceBoard] = field(default_factory=dict)  # the latest shown, per seat
     _armed: set[dt.datetime] = field(default_factory=set)  # the times a Wake is out for
 
     def __post_init__(self) -> None:
+        self._held = DelayedBoards(self.board_delay_s)
         self.settle()
 
     def settle(self) -> None:
@@ -353,26 +354,17 @@ class RaceRoom:
     # ------------------------------------------------------------------ boards
 
     def _delay_board(self, number: int, progress: SeatProgress) -> list[Effect]:
-        """Keep the board for the spectators until it is ``board_delay`` old (at most one a second
-        per seat is kept: a later one within the second replaces it)."""
-        due = progress.at + dt.timedelta(seconds=self.board_delay_s)
-        queue = self._due
-        if queue and queue[-1][1] == number and (due - queue[-1][0]).total_seconds() < 1:
-            queue[-1] = (queue[-1][0], number, progress)
-            return []
-        queue.append((due, number, progress))
-        return self._arm(due) if len(queue) == 1 else []
+        due = self._held.keep(number, progress)
+        return self._arm(due) if due is not None else []
 
     def _release_boards(self, now: dt.datetime) -> list[Effect]:
-        released: dict[int, SeatProgress] = {}
-        while self._due and self._due[0][0] <= now:
-            _, number, progress = self._due.popleft()
-            released[number] = progress
+        released = self._held.release(now)
         effects: list[Effect] = []
         for number, progress in released.items():
             effects += self._show_board(number, progress, self.spectators)
-        if released and self._due:
-            effects += self._arm(self._due[0][0])
+        due = self._held.next_due()
+        if released and due is not None:
+            effects += self._arm(due)
         return effects
 
     def _show_board(self, number: int, progress: SeatProgress, audience: set[Follower]) -> list[Effect]:
