@@ -206,7 +206,7 @@ class Metrics:
         self.live_races = Gauge(
             "eightoff_live_races", "Races held in memory", registry=self.registry, multiprocess_mode="livesum"
         )
-        self.races_created = Counter("eightoff_races_created", "Races created", registry=self.registry)
+        self.races_made = Counter("eightoff_races_made", "Races made (race_create)", registry=self.registry)
         self.races_ended = Counter(
             "eightoff_races_ended",
             "Races over, by how they ended (won, time, resigned: every seat gave up; cancelled)",

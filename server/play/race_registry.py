@@ -106,7 +106,7 @@ class RaceRegistry:
             clock=self._now,
         )
         await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
-        self._metrics.races_created.inc()
+        self._metrics.races_made.inc()
         return self._add(room)
 
     async def find(self, race_id: str) -> RaceRoomDriver:

@@ -129,7 +129,7 @@ async def test_eight_seats_raced_to_a_win(race_app: App) -> None:
         assert {push["type"] for push in finals} == {"race_board"}
         assert {push["seat"] for push in finals} == set(range(1, 9))
     _, _, metrics = await asyncio.to_thread(http_get, race_app, "/metrics")
-    assert "eightoff_races_created_total 1.0" in metrics and "eightoff_live_races 0.0" in metrics
+    assert "eightoff_races_made_total 1.0" in metrics and "eightoff_live_races 0.0" in metrics
     assert 'eightoff_races_ended_total{how="won"} 1.0' in metrics
     (updates,) = [
         float(line.split()[1])
