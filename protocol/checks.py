@@ -21,11 +21,15 @@ from protocol.limits import (
     CURSOR_RULE,
     ID_PATTERN,
     ID_RULE,
+    INVITE_PATTERN,
+    INVITE_RULE,
     MAX_INT,
     MAX_NAME_LENGTH,
     MAX_PROFILE_RECENT,
     MAX_REPLAY_STEPS,
     MAX_REQUEST_ID_LENGTH,
+    RACE_SEATS,
+    RACE_TIME_LIMIT,
     TOKEN_PATTERN,
     TOKEN_RULE,
 )
@@ -383,6 +387,62 @@ _CHANGE_FIELDS: Final[dict[str, _Check]] = {
 }
 
 
+_SNAPSHOT_FIELDS: Final[dict[str, _Check]] = {
+    "game": _game_id,
+    "v": _count,
+    "code": _code,
+    "player": _player,
+    "tableau": _array(_array(_card, 0, 52), 8, 8),
+    "cells": _array(_nullable(_card), 2, 8),
+    "foundations": _FOUNDATIONS,
+    "score": _count,
+    "moves": _count,
+    "status": _status,
+    "started_at": _timestamp,
+}
+_RACE_STATE = _one_of("lobby", "countdown", "running", "finished", "cancelled")
+_SEAT_NUMBER = _integer(1, RACE_SEATS[1])
+_RACE_SEAT = _record(
+    {
+        "seat": _SEAT_NUMBER,
+        "player": _player,
+        "ready": _boolean,
+        "game": _nullable(_game_id),
+        "status": _one_of("waiting", "playing", "won", "resigned", "left"),
+        "cards_home": _integer(0, 52),
+        "moves": _count,
+        "score": _count,
+        "time_ms": _count,
+        "place": _nullable(_integer(1, RACE_SEATS[1])),
+    }
+)
+#: The fields a ``race`` and a ``race_diff`` share (the race as it is now).
+_RACE_NOW: Final[dict[str, _Check]] = {
+    "race": _game_id,
+    "v": _count,
+    "creator": _game_id,
+    "state": _RACE_STATE,
+    "starts_at": _nullable(_timestamp),
+    "ends_at": _nullable(_timestamp),
+    "deal": _nullable(_code),
+    "rows": _array(_RACE_SEAT, 0, RACE_SEATS[1]),
+}
+
+
+def _record_any(value: object, path: str) -> None:
+    if type(value) is not dict:
+        _fail(path, f"expected a map, got {value!r}")
+
+
+def _check_race_board(message: dict[str, object]) -> None:
+    board = cast("dict[str, object]", message["board"])
+    if board.get("type") != "snapshot":
+        _fail("race_board.board.type", f"expected 'snapshot', got {board.get('type')!r}")
+    body = {key: value for key, value in board.items() if key != "type"}
+    _fields_of(body, "race_board.board", _SNAPSHOT_FIELDS, frozenset())
+    _check_snapshot(board)
+
+
 #: type → (fields, optional fields, a check of the whole message or None). ``type`` and ``id`` aside.
 _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str, object]], None] | None]] = {
     "welcome": (
@@ -396,23 +456,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
         frozenset({"token", "next"}),
         None,
     ),
-    "snapshot": (
-        {
-            "game": _game_id,
-            "v": _count,
-            "code": _code,
-            "player": _player,
-            "tableau": _array(_array(_card, 0, 52), 8, 8),
-            "cells": _array(_nullable(_card), 2, 8),
-            "foundations": _FOUNDATIONS,
-            "score": _count,
-            "moves": _count,
-            "status": _status,
-            "started_at": _timestamp,
-        },
-        frozenset(),
-        _check_snapshot,
-    ),
+    "snapshot": (_SNAPSHOT_FIELDS, frozenset(), _check_snapshot),
     "ack": (_CHANGE_FIELDS, frozenset(), None),
     "diff": (_CHANGE_FIELDS, frozenset(), None),
     "game_over": (
@@ -467,6 +511,24 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
         frozenset({"duration_ms"}),
         _check_replay,
     ),
+    "race": (
+        {
+            **_RACE_NOW,
+            "code": _text(INVITE_PATTERN, INVITE_RULE),
+            "cells": _one_of_integers(8, 4, 2),
+            "seats": _integer(*RACE_SEATS),
+            "time_limit": _integer(*RACE_TIME_LIMIT),
+            "public": _boolean,
+        },
+        frozenset(),
+        None,
+    ),
+    "race_diff": ({**_RACE_NOW, "gone": _array(_SEAT_NUMBER, 0, RACE_SEATS[1])}, frozenset(), None),
+    "race_board": (
+        {"race": _game_id, "seat": _SEAT_NUMBER, "board": _record_any},
+        frozenset(),
+        _check_race_board,
+    ),
     "error": (
         {"code": _one_of(*sorted(_ERROR_CODES)), "message": _string(0, 200), "v": _count},
         frozenset({"v"}),
@@ -474,7 +536,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
     ),
 }
 #: Messages that are never a reply, so never carry an ``id``.
-_PUSHED_ONLY = frozenset({"diff"})
+_PUSHED_ONLY = frozenset({"diff", "race_diff", "race_board"})
 
 
 def checked_fields() -> dict[str, tuple[frozenset[str], frozenset[str]]]:

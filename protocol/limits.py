@@ -74,6 +74,13 @@ MAX_PROFILE_RECENT = 10
 #: checks requests with them, ``checks`` the server's own messages.
 ID_PATTERN = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID_LENGTH}}}")
 ID_RULE = f"1..{MAX_ID_LENGTH} characters of A-Z a-z 0-9 _ -"
+#: A race's invitation code: 8 letters and digits, none easily mistaken for another (no 0 O 1 I L).
+INVITE_PATTERN = re.compile(r"[A-HJKMNP-Z2-9]{8}")
+INVITE_RULE = "8 characters of A-Z 2-9 but I L O"
+#: A race's seats, and its time limit in seconds.
+RACE_SEATS = (2, 8)
+RACE_TIME_LIMIT = (30, 3600)
+DEFAULT_RACE_TIME_LIMIT = 300
 TOKEN_PATTERN = re.compile(rf"[!-~]{{1,{MAX_TOKEN_LENGTH}}}")
 TOKEN_RULE = f"1..{MAX_TOKEN_LENGTH} printable ASCII characters"
 CURSOR_PATTERN = re.compile(rf"[!-~]{{1,{MAX_CURSOR_LENGTH}}}")

@@ -22,7 +22,7 @@ from typing import ClassVar, Final, TypeAlias
 
 from engine import UNDO, Cell, Column, Deal, Foundation, Game, IllegalMoveError, Move, Pile, Undo
 from protocol.errors import RequestId
-from protocol.limits import DEFAULT_PAGE_SIZE, PROTOCOL_VERSION
+from protocol.limits import DEFAULT_PAGE_SIZE, DEFAULT_RACE_TIME_LIMIT, PROTOCOL_VERSION
 
 __all__ = [
     "CLIENT_MESSAGE_TYPES",
@@ -43,6 +43,13 @@ __all__ = [
     "OwnFoundation",
     "Period",
     "ProfileRequest",
+    "RaceCreateRequest",
+    "RaceJoinRequest",
+    "RaceLeaveRequest",
+    "RaceReadyRequest",
+    "RaceRequest",
+    "RaceStartRequest",
+    "RaceWatchRequest",
     "ReplayRequest",
     "ResignRequest",
     "ResumeRequest",
@@ -360,6 +367,75 @@ class ProfileRequest(_Request):
     request_id: RequestId | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RaceCreateRequest(_Request):
+    """``race_create``: a new race of ``cells``' variant, for 2..8 ``seats``, ``time_limit`` seconds
+    long, listed to everyone when ``public``; the creator takes seat 1."""
+
+    TYPE: ClassVar[str] = "race_create"
+    cells: int = 8
+    seats: int = 8
+    time_limit: int = DEFAULT_RACE_TIME_LIMIT
+    public: bool = False
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RaceJoinRequest(_Request):
+    """``race_join``: take a seat in the race of invitation ``code`` (again: the seat one holds)."""
+
+    TYPE: ClassVar[str] = "race_join"
+    code: str
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _RaceOnly(_Request):
+    race: str
+    request_id: RequestId | None = None
+    TYPE: ClassVar[str] = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RaceWatchRequest(_RaceOnly):
+    """``race_watch``: the race's snapshot, then its diffs (a seat's connection, or a spectator)."""
+
+    TYPE: ClassVar[str] = "race_watch"
+
+
+@dataclass(frozen=True, slots=True)
+class RaceStartRequest(_RaceOnly):
+    """``race_start`` (the creator, every seat ready): the countdown begins."""
+
+    TYPE: ClassVar[str] = "race_start"
+
+
+@dataclass(frozen=True, slots=True)
+class RaceLeaveRequest(_RaceOnly):
+    """``race_leave``: give up one's seat (or stop watching)."""
+
+    TYPE: ClassVar[str] = "race_leave"
+
+
+@dataclass(frozen=True, slots=True)
+class RaceReadyRequest(_Request):
+    """``race_ready``: one's seat is ready to start (``ready`` false: no longer)."""
+
+    TYPE: ClassVar[str] = "race_ready"
+    race: str
+    ready: bool = True
+    request_id: RequestId | None = None
+
+
+#: Every race request.
+RaceRequest: TypeAlias = (
+    RaceCreateRequest
+    | RaceJoinRequest
+    | RaceWatchRequest
+    | RaceReadyRequest
+    | RaceStartRequest
+    | RaceLeaveRequest
+)
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
 ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
 #: Every request naming a ``game``.
@@ -376,6 +452,7 @@ ClientMessage: TypeAlias = (
     | ProfileRequest
     | GamesRequest
     | ReplayRequest
+    | RaceRequest
 )
 
 #: Wire ``type`` → message class, in the order of protocol/README.md.
@@ -398,5 +475,11 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         LeaderboardRequest,
         ProfileRequest,
         GamesRequest,
+        RaceCreateRequest,
+        RaceJoinRequest,
+        RaceWatchRequest,
+        RaceReadyRequest,
+        RaceStartRequest,
+        RaceLeaveRequest,
     )
 }

@@ -26,6 +26,8 @@ from protocol.limits import (
     DEFAULT_PAGE_SIZE,
     ID_PATTERN,
     ID_RULE,
+    INVITE_PATTERN,
+    INVITE_RULE,
     MAX_CODE_LENGTH,
     MAX_GAME_ACTIONS,
     MAX_GROUP,
@@ -34,6 +36,8 @@ from protocol.limits import (
     MAX_PAGE_SIZE,
     MAX_REQUEST_ID_LENGTH,
     PROTOCOL_VERSION,
+    RACE_SEATS,
+    RACE_TIME_LIMIT,
     TOKEN_PATTERN,
     TOKEN_RULE,
 )
@@ -52,6 +56,12 @@ from protocol.messages import (
     Order,
     Period,
     ProfileRequest,
+    RaceCreateRequest,
+    RaceJoinRequest,
+    RaceLeaveRequest,
+    RaceReadyRequest,
+    RaceStartRequest,
+    RaceWatchRequest,
     ReplayRequest,
     ResignRequest,
     ResumeRequest,
@@ -467,6 +477,55 @@ def _profile(message: dict[object, object], rid: RequestId | None) -> ProfileReq
     return ProfileRequest(None if player is _MISSING else _game_id(player, "player", rid), rid)
 
 
+_RACE_CREATE = frozenset({"type", "id", "cells", "seats", "time_limit", "public"})
+
+
+def _race_create(message: dict[object, object], rid: RequestId | None) -> RaceCreateRequest:
+    _check_fields(message, _RACE_CREATE, (), rid)
+    cells = message.get("cells", _MISSING)
+    seats = message.get("seats", _MISSING)
+    limit = message.get("time_limit", _MISSING)
+    public = message.get("public", _MISSING)
+    default = RaceCreateRequest()
+    return RaceCreateRequest(
+        default.cells if cells is _MISSING else _cells(cells, rid),
+        default.seats if seats is _MISSING else _int(seats, "seats", *RACE_SEATS, rid),
+        default.time_limit if limit is _MISSING else _int(limit, "time_limit", *RACE_TIME_LIMIT, rid),
+        default.public if public is _MISSING else _bool(public, "public", rid),
+        rid,
+    )
+
+
+_RACE_JOIN = frozenset({"type", "id", "code"})
+
+
+def _race_join(message: dict[object, object], rid: RequestId | None) -> RaceJoinRequest:
+    _check_fields(message, _RACE_JOIN, ("code",), rid)
+    return RaceJoinRequest(_pattern(message["code"], "code", INVITE_PATTERN, INVITE_RULE, rid), rid)
+
+
+_RACE_ONLY = frozenset({"type", "id", "race"})
+_RACE_READY = frozenset({"type", "id", "race", "ready"})
+
+
+def _race_only(
+    cls: type[RaceWatchRequest | RaceStartRequest | RaceLeaveRequest],
+) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
+    def parse(message: dict[object, object], rid: RequestId | None) -> ClientMessage:
+        _check_fields(message, _RACE_ONLY, ("race",), rid)
+        return cls(_game_id(message["race"], "race", rid), rid)
+
+    return parse
+
+
+def _race_ready(message: dict[object, object], rid: RequestId | None) -> RaceReadyRequest:
+    _check_fields(message, _RACE_READY, ("race",), rid)
+    ready = message.get("ready", _MISSING)
+    return RaceReadyRequest(
+        _game_id(message["race"], "race", rid), True if ready is _MISSING else _bool(ready, "ready", rid), rid
+    )
+
+
 _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMessage]] = {
     "hello": _hello,
     "new_game": _new_game,
@@ -484,6 +543,12 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "leaderboard": _leaderboard,
     "profile": _profile,
     "games": _games,
+    "race_create": _race_create,
+    "race_join": _race_join,
+    "race_watch": _race_only(RaceWatchRequest),
+    "race_ready": _race_ready,
+    "race_start": _race_only(RaceStartRequest),
+    "race_leave": _race_only(RaceLeaveRequest),
 }
 
 

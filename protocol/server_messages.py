@@ -52,6 +52,10 @@ __all__ = [
     "Profile",
     "ProfileGame",
     "ProfileRating",
+    "Race",
+    "RaceBoard",
+    "RaceDiff",
+    "RaceSeat",
     "RatingRow",
     "Replay",
     "ReplayStep",
@@ -663,6 +667,83 @@ class ErrorReply(_Value):
         return cls(code=error.code, message=error.message, request_id=error.request_id)
 
 
+@_wire_value
+@dataclass(frozen=True, slots=True)
+class RaceSeat(_Value):
+    """One seat of a race's standings: who sits there and how far they are (protocol/README.md, race).
+
+    ``status``: ``waiting`` (before the reveal), ``playing``, ``won``, ``resigned`` or ``left``;
+    ``game`` is the seat's game from the reveal on (null before); ``time_ms`` is the time from the
+    reveal to the seat's last action; ``place`` is set once the race is over (ties share one)."""
+
+    seat: int
+    player: Player
+    ready: bool
+    game: str | None
+    status: str
+    cards_home: int
+    moves: int
+    score: int
+    time_ms: int
+    place: int | None
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
+class Race(_Value):
+    """The whole state of a race (its snapshot): the reply to race_create, race_join and race_watch.
+
+    ``deal`` (the game code every seat plays) is null until the reveal; ``starts_at`` is the end of
+    the countdown (the reveal), ``ends_at`` the time limit's end."""
+
+    TYPE: ClassVar[str] = "race"
+    race: str
+    v: int
+    code: str
+    creator: str
+    cells: int
+    seats: int
+    time_limit: int
+    public: bool
+    state: str
+    starts_at: dt.datetime | None
+    ends_at: dt.datetime | None
+    deal: str | None
+    rows: tuple[RaceSeat, ...]
+    request_id: RequestId | None = None
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
+class RaceDiff(_Value):
+    """A change of a race, pushed to everyone who follows it: the race's fields as they are now,
+    the seats whose row changed (``rows``) and the seats freed (``gone``); ``v`` is one more than
+    the last race or race_diff the follower got."""
+
+    TYPE: ClassVar[str] = "race_diff"
+    race: str
+    v: int
+    creator: str
+    state: str
+    starts_at: dt.datetime | None
+    ends_at: dt.datetime | None
+    deal: str | None
+    rows: tuple[RaceSeat, ...]
+    gone: tuple[int, ...]
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
+class RaceBoard(_Value):
+    """A seat's board as it was ``board_delay`` seconds ago, pushed to a race's spectators who hold
+    no seat; and every seat's final board to everyone when the race is over."""
+
+    TYPE: ClassVar[str] = "race_board"
+    race: str
+    seat: int
+    board: Snapshot
+
+
 #: Any server → client message.
 ServerMessage: TypeAlias = (
     Welcome
@@ -677,6 +758,9 @@ ServerMessage: TypeAlias = (
     | LeaderboardPage
     | Profile
     | Replay
+    | Race
+    | RaceDiff
+    | RaceBoard
     | ErrorReply
 )
 
@@ -696,6 +780,9 @@ SERVER_MESSAGE_TYPES: Final[dict[str, type[ServerMessage]]] = {
         LeaderboardPage,
         Profile,
         Replay,
+        Race,
+        RaceDiff,
+        RaceBoard,
         ErrorReply,
     )
 }

@@ -30,6 +30,7 @@ from server.edge.ratelimit import BucketsByKey
 from server.edge.transport import WebSocketServer
 from server.ops.metrics import Metrics
 from server.play.bus import Bus, LocalBus, RedisBus
+from server.play.race_registry import RaceRegistry
 from server.play.registry import RoomRegistry
 from server.services.hints import SolvingService
 from server.services.quotas import UnfinishedGames
@@ -70,6 +71,7 @@ class Services:
     connections: Connections
     solving: SolvingService
     unfinished: UnfinishedGames
+    races: RaceRegistry
 
     @classmethod
     async def start(cls, settings: Settings, *, bus: Bus | None = None) -> Services:
@@ -101,8 +103,26 @@ class Services:
             per_player=settings.max_unfinished_games_per_player,
             abandon_after=settings.abandon_after,
         )
+        races = RaceRegistry(
+            database,
+            committer,
+            metrics,
+            registry,
+            winnable=solving.winnable_deal,
+            countdown=settings.race_countdown,
+            board_delay=settings.race_board_delay,
+        )
+        await races.resume_open()  # races not over when the node stopped: their timers run again
         handler = RequestHandler(
-            settings, database, committer, registry, leaderboards, __version__, solving, unfinished=unfinished
+            settings,
+            database,
+            committer,
+            registry,
+            leaderboards,
+            __version__,
+            solving,
+            unfinished=unfinished,
+            races=races,
         )
         connections = Connections(settings, handler, registry, metrics, fanout)
         return cls(
@@ -116,6 +136,7 @@ class Services:
             connections,
             solving,
             unfinished,
+            races,
         )
 
     async def stop(self) -> None:
@@ -151,6 +172,10 @@ class App:
     @property
     def registry(self) -> RoomRegistry:
         return self.services.registry
+
+    @property
+    def races(self) -> RaceRegistry:
+        return self.services.races
 
     @property
     def connections(self) -> Connections:

@@ -356,6 +356,28 @@ class Settings:
             "check": _positive,
         },
     )
+    race_countdown: float = field(
+        default=5.0,
+        metadata={"help": "seconds from race_start to the reveal of a race's deal", "check": _at_least(0)},
+    )
+    race_board_delay: float = field(
+        default=30.0,
+        metadata={
+            "help": "seconds a race's spectators (who hold no seat) see its boards late",
+            "check": _at_least(0),
+        },
+    )
+    races_per_player_per_hour: int | None = field(
+        default=30,
+        metadata={"help": "races one player may create an hour", "check": _at_least(1)},
+    )
+    race_joins_per_player_per_minute: int | None = field(
+        default=30,
+        metadata={
+            "help": "race_join and race_leave requests one player may make a minute",
+            "check": _at_least(1),
+        },
+    )
     shutdown_grace: float = field(
         default=10.0,
         metadata={"help": "seconds to finish in-flight actions on SIGTERM", "check": _at_least(0)},

@@ -33,6 +33,8 @@ from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
+from server.play.race_commands import RaceCommand, RaceJoin, RaceLeave, RaceReady, RaceStart, RaceWatch
+from server.play.race_registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.replay import replay_page, replay_whole
 from server.play.session import Session
@@ -70,6 +72,7 @@ class RequestHandler:
         solving: SolvingService | None = None,
         *,
         unfinished: UnfinishedGames,
+        races: RaceRegistry,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -81,6 +84,9 @@ class RequestHandler:
         self._unfinished = unfinished
         self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
         self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
+        self._races = races
+        self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
+        self._race_joins = _per_player(settings.race_joins_per_player_per_minute, 60)
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._new_games = NewGames(
@@ -101,6 +107,12 @@ class RequestHandler:
             protocol.LeaderboardRequest: self._leaderboard,
             protocol.ProfileRequest: self._profile,
             protocol.GamesRequest: self._games,
+            protocol.RaceCreateRequest: self._race_create,
+            protocol.RaceJoinRequest: self._race_join,
+            protocol.RaceWatchRequest: self._race_watch,
+            protocol.RaceReadyRequest: self._race_ready,
+            protocol.RaceStartRequest: self._race_start,
+            protocol.RaceLeaveRequest: self._race_leave,
         }
 
     def serve(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
@@ -379,6 +391,87 @@ class RequestHandler:
         player_id = request.player if request.player is not None else _player(session).id
         return [await self._leaderboards.profile(player_id, request.request_id)]
 
+    # ------------------------------------------------------------------ races (docs/races.md)
+
+    async def _race_create(self, session: Session, request: protocol.RaceCreateRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_creations, player.id, "races created an hour")
+        race = await self._races.create(
+            player,
+            cells=request.cells,
+            seats=request.seats,
+            time_limit=request.time_limit,
+            public=request.public,
+        )
+        return await self._ask_race(
+            session, lambda: _found(race), lambda to: RaceWatch(session, player, request.request_id, to)
+        )
+
+    async def _race_join(self, session: Session, request: protocol.RaceJoinRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
+        return await self._ask_race(
+            session,
+            lambda: self._races.find_by_code(request.code),
+            lambda to: RaceJoin(session, player, request.request_id, to),
+        )
+
+    async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
+        player = _player(session)
+        return await self._ask_race(
+            session,
+            lambda: self._races.find(request.race),
+            lambda to: RaceWatch(session, player, request.request_id, to),
+        )
+
+    async def _race_ready(self, session: Session, request: protocol.RaceReadyRequest) -> Reply:
+        player = _player(session)
+        return await self._ask_race(
+            None,
+            lambda: self._races.find(request.race),
+            lambda to: RaceReady(session, player, request.ready, request.request_id, to),
+        )
+
+    async def _race_start(self, session: Session, request: protocol.RaceStartRequest) -> Reply:
+        player = _player(session)
+        return await self._ask_race(
+            None,
+            lambda: self._races.find(request.race),
+            lambda to: RaceStart(session, player, request.request_id, to),
+        )
+
+    async def _race_leave(self, session: Session, request: protocol.RaceLeaveRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
+        replies = await self._ask_race(
+            None,
+            lambda: self._races.find(request.race),
+            lambda to: RaceLeave(session, player, request.request_id, to),
+        )
+        session.watching.pop(request.race, None)  # the room let this connection go already
+        return replies
+
+    async def _ask_race(
+        self,
+        follower: Session | None,
+        find: Callable[[], Awaitable[RaceRoomDriver]],
+        make: Callable[[Callable[[Any], None]], RaceCommand],
+    ) -> Reply:
+        """Ask the race ``find`` gives (``follower`` then follows it, within its watch limit); again
+        when the room was let go before the request's turn (the race is read again)."""
+        for _ in range(3):
+            race = await find()
+            if follower is not None:
+                self._check_watch_limit(follower, race.id)
+                if race.is_open():
+                    follower.watch(race)
+            outcome = await race.ask(make)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            if outcome is not None:
+                return outcome  # type: ignore[no-any-return]
+        raise Refusal(ErrorCode.STALE, "the race changed meanwhile; race_watch it again")
+
     # ------------------------------------------------------------------ helpers
 
     def _check_guest_quota(self, session: Session) -> None:
@@ -415,6 +508,20 @@ class RequestHandler:
 def _address(session: Session) -> str:
     """The source address of ``session``'s connection (the client's, behind a trusted proxy)."""
     return str(getattr(session.transport, "client_address", ""))
+
+
+def _per_player(count: int | None, seconds: float) -> BucketsByKey | None:
+    return None if count is None else BucketsByKey(count / seconds, count)
+
+
+def _check_rate(buckets: BucketsByKey | None, player_id: str, what: str) -> None:
+    """A player's race creations or joins within their rate (docs/races.md, Limits)."""
+    if buckets is not None and not buckets.allow(player_id):
+        raise Refusal(ErrorCode.RATE_LIMITED, f"too many {what}; wait a little and retry")
+
+
+async def _found(race: RaceRoomDriver) -> RaceRoomDriver:
+    return race
 
 
 def _player(session: Session) -> PlayerRef:

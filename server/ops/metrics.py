@@ -203,6 +203,21 @@ class Metrics:
         self.errors = Counter(
             "eightoff_errors", "Error replies sent, by protocol error code", ["code"], registry=self.registry
         )
+        self.live_races = Gauge(
+            "eightoff_live_races", "Races held in memory", registry=self.registry, multiprocess_mode="livesum"
+        )
+        self.races_made = Counter("eightoff_races_made", "Races made (race_create)", registry=self.registry)
+        self.races_ended = Counter(
+            "eightoff_races_ended",
+            "Races over, by how they ended (won, time, resigned: every seat gave up; cancelled)",
+            ["how"],
+            registry=self.registry,
+        )
+        self.race_updates = Counter(
+            "eightoff_race_updates",
+            "Standings diffs and delayed boards pushed to races' followers (one per follower)",
+            registry=self.registry,
+        )
         self.dropped_slow_readers = Counter(
             "eightoff_dropped_slow_readers",
             "Connections (players or spectators) closed for not reading what was sent to them",

@@ -25,8 +25,9 @@ from engine import Game
 from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
-from server.play.effects import Commit, Effect, Leave, Load, Publish, Push, Rebuild, Reply
+from server.play.effects import Commit, Effect, Leave, Load, Observe, Publish, Push, Rebuild, Reply, Wake
 from server.play.game_room import PlayerRef
+from server.play.race_commands import RaceCommand, SeatProgress, Tick
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
@@ -71,7 +72,9 @@ class RoomState(Protocol):
     def awaiting(self) -> object:
         """What outcome the room waits for before its next request (None: nothing)."""
 
-    def handle(self, command: Command) -> list[Effect]: ...
+    def handle(self, command: Any) -> list[Effect]:
+        """The effects of ``command``: one of the room's own commands (`server.play.commands`, or
+        for a race `server.play.race_commands`), or the outcome of an effect it asked for."""
 
     def is_open(self) -> bool: ...
 
@@ -92,6 +95,8 @@ class RoomServices:
     load: Callable[[str], Awaitable[StoredGame | None]]
     left: Callable[[Any], None]
     idle: Callable[[Any], None]
+    #: Tells a race of its seat's commit (None: the node has no races).
+    observe: Callable[[str, SeatProgress], None] | None = None
 
 
 class RoomDriver(Generic[Room]):
@@ -102,7 +107,7 @@ class RoomDriver(Generic[Room]):
     def __init__(self, room: Room, services: RoomServices) -> None:
         self.room = room
         self.services = services
-        self._queue: collections.deque[Command] = collections.deque()
+        self._queue: collections.deque[Command | RaceCommand] = collections.deque()
         self._draining = False
         self._task: asyncio.Task[None] | None = None  # a load or a rebuild under way
 
@@ -126,12 +131,12 @@ class RoomDriver(Generic[Room]):
         """A command is queued, being handled, or the room waits for an outcome."""
         return bool(self._queue) or self._draining or self.room.awaiting is not None
 
-    def send(self, command: Request) -> None:
+    def send(self, command: Request | RaceCommand) -> None:
         """Queue a request; it is handled now when the room waits for nothing."""
         self._queue.append(command)
         self._drain()
 
-    def ask(self, make: Callable[[Callable[[Any], None]], Request]) -> asyncio.Future[Any]:
+    def ask(self, make: Callable[[Callable[[Any], None]], Request | RaceCommand]) -> asyncio.Future[Any]:
         """Send ``make(reply_to)`` and return a future of its reply (for callers that await: watch,
         resume, resign, hints; an action's caller passes its own ``reply_to`` to ``send``). Cancelling
         the future withdraws nothing: the room goes on as if its caller were still there."""
@@ -184,6 +189,11 @@ class RoomDriver(Generic[Room]):
                         self.services.publish(effect.event)
                 elif isinstance(effect, Leave):
                     self.services.left(self)
+                elif isinstance(effect, Observe):
+                    if self.services.observe is not None:
+                        self.services.observe(effect.race, effect.progress)
+                elif isinstance(effect, Wake):
+                    asyncio.get_running_loop().call_later(effect.delay, self.send, Tick())
                 elif isinstance(effect, Load):
                     self._start(self._load())
                 else:
@@ -230,7 +240,7 @@ class RoomDriver(Generic[Room]):
             return Rebuilt(Game.replay(effect.deal, effect.log))
 
 
-def _answer_bug(command: Command, bug: Exception) -> list[Effect]:
+def _answer_bug(command: Command | RaceCommand, bug: Exception) -> list[Effect]:
     """A request the room failed on is answered with the failure (an outcome has no one to tell)."""
     reply_to = getattr(command, "reply_to", None)
     return [Reply(reply_to, bug)] if reply_to is not None else []

@@ -14,9 +14,22 @@ from engine import Action, Deal, Layout
 from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Follower, ReplyTo
+from server.play.race_commands import SeatProgress
 from server.storage.commit_backends import Write
 
-__all__ = ["Commit", "Effect", "HintSpot", "Leave", "Load", "Publish", "Push", "Rebuild", "Reply"]
+__all__ = [
+    "Commit",
+    "Effect",
+    "HintSpot",
+    "Leave",
+    "Load",
+    "Observe",
+    "Publish",
+    "Push",
+    "Rebuild",
+    "Reply",
+    "Wake",
+]
 
 
 class HintSpot(NamedTuple):
@@ -71,4 +84,18 @@ class Leave(NamedTuple):
     rooms."""
 
 
-Effect = Commit | Reply | Push | Publish | Load | Rebuild | Leave
+class Wake(NamedTuple):
+    """Send the room a `Tick` in ``delay`` seconds (by the room's own clock: a race's countdown, its
+    time limit, a delayed board)."""
+
+    delay: float
+
+
+class Observe(NamedTuple):
+    """Tell race ``race`` that one of its seats' games committed ``progress`` (its standings)."""
+
+    race: str
+    progress: SeatProgress
+
+
+Effect = Commit | Reply | Push | Publish | Load | Rebuild | Leave | Wake | Observe

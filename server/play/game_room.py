@@ -46,7 +46,19 @@ from server.play.commands import (
     View,
     Watch,
 )
-from server.play.effects import Commit, Effect, HintSpot, Leave, Load, Publish, Push, Rebuild, Reply
+from server.play.effects import (
+    Commit,
+    Effect,
+    HintSpot,
+    Leave,
+    Load,
+    Observe,
+    Publish,
+    Push,
+    Rebuild,
+    Reply,
+)
+from server.play.race_commands import SeatProgress
 from server.play.replay import RESIGN
 from server.storage import ActionRecord, GameProgress, GameResult
 from server.storage.commit_backends import Write, WriteConflict
@@ -146,6 +158,8 @@ class GameRoom:
     awaiting: _Awaited | None = None  # the outcome the room waits for before its next request
     progress_due: float = 0.0  # monotonic time after which an action row carries the game's figures
     clock: Callable[[], dt.datetime] = utc_now
+    race: str | None = None  # the race this game is a seat of: its commits feed the standings
+    closes_at: dt.datetime | None = None  # the race's time limit: no action after it (resign still)
 
     @property
     def code(self) -> str:
@@ -198,6 +212,8 @@ class GameRoom:
             self._check_open()
             self.viewers.add(command.follower)
             self._check_version(command.expected_v)
+            if self.closes_at is not None and self.clock() >= self.closes_at:
+                raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {self.id}: its race's time is up")
             game = self.game
             if game.v >= MAX_GAME_ACTIONS:
                 raise Refusal(
@@ -376,9 +392,15 @@ class GameRoom:
             effects.append(Reply(reply_to, replies))
         if transfer is not None:
             effects += self._push(lambda: Diff.of(self.id, game, transfer), skip=requester)
+        if self.race is not None:
+            effects.append(Observe(self.race, self._progress(game)))
         if result is not None:
             effects += self._end(result, skip=requester)
         return effects
+
+    def _progress(self, game: Game) -> SeatProgress:
+        """What the race is told of this game's commit (its layout is immutable: nothing copied)."""
+        return SeatProgress(self.id, game.v, game.layout(), game.score, game.moves, game.status, self.clock())
 
     def _end(self, result: GameResult, *, skip: Follower | None = None) -> list[Effect]:
         """The game ended: game_over to the followers (but ``skip``), who are let go; the room leaves."""

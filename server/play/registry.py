@@ -16,6 +16,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final, TypeAlias
 
 from engine import Deal, Game, Status
@@ -27,8 +28,9 @@ from server.play.bus import Bus, BusEvent, LocalBus
 from server.play.commands import RemoteCommit
 from server.play.driver import Pusher, RoomDriver, RoomServices
 from server.play.game_room import FinishedGame, GameRoom, PlayerRef
+from server.play.race_commands import SeatProgress
 from server.play.replay import replay_stored
-from server.storage import Database, GameStart, StoredGame, repository
+from server.storage import Database, GameStart, StoredGame, races, repository
 from server.storage.committer import Committer, Write
 
 __all__ = ["FINISHED_CACHE_SIZE", "GameRoomDriver", "RemoteCommits", "RoomRegistry"]
@@ -67,12 +69,19 @@ class RoomRegistry:
             load=self._read,
             left=self._left,
             idle=self.forget_if_idle,
+            observe=self._observe,
         )
+        #: Told of each commit of a race seat's game (`server.play.race_registry`, which sets it).
+        self.observe: Callable[[str, SeatProgress], None] | None = None
         self._rooms: dict[str, GameRoomDriver] = {}
         self._finished: OrderedDict[str, FinishedGame] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
         self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
         self.remote = RemoteCommits(self, bus)
+
+    def _observe(self, race_id: str, progress: SeatProgress) -> None:
+        if self.observe is not None:
+            self.observe(race_id, progress)
 
     def rooms(self) -> list[GameRoomDriver]:
         return list(self._rooms.values())
@@ -140,6 +149,7 @@ class RoomRegistry:
         async with self._database.connection() as conn:
             stored = await repository.load_game(conn, game_id)
             player = await repository.get_player(conn, stored.player_id) if stored else None
+            race = await races.load_race(conn, stored.race_id) if stored and stored.race_id else None
         if stored is None or player is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no game {game_id}")
         owner = PlayerRef.of(player.id, player.name, bot=player.bot)
@@ -149,6 +159,8 @@ class RoomRegistry:
             self._cache(finished)
             return finished
         room = self._room(GameRoom(stored.id, game, owner, stored.started_at))
+        if race is not None:  # a race seat's game: it tells the race, and closes at the time limit
+            room.room.race, room.room.closes_at = race.id, race.ends_at
         self._add(room)
         for event in self.remote.take_early(game_id):
             room.send(RemoteCommit(event))

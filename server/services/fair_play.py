@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from protocol.timestamps import format_timestamp
 from server.errors import ErrorCode, Refusal
 from server.services.sealing import NOT_PLAYED, SharedDeal, Standing, may_start, seal
-from server.storage import Database, GameDaily, LiveGame, repository
+from server.storage import Database, GameDaily, LiveGame, races, repository
 
 __all__ = ["FairPlay"]
 
@@ -49,6 +49,9 @@ class FairPlay:
             if daily is None:
                 return
             self._remember(game_id, daily)
+        if daily.race_id is not None and daily.player_id != viewer:
+            await self._check_race_watch(viewer, game_id, daily, now)
+            return
         if daily.day is None or daily.player_id == viewer:
             return
         async with self._database.connection() as conn:
@@ -62,6 +65,30 @@ class FairPlay:
         )
         if sealed is not None:
             raise Refusal(ErrorCode.FORBIDDEN, sealed.message(game_id))
+
+    async def _check_race_watch(self, viewer: str, game_id: str, daily: GameDaily, now: dt.datetime) -> None:
+        """A race seat's game: sealed to everyone else until the race is over. Its seats hold the
+        deal (standing: playing) until then, even once their own game is over; the others see its
+        boards through the race, late (race_board)."""
+        async with self._database.connection() as conn:
+            race = await races.game_race(conn, game_id)
+        if race is None:
+            return
+        over = race.state in ("finished", "cancelled")
+        closes_at = now if over else (race.ends_at or dt.datetime.max.replace(tzinfo=dt.UTC))
+        sealed = seal(
+            SharedDeal.race(race.race_id, daily.code, closes_at),
+            viewer=viewer,
+            owner=daily.player_id,
+            standing=Standing(playing=not over and viewer in race.player_ids),
+            now=now,
+        )
+        if sealed is not None:
+            raise Refusal(
+                ErrorCode.FORBIDDEN,
+                f"game {game_id} is a seat of race {race.race_id}, not over yet: its moves are sealed;"
+                " race_watch the race (boards shown late to spectators)",
+            )
 
     async def check_daily_start(
         self, player: str, day: dt.date, cells: int, code: str, now: dt.datetime
@@ -90,16 +117,20 @@ class FairPlay:
     async def sealed_live(
         conn: AsyncConnection, viewer: str, page: Sequence[LiveGame], now: dt.datetime
     ) -> frozenset[str]:
-        """The games of a ``live`` page whose moves are sealed to ``viewer``: at most one more read,
-        for the viewer's own games of the page's daily challenges."""
+        """The games of a ``live`` page whose moves are sealed to ``viewer``: at most two more reads,
+        for the viewer's own games of the page's daily challenges and for the page's races (a race
+        seat's game is sealed to everyone but its player until the race is over)."""
+        racing = {game.race_id for game in page if game.race_id is not None and game.player_id != viewer}
+        running = await races.races_not_over(conn, racing) if racing else frozenset()
+        in_race = frozenset(game.id for game in page if game.race_id in running and game.player_id != viewer)
         days = {game.daily_date for game in page if game.daily_date is not None and game.player_id != viewer}
         if not days:
-            return frozenset()
+            return in_race
         standings = {
             (found.day, found.cells): Standing(found.finished, found.playing)
             for found in await repository.daily_standings(conn, viewer, days)
         }
-        return frozenset(
+        return in_race | frozenset(
             game.id
             for game in page
             if game.daily_date is not None

@@ -40,6 +40,12 @@ class SharedDeal:
         midnight = dt.datetime.combine(day, dt.time(), tzinfo=dt.UTC)
         return cls(code, f"the daily of {day.isoformat()} ({cells} cells)", midnight + _DAY)
 
+    @classmethod
+    def race(cls, race_id: str, code: str, closes_at: dt.datetime) -> SharedDeal:
+        """The deal of race ``race_id``: it closes when the race is over (until then, ``closes_at``
+        is the end of its time limit, or far ahead before the race runs)."""
+        return cls(code, f"race {race_id}", closes_at)
+
     def is_open(self, now: dt.datetime) -> bool:
         return now < self.closes_at
 

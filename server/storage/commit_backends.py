@@ -43,9 +43,9 @@ from typing import NamedTuple, Protocol
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
 
-from server.storage import ratings, repository, unfinished
+from server.storage import races, ratings, repository, unfinished
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, Database, StorageUnavailable, sqlite_pragmas
-from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord, RatedRace
+from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord, RaceWrite, RatedRace
 from server.storage.tables import games
 
 __all__ = [
@@ -84,10 +84,13 @@ class Write(NamedTuple):
     #: A finished race's rating changes (`server.services.ratings.rate_race`), stored with its result;
     #: a conflict when a player's rating changed since they were computed (read again, rate anew).
     ratings: RatedRace | None = None
+    #: A race stored whole (`server.play.race_room`), with the games its seats start.
+    race: RaceWrite | None = None
 
     def is_actions_only(self) -> bool:
         return (
-            self.player is None
+            self.race is None
+            and self.player is None
             and self.game is None
             and self.result is None
             and self.hinted is None
@@ -135,6 +138,8 @@ class SqlAlchemyBackend:
                         await repository.insert_player(conn, write.player)
                     if write.game is not None:
                         await repository.insert_game(conn, write.game)
+                    if write.race is not None:
+                        await races.store_race(conn, write.race)
                 rows = [row for write in writes for row in write.actions]
                 if rows:
                     await repository.append_actions(conn, rows)
@@ -153,6 +158,8 @@ class SqlAlchemyBackend:
                         )
         except IntegrityError as exc:
             raise WriteConflict(str(exc.orig)) from None
+        except races.RaceConflict as exc:
+            raise WriteConflict(str(exc)) from None
 
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")

@@ -43,6 +43,7 @@ class GameStart:
         cells: the number of cells of the variant (8, 4 or 2).
         daily_date: the UTC date of the daily challenge this game plays, or None.
         started_at: when the game started (aware, UTC).
+        race_id: the race this game is a seat of, or None.
     """
 
     id: str
@@ -51,6 +52,7 @@ class GameStart:
     cells: int
     daily_date: date | None
     started_at: datetime
+    race_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +103,7 @@ class LiveGame:
     cells: int = 8
     daily_date: date | None = None  # a daily game's date (its deal is shared: `server.services.sealing`)
     player_bot: bool = False
+    race_id: str | None = None  # a race seat's game (its deal is shared too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +116,7 @@ class GameDaily:
     day: date | None
     cells: int
     code: str
+    race_id: str | None = None  # the race the game is a seat of (its deal is shared too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +178,7 @@ class StoredGame:
     duration_ms: int | None
     won: bool
     actions: tuple[str, ...]
+    race_id: str | None = None
 
     @property
     def version(self) -> int:
@@ -373,3 +378,66 @@ class RatedPlayer:
     rating: Rating
     key: PlayerKey
     player_bot: bool = False
+
+
+# Races ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RaceSeatRecord:
+    """One seat of a race as stored (see `server.storage.tables.RaceSeatRow`)."""
+
+    seat: int
+    player_id: str
+    player_name: str
+    player_bot: bool
+    game_id: str | None
+    status: str
+    cards_home: int
+    moves: int
+    score: int
+    time_ms: int
+    place: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RaceRecord:
+    """A race as stored, its seats included; a `RaceWrite` stores it whole."""
+
+    id: str
+    code: str
+    creator_id: str
+    cells: int
+    seats: int
+    time_limit_s: int
+    public: bool
+    state: str
+    deal_code: str
+    created_at: datetime
+    starts_at: datetime | None
+    ends_at: datetime | None
+    finished_at: datetime | None
+    seated: tuple[RaceSeatRecord, ...]
+    #: The revision this record is (0: as made); a write of revision r follows r - 1 or fails.
+    revision: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RaceWrite:
+    """A race stored whole (inserted when ``new``, else its row and seats replaced if the stored
+    race is at the revision before, else a conflict), with the games its seats start (at the
+    reveal), in one transaction."""
+
+    race: RaceRecord
+    new: bool = False
+    games: tuple[GameStart, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GameRace:
+    """Whom a race seat's game is sealed from: the race's state and players."""
+
+    race_id: str
+    state: str
+    player_ids: frozenset[str]
+    ends_at: datetime | None

@@ -102,6 +102,7 @@ async def insert_game(conn: AsyncConnection, game: GameStart) -> None:
             "status": "playing",
             "started_at": game.started_at,
             "active_at": game.started_at,
+            "race_id": game.race_id,
         },
     )
 
@@ -279,6 +280,7 @@ def _stored_game(row: Row[Any], notations: Iterable[str]) -> StoredGame:
         duration_ms=row.duration_ms,
         won=row.won,
         actions=tuple(notations),
+        race_id=row.race_id,
     )
 
 
@@ -315,6 +317,7 @@ async def live_games(
             games.c.cells,
             games.c.daily_date,
             players.c.bot,
+            games.c.race_id,
         )
         .join(players, players.c.id == games.c.player_id)
         .where(games.c.status == "playing", games.c.active_at >= active_since)
@@ -340,6 +343,7 @@ async def live_games(
             cells=row.cells,
             daily_date=row.daily_date,
             player_bot=row.bot,
+            race_id=row.race_id,
         )
         for row in rows
     ]
@@ -349,13 +353,15 @@ async def game_daily(conn: AsyncConnection, game_id: str) -> GameDaily | None:
     """The daily challenge ``game_id`` plays (its ``day`` None for a game of no daily); None when there
     is no such game. One read by primary key: asked before another player's game is shown
     (`server.services.sealing`)."""
-    statement = select(games.c.player_id, games.c.daily_date, games.c.cells, games.c.code).where(
-        games.c.id == game_id
-    )
+    statement = select(
+        games.c.player_id, games.c.daily_date, games.c.cells, games.c.code, games.c.race_id
+    ).where(games.c.id == game_id)
     row = (await conn.execute(statement)).first()
     if row is None:
         return None
-    return GameDaily(player_id=row.player_id, day=row.daily_date, cells=row.cells, code=row.code)
+    return GameDaily(
+        player_id=row.player_id, day=row.daily_date, cells=row.cells, code=row.code, race_id=row.race_id
+    )
 
 
 async def daily_standings(

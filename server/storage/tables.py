@@ -141,6 +141,9 @@ class GameRow(Base):
     active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
     hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    #: The race this game is a seat of (None: a game of its own): its moves are sealed while the race
+    #: runs (`server.services.sealing`) and its commits feed the race's standings.
+    race_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("races.id"))
 
     player: Mapped[PlayerRow] = relationship(back_populates="games", lazy="raise")
     actions: Mapped[list[ActionRow]] = relationship(
@@ -266,6 +269,64 @@ class RaceRatingChangeRow(Base):
     at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class RaceRow(Base):
+    """A race: several players, one winnable deal revealed to all at once (`server.play.race_room`).
+
+    ``deal_code`` is chosen when the race is made and stays secret until the race runs; ``code`` is
+    the invitation code players join by. Written at each change of phase or seats, never per action:
+    the standings follow from the seats' games.
+    """
+
+    __tablename__ = "races"
+    __table_args__ = (
+        CheckConstraint("state IN ('lobby', 'countdown', 'running', 'finished', 'cancelled')", name="state"),
+        CheckConstraint("cells IN (8, 4, 2)", name="cells"),
+        CheckConstraint("seats BETWEEN 2 AND 8", name="seats"),
+        # The races a restarted node takes up again (every one not yet over).
+        Index("ix_races_state", "state"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    code: Mapped[str] = mapped_column(String(16), unique=True)
+    creator_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"))
+    cells: Mapped[int] = mapped_column(SmallInteger)
+    seats: Mapped[int] = mapped_column(SmallInteger)
+    time_limit_s: Mapped[int] = mapped_column(Integer)
+    public: Mapped[bool] = mapped_column(Boolean)
+    state: Mapped[str] = mapped_column(String(16))
+    deal_code: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    starts_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    ends_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: +1 per write: a write names the revision it follows, and one that finds another has lost
+    #: (two rooms of one race can never both write it: the race's fence, as (game, v) is a game's).
+    revision: Mapped[int] = mapped_column(Integer)
+
+
+class RaceSeatRow(Base):
+    """One seat of a race: its player, its game once the race runs, and its result once it ends
+    (``place`` from 1, shared by a tie: what a rating is computed from)."""
+
+    __tablename__ = "race_seats"
+    __table_args__ = (
+        CheckConstraint("status IN ('waiting', 'playing', 'won', 'resigned', 'left')", name="status"),
+        # A player's races (their results, and the seats they hold).
+        Index("ix_race_seats_player_id", "player_id"),
+    )
+
+    race_id: Mapped[str] = mapped_column(String(32), ForeignKey("races.id"), primary_key=True)
+    seat: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"))
+    game_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("games.id"))
+    status: Mapped[str] = mapped_column(String(16))
+    cards_home: Mapped[int] = mapped_column(SmallInteger)
+    moves: Mapped[int] = mapped_column(Integer)
+    score: Mapped[int] = mapped_column(Integer)
+    time_ms: Mapped[int] = mapped_column(BigInteger)
+    place: Mapped[int | None] = mapped_column(SmallInteger)
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -280,3 +341,5 @@ board_bests: Final = _table(BoardBestRow)
 player_stats: Final = _table(PlayerStatsRow)
 ratings: Final = _table(RatingRow)
 race_rating_changes: Final = _table(RaceRatingChangeRow)
+races: Final = _table(RaceRow)
+race_seats: Final = _table(RaceSeatRow)

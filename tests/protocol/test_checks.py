@@ -166,6 +166,6 @@ def test_refuses_impossible_profiles() -> None:
 def test_server_message_types() -> None:
     assert set(protocol.SERVER_MESSAGE_TYPES) == {
         "welcome", "snapshot", "ack", "diff", "game_over", "ok", "hint", "live", "leaderboard", "profile",
-        "games", "replay",
+        "games", "replay", "race", "race_diff", "race_board",
         "error",
     }  # fmt: skip

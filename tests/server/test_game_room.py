@@ -35,7 +35,18 @@ from server.play.commands import (
     View,
     Watch,
 )
-from server.play.effects import Commit, Effect, HintSpot, Leave, Load, Publish, Push, Rebuild, Reply
+from server.play.effects import (
+    Commit,
+    Effect,
+    HintSpot,
+    Leave,
+    Load,
+    Observe,
+    Publish,
+    Push,
+    Rebuild,
+    Reply,
+)
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
 from server.play.replay import RESIGN
 from server.storage import StorageUnavailable
@@ -209,6 +220,22 @@ class Harness:
 
 
 # ------------------------------------------------------------------------------ the room's promises
+
+
+def test_a_race_seats_game_tells_its_race_of_each_commit_after_its_followers() -> None:
+    """A race seat's game: after the ack and the diff, an Observe with the committed figures; an
+    action at or after the race's time limit is refused with nothing stored."""
+    harness = Harness().followed()
+    harness.room.race, harness.room.closes_at = "r1", NOW + dt.timedelta(seconds=1)
+    assert harness.act("t1-c5", 0) == ["Commit"]
+    assert harness.commit() == ["Publish", "Reply(owner: ack)", "Push(diff -> spectator, tab)", "Observe"]
+    observe = harness.effects[-1]
+    assert isinstance(observe, Observe) and observe.race == "r1"
+    assert (observe.progress.game, observe.progress.v, observe.progress.moves) == ("g1", 1, 1)
+    assert observe.progress.at == NOW and observe.progress.layout == harness.room.game.layout()
+    harness.room.closes_at = NOW
+    assert harness.act("c5-t1", 1) == ["Reply(owner: Refusal illegal_move)"]
+    assert "time is up" in str(harness.replies[-1][1]) and harness.room.game.v == 1
 
 
 def test_an_action_is_visible_only_once_committed() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import datetime as dt
 import logging
 import threading
@@ -20,7 +21,9 @@ from engine import Deal, Game, parse_action
 from server.play.bus import BusEvent
 from server.play.commands import Act, RemoteCommit, Request, Resign, Unfollow, View, Watch
 from server.play.driver import Done, RoomDriver, RoomServices
+from server.play.effects import Observe, Wake
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
+from server.play.race_commands import SeatProgress, Tick
 from server.storage import StorageUnavailable, StoredGame
 from server.storage.commit_backends import Write, WriteConflict
 from tests.support.rooms import Person
@@ -383,3 +386,48 @@ async def test_requests_of_many_kinds_answer_in_arrival_order_while_a_load_runs(
     assert node.kinds("reply") == [("tab", [("snapshot", 2)])], "the action awaits its commit"
     node.sink.answer()
     assert node.kinds("reply")[1:] == [("owner", [("ack", 3)]), ("spectator", [("snapshot", 3)])]
+
+
+# ------------------------------------------------------------------------------ a race room's effects
+
+
+class _Ticking:
+    """A room that asks to be woken once and counts its ticks (the shape of a race room)."""
+
+    id, owner, awaiting = "r1", OWNER, None
+
+    def __init__(self) -> None:
+        self.spectators: set[Any] = set()
+        self.ticks = asyncio.Event()
+
+    def handle(self, command: Any) -> list[Any]:
+        if isinstance(command, Tick):
+            self.ticks.set()
+            return [Observe("r1", _progress())]
+        return [Wake(0.01)]
+
+    def is_open(self) -> bool:
+        return True
+
+    def is_followed(self) -> bool:
+        return True
+
+
+def _progress() -> SeatProgress:
+    game = Game.from_code(CODE)
+    return SeatProgress("g1", 0, game.layout(), 0, 0, game.status, NOW)
+
+
+async def test_wake_sends_the_room_a_tick_and_observe_tells_the_race() -> None:
+    """A Wake is a timer that sends a Tick (no task of its own); an Observe goes to services.observe."""
+    node = Node()
+    told: list[tuple[str, int]] = []
+    services = dataclasses.replace(
+        node.services, observe=lambda race, progress: told.append((race, progress.v))
+    )
+    room = _Ticking()
+    driver: RoomDriver[Any] = RoomDriver(room, services)
+    driver.send(Unfollow(node.owner))  # any request: the room answers it with a Wake
+    assert not room.ticks.is_set()
+    await asyncio.wait_for(room.ticks.wait(), 5)
+    assert told == [("r1", 0)]

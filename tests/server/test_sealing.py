@@ -74,3 +74,18 @@ def test_the_refusal_says_when_the_game_opens() -> None:
     assert DAILY.code not in until_close  # a race's deal is secret until it starts: never named by code
     until_finished = Sealed(DAILY, None).message("g1")
     assert "finish your own game of it first" in until_finished and "Z" not in until_finished
+
+
+def test_a_race_deal_is_sealed_to_seats_and_spectators_until_the_race_is_over() -> None:
+    """A seated player counts as still playing the race's deal until it is over, even once its own
+    game ended; anyone else is sealed until the race closes."""
+    ends = dt.datetime(2026, 12, 2, 5, 5, tzinfo=dt.UTC)
+    running = SharedDeal.race("r1", "EO1-C8-AAAAAAB", ends)
+    before = ends - dt.timedelta(minutes=1)
+    seated, spectator = Standing(playing=True), NOT_PLAYED
+    assert seal(running, viewer="bo", owner="ann", standing=seated, now=before) == Sealed(running, None)
+    assert seal(running, viewer="cy", owner="ann", standing=spectator, now=before) == Sealed(running, ends)
+    over = SharedDeal.race("r1", "EO1-C8-AAAAAAB", before)  # the race ended: it closes then
+    assert seal(over, viewer="cy", owner="ann", standing=spectator, now=before) is None
+    assert seal(over, viewer="bo", owner="ann", standing=Standing(), now=before) is None
+    assert running.name == "race r1"

@@ -20,7 +20,13 @@ def test_constraint_names_follow_the_naming_convention() -> None:
     }
     assert names == {
         "players": ["pk_players", "uq_players_token_hash"],
-        "games": ["ck_games_cells", "ck_games_status", "fk_games_player_id_players", "pk_games"],
+        "games": [
+            "ck_games_cells",
+            "ck_games_status",
+            "fk_games_player_id_players",
+            "fk_games_race_id_races",
+            "pk_games",
+        ],
         "actions": ["ck_actions_v_positive", "fk_actions_game_id_games", "pk_actions"],
         "board_bests": ["pk_board_bests"],
         "player_stats": ["pk_player_stats"],
@@ -35,6 +41,21 @@ def test_constraint_names_follow_the_naming_convention() -> None:
             "ck_race_rating_changes_place_positive",
             "fk_race_rating_changes_player_id_players",
             "pk_race_rating_changes",
+        ],
+        "races": [
+            "ck_races_cells",
+            "ck_races_seats",
+            "ck_races_state",
+            "fk_races_creator_id_players",
+            "pk_races",
+            "uq_races_code",
+        ],
+        "race_seats": [
+            "ck_race_seats_status",
+            "fk_race_seats_game_id_games",
+            "fk_race_seats_player_id_players",
+            "fk_race_seats_race_id_races",
+            "pk_race_seats",
         ],
     }
 

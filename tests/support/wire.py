@@ -175,7 +175,7 @@ def sample_server_values() -> list[protocol.ServerMessage]:
         protocol.ErrorReply(code=protocol.ErrorCode.STALE, message="game g_1 is at v=12"),
         protocol.ErrorReply(code=protocol.ErrorCode.ILLEGAL_MOVE, message="t1-t2 is illegal", request_id=5),
     ]
-    return messages + _sample_replays(player, started)
+    return messages + _sample_replays(player, started) + sample_race_values(player, started)
 
 
 def _sample_replays(player: protocol.Player, started: dt.datetime) -> list[protocol.ServerMessage]:
@@ -208,6 +208,34 @@ def _sample_replays(player: protocol.Player, started: dt.datetime) -> list[proto
         request_id=None,
     )
     return [whole, page]
+
+
+def sample_race_values(player: protocol.Player, started: dt.datetime) -> list[protocol.ServerMessage]:
+    """A race in the lobby, its reveal, and a delayed board."""
+    from engine import Game
+
+    waiting = protocol.RaceSeat(1, player, True, None, "waiting", 0, 0, 0, 0, None)
+    won = protocol.RaceSeat(2, player, True, "g_2", "won", 52, 120, 935, 95_000, 1)
+    lobby = protocol.Race(
+        race="r_1", v=3, code="K7M2QX9P", creator=player.id, cells=8, seats=8, time_limit=300,
+        public=False, state="lobby", starts_at=None, ends_at=None, deal=None, rows=(waiting,), request_id=1,
+    )  # fmt: skip
+    ends = started + dt.timedelta(minutes=5)
+    board = protocol.Snapshot.of("g_2", Game.from_code("EO1-C8-AAAAAFA"), player=player, started_at=started)
+    return [
+        lobby,
+        dataclasses.replace(
+            lobby,
+            state="finished",
+            starts_at=started,
+            ends_at=ends,
+            deal="EO1-C8-AAAAAFA",
+            rows=(won,),
+            request_id=None,
+        ),
+        protocol.RaceDiff("r_1", 4, player.id, "running", started, ends, "EO1-C8-AAAAAFA", (won,), (1,)),
+        protocol.RaceBoard("r_1", 2, board),
+    ]
 
 
 def sample_server_messages() -> list[dict[str, object]]:

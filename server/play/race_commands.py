@@ -1,0 +1,91 @@
+"""What goes into a race room (`server.play.race_room`): its followers' requests, its seats' games'
+commits, and its timer. Values only (named tuples, like `server.play.commands`); the outcome of a
+race's write is the game room's `Committed`, and a connection that closed sends the same `Unfollow`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import NamedTuple
+
+from engine import Layout, Status
+from protocol import Player as PlayerRef
+from protocol.errors import RequestId
+from server.play.commands import Follower, ReplyTo
+
+__all__ = [
+    "RaceCommand",
+    "RaceJoin",
+    "RaceLeave",
+    "RaceReady",
+    "RaceStart",
+    "RaceWatch",
+    "SeatChanged",
+    "SeatProgress",
+    "Tick",
+]
+
+
+class SeatProgress(NamedTuple):
+    """A seat's game as committed (``v``), told to its race by the game's room (`Observe`)."""
+
+    game: str
+    v: int
+    layout: Layout
+    score: int
+    moves: int
+    status: Status
+    at: dt.datetime
+
+
+class RaceJoin(NamedTuple):
+    """``player`` takes a seat (or, holding one, follows the race again)."""
+
+    follower: Follower
+    player: PlayerRef
+    request_id: RequestId | None
+    reply_to: ReplyTo
+
+
+class RaceWatch(NamedTuple):
+    """A connection follows the race: as its player's seat when it holds one, else as a spectator."""
+
+    follower: Follower
+    player: PlayerRef
+    request_id: RequestId | None
+    reply_to: ReplyTo
+
+
+class RaceReady(NamedTuple):
+    follower: Follower
+    player: PlayerRef
+    ready: bool
+    request_id: RequestId | None
+    reply_to: ReplyTo
+
+
+class RaceStart(NamedTuple):
+    follower: Follower
+    player: PlayerRef
+    request_id: RequestId | None
+    reply_to: ReplyTo
+
+
+class RaceLeave(NamedTuple):
+    follower: Follower
+    player: PlayerRef
+    request_id: RequestId | None
+    reply_to: ReplyTo
+
+
+class SeatChanged(NamedTuple):
+    """A seat's game committed a change (from its game room, on this node)."""
+
+    progress: SeatProgress
+
+
+class Tick(NamedTuple):
+    """A time the race asked to be woken at (`Wake`) has come: the room reads its clock."""
+
+
+RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick

@@ -1,0 +1,255 @@
+"""The node's races: which are in memory, making them, finding them by id or invitation code, and
+taking up again, at start, every race the database holds as not over.
+
+`RaceRegistry` is the only owner of the map from race id to its driver (a `RaceRoom` on the same
+`RoomDriver` as a game) and the only writer of a race room's ``replaced``. A race stays in memory
+until it is over (its timers run there); a finished race is read from the database when watched.
+It is told of its seats' commits by the game rooms (`observe`, through `RoomServices.observe`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import secrets
+from collections.abc import Callable
+from typing import TypeAlias
+
+from engine import Deal, Status
+from server.clock import utc_now
+from server.errors import ErrorCode, Refusal
+from server.ids import new_id
+from server.ops.metrics import Metrics
+from server.play.driver import RoomDriver, RoomServices
+from server.play.game_room import PlayerRef
+from server.play.race_commands import SeatChanged, SeatProgress, Tick
+from server.play.race_room import RaceRoom, Seat
+from server.play.registry import RoomRegistry
+from server.play.replay import replay_stored
+from server.storage import Database, races, repository
+from server.storage.committer import Committer, Write
+from server.storage.records import RaceRecord, RaceWrite
+
+__all__ = ["RaceRegistry", "RaceRoomDriver", "invite_code"]
+
+logger = logging.getLogger(__name__)
+
+RaceRoomDriver: TypeAlias = RoomDriver[RaceRoom]
+_INVITE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+
+def invite_code() -> str:
+    """A fresh invitation code (`protocol.limits.INVITE_PATTERN`): 40 random bits."""
+    return "".join(secrets.choice(_INVITE_LETTERS) for _ in range(8))
+
+
+class RaceRegistry:
+    """Owned by the app; see the module docstring."""
+
+    def __init__(
+        self,
+        database: Database,
+        committer: Committer,
+        metrics: Metrics,
+        games: RoomRegistry,
+        *,
+        winnable: Callable[[int], Deal],
+        countdown: float,
+        board_delay: float,
+    ) -> None:
+        self._database = database
+        self._committer = committer
+        self._metrics = metrics
+        self._winnable = winnable
+        self._countdown = countdown
+        self._board_delay = board_delay
+        self._rooms: dict[str, RaceRoomDriver] = {}
+        #: The races' clock (tests move it; `wake_all` has every race look at it again).
+        self.clock: Callable[[], dt.datetime] = utc_now
+        push = games.services.push
+
+        def counted_push(audience: object, message: object) -> None:
+            self._metrics.race_updates.inc(len(audience))  # type: ignore[arg-type]
+            push(audience, message)  # type: ignore[arg-type]
+
+        self.services = RoomServices(
+            committer=committer,
+            push=counted_push,
+            publish=None,
+            load=games.services.load,  # never asked: a race room loads nothing
+            left=self._left,
+            idle=lambda room: None,  # an open race stays: its timers run here
+        )
+        games.observe = self.observe
+
+    def room(self, race_id: str) -> RaceRoomDriver | None:
+        return self._rooms.get(race_id)
+
+    async def create(
+        self, creator: PlayerRef, *, cells: int, seats: int, time_limit: int, public: bool
+    ) -> RaceRoomDriver:
+        """A new race with ``creator`` in seat 1; returns once it is stored."""
+        room = RaceRoom(
+            id=new_id(),
+            code=invite_code(),
+            creator=creator,
+            cells=cells,
+            seats=seats,
+            time_limit_s=time_limit,
+            public=public,
+            deal=self._winnable(cells),
+            created_at=self.clock(),
+            countdown_s=self._countdown,
+            board_delay_s=self._board_delay,
+            seated={1: Seat(creator)},
+            clock=self._now,
+        )
+        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
+        self._metrics.races_made.inc()
+        return self._add(room)
+
+    async def find(self, race_id: str) -> RaceRoomDriver:
+        """The race ``race_id``, read from the database when it is not in memory (a race over is not
+        kept: it only answers its snapshot).
+
+        Raises:
+            Refusal: not_found. StorageUnavailable: the database could not be read.
+        """
+        found = self._rooms.get(race_id)
+        if found is not None:
+            return found
+        async with self._database.connection() as conn:
+            record = await races.load_race(conn, race_id)
+        if record is None:
+            raise Refusal(ErrorCode.NOT_FOUND, f"no race {race_id}")
+        room = await self._room_of(record)
+        found = self._rooms.get(race_id)  # taken up meanwhile by another find
+        if found is not None:
+            return found
+        return self._add(room) if room.is_open() else RoomDriver(room, self.services)
+
+    async def find_by_code(self, code: str) -> RaceRoomDriver:
+        for room in self._rooms.values():
+            if room.room.code == code:
+                return room
+        async with self._database.connection() as conn:
+            race_id = await races.race_id_by_code(conn, code)
+        if race_id is None:
+            raise Refusal(ErrorCode.NOT_FOUND, f"no race has the invitation code {code}")
+        return await self.find(race_id)
+
+    async def resume_open(self) -> int:
+        """Take up every race not over (after a restart): their timers run again. How many."""
+        async with self._database.connection() as conn:
+            ids = await races.open_race_ids(conn)
+        for race_id in ids:
+            await self.find(race_id)
+        return len(ids)
+
+    def observe(self, race_id: str, progress: SeatProgress) -> None:
+        """A seat's game committed ``progress``: tell its race, when this node holds it (a race not
+        over is held from its making, or from this node's start; one held elsewhere is not taken
+        up for it: there is one authority per race, and the race's fence refuses a second)."""
+        room = self._rooms.get(race_id)
+        if room is not None:
+            room.send(SeatChanged(progress))
+
+    def wake_all(self) -> None:
+        """Every race in memory looks at its clock now (what is due happens)."""
+        for room in list(self._rooms.values()):
+            room.send(Tick())
+
+    # ------------------------------------------------------------------ internals
+
+    def _now(self) -> dt.datetime:
+        return self.clock()
+
+    def _add(self, room: RaceRoom) -> RaceRoomDriver:
+        driver = RoomDriver(room, self.services)
+        self._rooms[room.id] = driver
+        self._metrics.live_races.set(len(self._rooms))
+        driver.send(Tick())  # arms its timers (a countdown or a time limit under way)
+        return driver
+
+    def _left(self, driver: RaceRoomDriver) -> None:
+        room = driver.room
+        room.replaced = True
+        if self._rooms.get(room.id) is driver:
+            del self._rooms[room.id]
+            self._metrics.live_races.set(len(self._rooms))
+            if room.state in ("finished", "cancelled"):  # else let go after a conflict
+                self._metrics.races_ended.labels(_how(room)).inc()
+
+    async def _room_of(self, record: RaceRecord) -> RaceRoom:
+        """The race as stored; a running race's seats take their games' figures as stored."""
+        seated = {}
+        for stored in record.seated:
+            player = PlayerRef.of(stored.player_id, stored.player_name, bot=stored.player_bot)
+            seated[stored.seat] = Seat(
+                player,
+                ready=stored.status != "waiting" or record.state != "lobby",
+                game=stored.game_id,
+                status=stored.status,
+                cards_home=stored.cards_home,
+                moves=stored.moves,
+                score=stored.score,
+                time_ms=stored.time_ms,
+                place=stored.place,
+            )
+        creator = next(
+            (seat.player for seat in seated.values() if seat.player.id == record.creator_id),
+            PlayerRef.of(record.creator_id, record.creator_id[:16], bot=False),
+        )
+        room = RaceRoom(
+            id=record.id,
+            code=record.code,
+            creator=creator,
+            cells=record.cells,
+            seats=record.seats,
+            time_limit_s=record.time_limit_s,
+            public=record.public,
+            deal=Deal.from_code(record.deal_code),
+            created_at=record.created_at,
+            countdown_s=self._countdown,
+            board_delay_s=self._board_delay,
+            state=record.state,
+            seated=seated,
+            starts_at=record.starts_at,
+            ends_at=record.ends_at,
+            finished_at=record.finished_at,
+            clock=self._now,
+            revision=record.revision,
+        )
+        if record.state == "running":
+            await self._catch_up(room)
+        return room
+
+    async def _catch_up(self, room: RaceRoom) -> None:
+        """Each playing seat's figures from its game as stored (the race stores none per action)."""
+        for seat in room.seated.values():
+            if seat.game is None or seat.status != "playing":
+                continue
+            async with self._database.connection() as conn:
+                stored = await repository.load_game(conn, seat.game)
+            if stored is None:
+                continue
+            game = await asyncio.to_thread(replay_stored, stored)
+            seat.cards_home = sum(game.layout().foundations)
+            seat.moves, seat.score = game.moves, game.score
+            if game.status is not Status.PLAYING:
+                seat.status = game.status.value
+            seat.progress = SeatProgress(
+                seat.game, game.v, game.layout(), game.score, game.moves, game.status, utc_now()
+            )
+        room.settle()
+
+
+def _how(room: RaceRoom) -> str:
+    if room.state == "cancelled":
+        return "cancelled"
+    if any(seat.status == "won" for seat in room.seated.values()):
+        return "won"
+    if room.ends_at is not None and room.finished_at is not None and room.finished_at >= room.ends_at:
+        return "time"
+    return "resigned"

@@ -1,0 +1,168 @@
+"""The queries of races: a race stored whole at each change of phase or seats, read back whole.
+
+A race is small (a row and at most eight seats) and written a handful of times in its life, so a
+write replaces its seats rather than diffing them. Never commits (the caller's transaction does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from server.storage import repository
+from server.storage.records import GameRace, RaceRecord, RaceSeatRecord, RaceWrite
+from server.storage.tables import games, players, race_seats, races
+
+__all__ = [
+    "RaceConflict",
+    "game_race",
+    "load_race",
+    "open_race_ids",
+    "race_id_by_code",
+    "races_not_over",
+    "store_race",
+]
+
+_OPEN_STATES = ("lobby", "countdown", "running")
+
+
+class RaceConflict(Exception):
+    """The stored race is not at the revision the write follows (`server.storage.commit_backends`
+    turns it into a ``WriteConflict``)."""
+
+
+async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
+    """Insert or replace the race, its seats, and the games its seats start.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: a new race whose id or code is taken, or an unknown player.
+    """
+    race = write.race
+    row = {
+        "code": race.code,
+        "creator_id": race.creator_id,
+        "cells": race.cells,
+        "seats": race.seats,
+        "time_limit_s": race.time_limit_s,
+        "public": race.public,
+        "state": race.state,
+        "deal_code": race.deal_code,
+        "created_at": race.created_at,
+        "starts_at": race.starts_at,
+        "ends_at": race.ends_at,
+        "finished_at": race.finished_at,
+        "revision": race.revision,
+    }
+    if write.new:
+        await conn.execute(insert(races), {"id": race.id, **row})
+    else:
+        fenced = races.c.id == race.id, races.c.revision == race.revision - 1
+        if (await conn.execute(update(races).where(*fenced).values(**row))).rowcount != 1:
+            raise RaceConflict(
+                f"race {race.id} was written by another room since revision {race.revision - 1}"
+            )
+        await conn.execute(delete(race_seats).where(race_seats.c.race_id == race.id))
+    for game in write.games:  # before the seats that name them
+        await repository.insert_game(conn, game)
+    if race.seated:
+        await conn.execute(
+            insert(race_seats),
+            [
+                {
+                    "race_id": race.id,
+                    "seat": seat.seat,
+                    "player_id": seat.player_id,
+                    "game_id": seat.game_id,
+                    "status": seat.status,
+                    "cards_home": seat.cards_home,
+                    "moves": seat.moves,
+                    "score": seat.score,
+                    "time_ms": seat.time_ms,
+                    "place": seat.place,
+                }
+                for seat in race.seated
+            ],
+        )
+
+
+async def load_race(conn: AsyncConnection, race_id: str) -> RaceRecord | None:
+    """The race with its seats (in seat order), or None."""
+    row = (await conn.execute(select(races).where(races.c.id == race_id))).first()
+    if row is None:
+        return None
+    seated = await conn.execute(
+        select(race_seats, players.c.name, players.c.bot)
+        .join(players, players.c.id == race_seats.c.player_id)
+        .where(race_seats.c.race_id == race_id)
+        .order_by(race_seats.c.seat)
+    )
+    return _race(row, tuple(_seat(seat) for seat in seated))
+
+
+async def race_id_by_code(conn: AsyncConnection, code: str) -> str | None:
+    return await conn.scalar(select(races.c.id).where(races.c.code == code))
+
+
+async def open_race_ids(conn: AsyncConnection) -> list[str]:
+    """The races not over yet (lobby, countdown or running): what a restarted node takes up."""
+    return list(await conn.scalars(select(races.c.id).where(races.c.state.in_(_OPEN_STATES))))
+
+
+async def game_race(conn: AsyncConnection, game_id: str) -> GameRace | None:
+    """The race ``game_id`` is a seat of, its state and its players; None for a game of no race."""
+    race_id = await conn.scalar(select(games.c.race_id).where(games.c.id == game_id))
+    if race_id is None:
+        return None
+    race = (await conn.execute(select(races.c.state, races.c.ends_at).where(races.c.id == race_id))).one()
+    seated = await conn.scalars(select(race_seats.c.player_id).where(race_seats.c.race_id == race_id))
+    return GameRace(race_id, race.state, frozenset(seated), race.ends_at)
+
+
+async def races_not_over(conn: AsyncConnection, race_ids: Iterable[str]) -> frozenset[str]:
+    """Which of ``race_ids`` are not over yet (their seats' games are sealed)."""
+    wanted = sorted(set(race_ids))
+    if not wanted:
+        return frozenset()
+    found = await conn.scalars(
+        select(races.c.id).where(races.c.id.in_(wanted), races.c.state.in_(_OPEN_STATES))
+    )
+    return frozenset(found)
+
+
+def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:
+    return RaceRecord(
+        id=row.id,
+        code=row.code,
+        creator_id=row.creator_id,
+        cells=row.cells,
+        seats=row.seats,
+        time_limit_s=row.time_limit_s,
+        public=row.public,
+        state=row.state,
+        deal_code=row.deal_code,
+        created_at=row.created_at,
+        starts_at=row.starts_at,
+        ends_at=row.ends_at,
+        finished_at=row.finished_at,
+        seated=seated,
+        revision=row.revision,
+    )
+
+
+def _seat(row: Row[Any]) -> RaceSeatRecord:
+    return RaceSeatRecord(
+        seat=row.seat,
+        player_id=row.player_id,
+        player_name=row.name,
+        player_bot=row.bot,
+        game_id=row.game_id,
+        status=row.status,
+        cards_home=row.cards_home,
+        moves=row.moves,
+        score=row.score,
+        time_ms=row.time_ms,
+        place=row.place,
+    )

@@ -1,0 +1,372 @@
+"""RaceRoom alone, as a state machine: commands in, effect lists out, on a clock the test moves.
+
+No event loop, socket or database: each test hands the room a command, renders the effects it
+returns (a `Push` message is built then, as the driver builds it) and hands back the outcome of a
+`Commit`. The table at the end states the effects of every command, in order; the places of a race
+are stated by their own table (`server.play.race_places`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from engine import Deal, Game, Status
+from server.errors import Refusal
+from server.play.commands import Committed, Unfollow
+from server.play.effects import Commit, Effect, Push, Reply, Wake
+from server.play.game_room import PlayerRef
+from server.play.race_commands import (
+    RaceCommand,
+    RaceJoin,
+    RaceLeave,
+    RaceReady,
+    RaceStart,
+    RaceWatch,
+    SeatChanged,
+    SeatProgress,
+    Tick,
+)
+from server.play.race_places import Figures, places
+from server.play.race_room import LOBBY_TIMEOUT, RaceRoom, Seat
+from server.storage import StorageUnavailable
+from server.storage.commit_backends import WriteConflict
+from tests.support.rooms import Person
+
+DEAL = Deal.from_code("EO1-C8-AAAAAAB")
+T0 = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.UTC)
+ANN, BO, CY = PlayerRef("p-ann", "Ann"), PlayerRef("p-bo", "Bo"), PlayerRef("p-cy", "Cy")
+
+
+class Answer:
+    """A request's ``reply_to``: the room hands it back in a `Reply` and never calls it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, outcome: Any) -> None:
+        raise AssertionError("only the driver calls a reply_to")
+
+
+class Harness:
+    """A race of 3 seats made by Ann, its followers by name, a clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = T0
+        ids = itertools.count(1)
+        self.room = RaceRoom(
+            id="r1",
+            code="K7M2QX9P",
+            creator=ANN,
+            cells=8,
+            seats=3,
+            time_limit_s=60,
+            public=False,
+            deal=DEAL,
+            created_at=T0,
+            countdown_s=5,
+            board_delay_s=30,
+            seated={1: Seat(ANN)},
+            clock=lambda: self.now,
+            make_id=lambda: f"g{next(ids)}",
+        )
+        self.people = {name: Person(name) for name in ("ann", "ann2", "bo", "cy", "spec")}
+        self.players = {"ann": ANN, "ann2": ANN, "bo": BO, "cy": CY, "spec": PlayerRef("p-spec", "Spec")}
+        self.effects: list[Effect] = []
+        self.pushed: list[tuple[frozenset[str], dict[str, Any]]] = []
+        self.replies: list[tuple[str, Any]] = []
+
+    def handle(self, command: RaceCommand | Committed | Unfollow) -> list[str]:
+        self.effects = self.room.handle(command)
+        return [self._render(effect) for effect in self.effects]
+
+    def _render(self, effect: Effect) -> str:
+        if isinstance(effect, Reply):
+            assert isinstance(effect.reply_to, Answer)
+            self.replies.append((effect.reply_to.name, effect.outcome))
+            outcome = effect.outcome
+            if isinstance(outcome, Refusal):
+                return f"Reply({effect.reply_to.name}: {outcome.code.value})"
+            if outcome is None:
+                return f"Reply({effect.reply_to.name}: None)"
+            if isinstance(outcome, Exception):
+                return f"Reply({effect.reply_to.name}: {type(outcome).__name__})"
+            return f"Reply({effect.reply_to.name}: {', '.join(m.to_wire()['type'] for m in outcome)})"
+        if isinstance(effect, Push):
+            message = effect.message().to_wire()
+            audience = frozenset(map(repr, effect.audience))
+            self.pushed.append((audience, message))
+            return f"Push({message['type']} -> {', '.join(sorted(audience))})"
+        if isinstance(effect, Wake):
+            return f"Wake({effect.delay:g})"
+        return type(effect).__name__
+
+    # ---------------------------------------------------------------- requests by name
+
+    def watch(self, name: str) -> list[str]:
+        return self.handle(RaceWatch(self.people[name], self.players[name], None, Answer(name)))
+
+    def join(self, name: str) -> list[str]:
+        return self.handle(RaceJoin(self.people[name], self.players[name], None, Answer(name)))
+
+    def ready(self, name: str, ready: bool = True) -> list[str]:
+        return self.handle(RaceReady(self.people[name], self.players[name], ready, None, Answer(name)))
+
+    def start(self, name: str = "ann") -> list[str]:
+        return self.handle(RaceStart(self.people[name], self.players[name], None, Answer(name)))
+
+    def leave(self, name: str) -> list[str]:
+        return self.handle(RaceLeave(self.people[name], self.players[name], None, Answer(name)))
+
+    def committed(self, error: Exception | None = None) -> list[str]:
+        return self.handle(Committed(error))
+
+    def tick(self, seconds: float) -> list[str]:
+        self.now += dt.timedelta(seconds=seconds)
+        return self.handle(Tick())
+
+    def play(self, seat: int, game: Game) -> list[str]:
+        """The seat's game committed ``game`` as it stands now."""
+        game_id = self.room.seated[seat].game
+        assert game_id is not None
+        progress = SeatProgress(game_id, game.v, game.layout(), game.score, game.moves, game.status, self.now)
+        return self.handle(SeatChanged(progress))
+
+    # ---------------------------------------------------------------- set-ups
+
+    def lobby(self) -> Harness:
+        """Ann (two connections) and Bo seated, Bo ready, a spectator watching."""
+        self.watch("ann")
+        self.watch("ann2")
+        self.join("bo")
+        self.committed()
+        self.ready("bo")
+        self.watch("spec")
+        return self
+
+    def running(self) -> Harness:
+        self.lobby().ready("ann")
+        self.start()
+        self.committed()
+        self.tick(5)
+        self.committed()
+        return self
+
+    def last_refusal(self) -> str:
+        outcome = self.replies[-1][1]
+        assert isinstance(outcome, Refusal), outcome
+        return outcome.message
+
+
+def one_move(game: Game | None = None) -> Game:
+    game = game or Game(DEAL)
+    game.play(next(iter(game.legal_moves)))
+    return game
+
+
+# -------------------------------------------------------------------- lifecycle
+
+
+def test_a_race_runs_from_the_lobby_to_the_reveal() -> None:
+    """Joins are stored, the countdown is stored and woken for, and the reveal stores each seat's
+    game and names it to everyone at once; the deal is secret until then."""
+    harness = Harness().lobby()
+    assert harness.room.snapshot(None).deal is None
+    harness.ready("ann")
+    assert harness.start() == ["Commit"]
+    assert harness.committed() == [
+        "Reply(ann: ok)",
+        "Push(race_diff -> ann, ann2, bo, spec)",
+        "Wake(5)",
+    ]
+    assert harness.tick(4) == [] and harness.room.state == "countdown"  # its Wake is out already
+    effects = harness.tick(1)
+    assert effects == ["Commit"]
+    (commit,) = harness.effects
+    assert isinstance(commit, Commit) and commit.write.race is not None
+    games = commit.write.race.games
+    assert [(game.player_id, game.code, game.race_id) for game in games] == [
+        ("p-ann", DEAL.code(), "r1"),
+        ("p-bo", DEAL.code(), "r1"),
+    ]
+    assert harness.committed() == ["Push(race_diff -> ann, ann2, bo, spec)", "Wake(60)"]
+    diff = harness.pushed[-1][1]
+    assert diff["state"] == "running" and diff["deal"] == DEAL.code()
+    assert [row["game"] for row in diff["rows"]] == ["g1", "g2"]
+
+
+def test_the_standings_stream_counts_every_change_once() -> None:
+    """Every diff is v + 1 of the last; a joiner's snapshot is at the diff's v (it gets no diff)."""
+    harness = Harness()
+    harness.watch("ann")
+    assert harness.room.v == 0
+    harness.join("bo")
+    assert harness.committed() == ["Reply(bo: race)", "Push(race_diff -> ann)"]
+    snapshot = harness.replies[-1][1][0]
+    assert snapshot.v == 1 and harness.pushed[-1][1]["v"] == 1
+    harness.ready("bo")
+    assert harness.pushed[-1][1]["v"] == 2 and harness.pushed[-1][1]["rows"][0]["ready"] is True
+
+
+def test_a_winner_ends_the_race_and_the_boards_open() -> None:
+    harness = Harness().running()
+    won = Game(DEAL)
+    won.status = Status.WON  # what the seat's game room says of a winning commit
+    effects = harness.play(2, won)
+    assert effects == ["Commit"] and harness.room.state == "finished"
+    assert harness.committed() == [
+        "Push(race_diff -> ann, ann2, bo, spec)",
+        "Push(race_board -> ann, ann2, bo, spec)",
+        "Leave",
+    ]
+    rows = {row.seat: row for row in harness.room.snapshot(None).rows}
+    assert (rows[2].place, rows[2].status, rows[1].place) == (1, "won", 2)
+    assert not harness.room.is_open()
+
+
+def test_the_time_limit_ends_the_race_on_the_standings() -> None:
+    harness = Harness().running()
+    harness.tick(1)
+    harness.play(1, one_move())
+    assert harness.tick(59) == ["Push(race_board -> spec)", "Commit"]  # the board due, then the end
+    harness.committed()
+    rows = {row.seat: row for row in harness.room.snapshot(None).rows}
+    assert (rows[1].cards_home, rows[2].cards_home) == (0, 0)
+    assert (rows[1].place, rows[2].place) == (2, 1)  # no card home either: fewer moves first
+    assert (rows[1].time_ms, rows[1].moves, harness.room.state) == (1000, 1, "finished")
+
+
+def test_a_spectator_gets_the_boards_late_and_a_seat_none() -> None:
+    """The board of a seat's commit is kept board_delay seconds, then pushed to the spectator
+    only: neither of Ann's connections nor Bo gets it."""
+    harness = Harness().running()
+    assert harness.play(1, one_move()) == ["Wake(30)", "Push(race_diff -> ann, ann2, bo, spec)"]
+    assert harness.tick(29) == []
+    assert harness.tick(1) == ["Push(race_board -> spec)"]
+    board = harness.pushed[-1][1]
+    assert board["seat"] == 1 and board["board"]["v"] == 1 and board["board"]["game"] == "g1"
+
+
+def test_a_seat_reconnecting_keeps_its_seat_and_no_boards() -> None:
+    harness = Harness().running()
+    harness.play(2, one_move())
+    harness.tick(30)
+    harness.handle(Unfollow(harness.people["ann"]))
+    assert harness.join("ann") == ["Reply(ann: race)"]  # its seat again: no board with it
+    assert harness.watch("spec") == ["Reply(spec: race, race_board)"]
+
+
+def test_a_failed_commit_leaves_the_race_as_it_was() -> None:
+    """Nothing stored: the requester is told why, and the race is back in its lobby; a timed
+    change (the reveal) is tried again a second later."""
+    harness = Harness().lobby()
+    harness.ready("ann")
+    harness.start()
+    assert harness.committed(StorageUnavailable("down")) == ["Reply(ann: StorageUnavailable)"]
+    assert harness.room.state == "lobby" and harness.room.starts_at is None
+    harness.start()
+    harness.committed()
+    harness.tick(5)
+    assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]
+    assert harness.room.state == "countdown" and all(s.game is None for s in harness.room.seated.values())
+    assert harness.tick(1) == ["Commit"]
+    harness.committed()
+    won = Game(DEAL)
+    won.status = Status.WON
+    assert harness.play(1, won) == ["Commit"]
+    assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]  # the end, tried again
+    assert harness.room.state == "running" and harness.room.seated[1].status == "won"
+    assert harness.tick(1) == ["Commit"] and harness.room.state == "finished"
+
+
+def test_a_race_written_elsewhere_lets_this_room_go() -> None:
+    """Another room of the race stored its revision first (the fence): this one answers stale,
+    leaves the node, and takes nothing more (its callers read the race again)."""
+    harness = Harness().lobby()
+    harness.ready("ann")
+    harness.start()
+    assert harness.committed(WriteConflict("revision 2 is stored")) == ["Reply(ann: stale)", "Leave"]
+    assert not harness.room.is_open() and not harness.room.is_followed()
+    assert harness.watch("spec") == ["Reply(spec: None)"]
+    assert harness.tick(10) == []
+
+
+def test_a_lobby_never_started_is_cancelled_after_an_hour() -> None:
+    harness = Harness().lobby()
+    assert harness.tick(LOBBY_TIMEOUT - 1) == ["Wake(1)"]
+    assert harness.tick(1) == ["Commit"]
+    assert harness.committed() == ["Push(race_diff -> ann, ann2, bo, spec)", "Leave"]
+    assert harness.pushed[-1][1]["state"] == "cancelled" and not harness.room.is_open()
+
+
+def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
+    harness = Harness().lobby()
+    harness.leave("ann")
+    harness.committed()
+    diff = harness.pushed[-1][1]
+    assert diff["gone"] == [1] and diff["creator"] == "p-bo"
+    harness.leave("bo")
+    assert harness.committed()[-1] == "Leave" and harness.room.state == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("doing", "refusal"),
+    [
+        (lambda h: h.lobby().start(), "seat(s) 1 not ready"),
+        (lambda h: h.lobby().ready("ann") and h.start("bo"), "only the race's creator"),
+        (lambda h: h.start(), "needs 2 seats"),
+        (lambda h: h.lobby().join("cy") and h.committed() and h.join("spec"), "is full"),
+        (lambda h: h.running().join("cy"), "has started"),
+        (lambda h: h.running().ready("ann"), "ready is for the lobby"),
+        (lambda h: h.lobby().ready("cy"), "no seat"),
+        (lambda h: h.running().leave("bo") and h.committed() and h.leave("bo"), "no seat"),
+        (lambda h: h.running().start(), "running already"),
+    ],
+    ids=["not ready", "not creator", "alone", "full", "started", "ready late", "ready unseated",
+         "leave twice", "start twice"],
+)  # fmt: skip
+def test_bad_requests_are_refused_and_change_nothing(doing: Callable[[Harness], Any], refusal: str) -> None:
+    """Bad input tried: each request the race's rules refuse; the race's v does not move."""
+    harness = Harness()
+    doing(harness)
+    assert refusal in harness.last_refusal()
+    assert harness.effects and isinstance(harness.effects[0], Reply) and len(harness.effects) == 1
+
+
+def test_a_stale_or_foreign_commit_is_ignored() -> None:
+    """A seat's older version, a game of no seat, and any commit before the reveal change nothing."""
+    harness = Harness().running()
+    game = one_move()
+    harness.play(1, game)
+    assert harness.play(1, game) == []  # the same v again
+    foreign = SeatProgress("g-other", 1, game.layout(), 0, 1, Status.PLAYING, harness.now)
+    assert harness.handle(SeatChanged(foreign)) == []
+    lobby = Harness().lobby()
+    assert lobby.handle(SeatChanged(foreign)) == []
+
+
+# -------------------------------------------------------------------- places
+
+
+@pytest.mark.parametrize(
+    ("seats", "expected"),
+    [
+        ({1: Figures("won", 52, 120, 90_000), 2: Figures("playing", 50, 100, 80_000)}, {1: 1, 2: 2}),
+        ({1: Figures("playing", 10, 40, 1), 2: Figures("playing", 12, 90, 2)}, {1: 2, 2: 1}),
+        ({1: Figures("playing", 10, 40, 5), 2: Figures("playing", 10, 39, 9)}, {1: 2, 2: 1}),
+        ({1: Figures("playing", 10, 40, 5), 2: Figures("playing", 10, 40, 4)}, {1: 2, 2: 1}),
+        ({1: Figures("playing", 0, 0, 0), 2: Figures("playing", 0, 0, 0), 3: Figures("playing", 1, 9, 9)},
+         {3: 1, 1: 2, 2: 2}),
+        ({1: Figures("resigned", 40, 10, 1), 2: Figures("playing", 1, 90, 9)}, {2: 1, 1: 2}),
+        ({1: Figures("left", 5, 1, 1), 2: Figures("resigned", 4, 1, 1), 3: Figures("playing", 0, 0, 0)},
+         {3: 1, 1: 2, 2: 3}),
+    ],
+    ids=["winner first", "more cards home", "fewer moves", "earlier", "a tie shares a place",
+         "resigned after playing", "left and resigned alike"],
+)  # fmt: skip
+def test_places(seats: dict[int, Figures], expected: dict[int, int]) -> None:
+    assert places(seats) == expected

@@ -1,0 +1,82 @@
+"""server.storage.races through the write pipeline: a race stored whole, read back whole, fenced by
+its revision; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as dt
+from collections.abc import AsyncIterator
+
+import pytest
+
+from server.ops.metrics import Metrics
+from server.storage import Database, GameStart, PlayerRecord, races, repository
+from server.storage.commit_backends import SqlAlchemyBackend, Write, WriteConflict
+from server.storage.committer import Committer
+from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
+
+NOW = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.UTC)
+CODE = "EO1-C8-AAAAAAB"
+
+
+@pytest.fixture
+async def committer(database: Database) -> AsyncIterator[Committer]:
+    async with database.transaction() as conn:
+        for player in ("ann", "bo"):
+            await repository.insert_player(conn, PlayerRecord(player, player, (player * 64)[:64], NOW))
+    pipeline = Committer(SqlAlchemyBackend(database, asyncio.get_running_loop()), Metrics())
+    pipeline.start()
+    yield pipeline
+    await pipeline.stop()
+
+
+def seat(number: int, player: str, game: str | None = None, place: int | None = None) -> RaceSeatRecord:
+    return RaceSeatRecord(
+        number, player, player, False, game, "playing" if game else "waiting", 0, 0, 0, 0, place
+    )
+
+
+def lobby() -> RaceRecord:
+    return RaceRecord(
+        "r1", "K7M2QX9P", "ann", 8, 2, 60, False, "lobby", CODE, NOW, None, None, None, (seat(1, "ann"),)
+    )
+
+
+async def test_a_race_is_stored_whole_and_its_seats_games_with_it(
+    committer: Committer, database: Database
+) -> None:
+    await committer.stored(Write(race=RaceWrite(lobby(), new=True)))
+    running = dataclasses.replace(
+        lobby(), state="running", starts_at=NOW, ends_at=NOW + dt.timedelta(minutes=1), revision=1,
+        seated=(seat(1, "ann", "g1"), seat(2, "bo", "g2")),
+    )  # fmt: skip
+    games = tuple(GameStart(g, p, CODE, 8, None, NOW, "r1") for g, p in (("g1", "ann"), ("g2", "bo")))
+    await committer.stored(Write(race=RaceWrite(running, games=games)))
+    async with database.connection() as conn:
+        assert await races.load_race(conn, "r1") == running
+        assert await races.race_id_by_code(conn, "K7M2QX9P") == "r1"
+        assert await races.open_race_ids(conn) == ["r1"]
+        stored = await repository.load_game(conn, "g2")
+        assert stored is not None and stored.race_id == "r1"
+        found = await races.game_race(conn, "g2")
+        assert found is not None and (found.state, found.player_ids) == ("running", frozenset({"ann", "bo"}))
+        assert await races.game_race(conn, "no-such-game") is None
+
+
+async def test_two_writers_of_one_race_revision_cannot_both_commit(
+    committer: Committer, database: Database
+) -> None:
+    """Refused writes tried: a second write of revision 1 (another room of the race), a write that
+    skips a revision, and a new race whose invitation code is taken."""
+    await committer.stored(Write(race=RaceWrite(lobby(), new=True)))
+    first = dataclasses.replace(lobby(), seated=(seat(1, "ann"), seat(2, "bo")), revision=1)
+    await committer.stored(Write(race=RaceWrite(first)))
+    with pytest.raises(WriteConflict):
+        await committer.stored(Write(race=RaceWrite(dataclasses.replace(first, state="cancelled"))))
+    with pytest.raises(WriteConflict):
+        await committer.stored(Write(race=RaceWrite(dataclasses.replace(first, revision=3))))
+    with pytest.raises(WriteConflict):
+        await committer.stored(Write(race=RaceWrite(dataclasses.replace(lobby(), id="r2"), new=True)))
+    async with database.connection() as conn:
+        assert await races.load_race(conn, "r1") == first
