@@ -213,6 +213,21 @@ class PlayerStatsRow(Base):
     score_key: Mapped[int] = mapped_column(BigInteger)
 
 
+class LiveRoomRow(Base):
+    """A server process holds the game's room in memory: someone follows the game there (its player or
+    a spectator). ``live`` lists only games with a row, so a game whose last follower left leaves the
+    list at once instead of after the live window. ``holder`` names one process for its lifetime
+    (``server.play.presence``). Rows of a process killed without a goodbye stay until its games leave
+    the live window or end; no foreign key, like the summaries, so nothing here slows a game's writes.
+    """
+
+    __tablename__ = "live_rooms"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    game_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(80), primary_key=True)
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -225,3 +240,4 @@ games: Final = _table(GameRow)
 actions: Final = _table(ActionRow)
 board_bests: Final = _table(BoardBestRow)
 player_stats: Final = _table(PlayerStatsRow)
+live_rooms: Final = _table(LiveRoomRow)
