@@ -58,7 +58,7 @@ export function celebrate(wrap, panel) {
       node.animate(
         [
           { transform: "translateY(-2rem) rotate(0deg)", opacity: 1 },
-          { transform: `translateY(${height}px) rotate(${piece.turn}deg)`, opacity: 0.2 },
+          { transform: `translateY(${height}px) rotate(${piece.turn}deg)`, opacity: 0 },
         ],
         { duration: piece.duration, delay: piece.delay, easing: "cubic-bezier(0.3, 0.1, 0.7, 1)", fill: "both" },
       );
