@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 #: Before a failed write is tried again.
 RETRY_SECONDS: Final = 1.0
+#: The longest a ``live`` waits for this process's latest changes to be written.
+FLUSH_WAIT_SECONDS: Final = 1.0
 
 
 class Presence:
@@ -50,10 +52,15 @@ class Presence:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="presence")
 
-    async def flushed(self) -> None:
-        """Wait until every change noted so far is written (tests, shutdown)."""
+    async def flushed(self, timeout: float = FLUSH_WAIT_SECONDS) -> bool:
+        """Wait until every change noted so far is written, at most ``timeout`` seconds (the database
+        may be down: a ``live`` then answers from what is written); False if it was not."""
+        deadline = asyncio.get_running_loop().time() + timeout
         while self._pending or self._wake.is_set():
+            if asyncio.get_running_loop().time() >= deadline:
+                return False
             await asyncio.sleep(0.005)
+        return True
 
     async def close(self) -> None:
         """Stop the writer and remove this process's rows: it holds nothing any more."""
@@ -67,6 +74,7 @@ class Presence:
             logger.warning("could not clear the live rooms of %s", self.holder, exc_info=True)
 
     async def _run(self) -> None:
+        failing = False  # one warning per outage, not one a second
         while True:
             await self._wake.wait()
             batch, self._pending = self._pending, {}
@@ -78,10 +86,15 @@ class Presence:
                         held=[game for game, held in batch.items() if held],
                         released=[game for game, held in batch.items() if not held],
                     )
-            except StorageUnavailable:
-                logger.warning("could not write the live rooms; retrying", exc_info=True)
+            except Exception:  # the database down, or a bug: the writer must outlive it
+                if not failing:
+                    logger.warning("could not write the live rooms; retrying", exc_info=True)
+                failing = True
                 self._pending = {**batch, **self._pending}  # changes noted meanwhile are newer
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
+            if failing:
+                logger.info("the live rooms are written again")
+                failing = False
             if not self._pending:
                 self._wake.clear()

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from typing import Any
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.app import App
+from server.play.presence import FLUSH_WAIT_SECONDS
 from server.storage import LiveGame, repository
 from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient, player
@@ -65,7 +68,7 @@ async def test_a_stopped_server_leaves_no_rows(app: App, url: str) -> None:
     stay only while their games are within the live window)."""
     owner = await player(url, name="Ann")
     game = (await owner.request("new_game", code=CODE))["game"]
-    await app.registry.presence.flushed()
+    assert await app.registry.presence.flushed()
     async with app.database.connection() as conn:
         assert [g.id for g in await live(conn)] == [game]
     await app.registry.presence.close()
@@ -84,8 +87,40 @@ async def test_every_node_drops_a_game_closed_on_another(two_nodes: tuple[App, A
     owner = await player(f"ws://127.0.0.1:{node_a.port}/ws", name="Ann")
     lister = await player(f"ws://127.0.0.1:{node_b.port}/ws", name="Bob")
     game = (await owner.request("new_game", code=CODE))["game"]
-    await node_a.registry.presence.flushed()
+    assert await node_a.registry.presence.flushed()
     assert game in await listed(lister)  # played on node A, listed by node B
     await owner.close()
     await gone_within(lister, game, time.monotonic())
     await lister.close()
+
+
+async def test_live_answers_while_the_live_rooms_cannot_be_written(
+    app: App, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write of the live rooms that fails (a bug, a database hiccup) delays ``live`` by at most
+    FLUSH_WAIT_SECONDS and stops nothing: the writer retries and catches up."""
+    real = repository.set_live_rooms
+    failures = 0
+
+    async def failing_twice(*args: Any, **kwargs: Any) -> None:
+        nonlocal failures
+        if failures < 2:
+            failures += 1
+            raise RuntimeError("a bug in storage")
+        await real(*args, **kwargs)
+
+    monkeypatch.setattr(repository, "set_live_rooms", failing_twice)
+    owner = await player(url, name="Ann")
+    lister = await player(url, name="Bob")
+    game = (await owner.request("new_game", code=CODE))["game"]
+    started = time.monotonic()
+    assert game not in await listed(lister)  # not written yet: answered without it
+    assert time.monotonic() - started < FLUSH_WAIT_SECONDS + 0.5
+
+    async def back() -> bool:
+        return game in await listed(lister)
+
+    await eventually(back, "the writer caught up", timeout=5)
+    assert failures == 2
+    for client in (owner, lister):
+        await client.close()

@@ -24,6 +24,7 @@ def test_constraint_names_follow_the_naming_convention() -> None:
         "actions": ["ck_actions_v_positive", "fk_actions_game_id_games", "pk_actions"],
         "board_bests": ["pk_board_bests"],
         "player_stats": ["pk_player_stats"],
+        "live_rooms": ["pk_live_rooms"],
     }
 
 
