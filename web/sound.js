@@ -5,6 +5,8 @@
 
 export const SOUND_KEY = "eightoff.sound";  // localStorage: "on" or "off"
 
+const MIN_GAP_MS = 80;
+
 /** Notes (Hz, start s, length s) of each sound. */
 const SOUNDS = {
   place: [[330, 0, 0.05]],
@@ -31,6 +33,7 @@ export class Sound {
     this.storage = storage;
     this.on = soundOn(storage);
     this.context = null;  // made at the first sound after a gesture (browsers require one)
+    this.last = -Infinity;
   }
 
   /** Turn sound on or off, and remember it. */
@@ -42,6 +45,9 @@ export class Sound {
 
   play(name) {
     if (!this.on || !SOUNDS[name]) return;
+    const now = performance.now();
+    if (name !== "win" && now - this.last < MIN_GAP_MS) return;  // a burst of diffs is not a drum roll
+    this.last = now;
     const Context = window.AudioContext || window.webkitAudioContext;
     if (!Context) return;
     this.context ??= new Context();

@@ -271,6 +271,8 @@ async def test_sound_is_off_until_turned_on_and_the_choice_is_remembered(chromiu
     await button.click()
     await expect(button).to_have_attribute("aria-pressed", "true")
     await expect(button).to_have_text("Sound on")
+    await page.wait_for_function("window.heard.length === 1")  # the toggle sounds, to say it is on
+    await page.evaluate("window.heard.length = 0")
     await page.keyboard.press("u")  # the undo lays the card back down: a sound
     mirror.play(UNDO)
     await expect_board(page, mirror)
