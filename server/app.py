@@ -144,6 +144,7 @@ class Services:
         await self.committer.stop()
         self.metrics.flush()  # a worker's last observations into the node's sums
         await self.registry.remote.close()
+        await self.registry.presence.close()
         await self.database.dispose()
         self.solving.close()
 

@@ -212,7 +212,7 @@ class Settings:
     live_window_minutes: float = field(
         default=10.0,
         metadata={
-            "help": "live lists unfinished games with an action in this many minutes",
+            "help": "live lists followed unfinished games with an action in this many minutes",
             "check": _positive,
         },
     )

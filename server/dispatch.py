@@ -350,10 +350,12 @@ class RequestHandler:
         return await asyncio.to_thread(replay_whole, stored, player)  # a long log must not stall the loop
 
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
-        """Every unfinished game, on any node, with an action (or its start) in the last
-        ``live_window_minutes``, most recently active first: read from the database, a page at a time."""
+        """Every unfinished game someone follows, on any node, with an action (or its start) in the
+        last ``live_window_minutes``, most recently active first: read from the database, a page at a
+        time (``server.play.presence`` says who follows what)."""
         after = None if request.after is None else parse_time_cursor(request.after, "live")
         since = utc_now() - dt.timedelta(minutes=self._settings.live_window_minutes)
+        await self._registry.presence.flushed()  # this node's rooms as of now (a game just dealt)
         async with self._database.connection() as conn:
             found = await repository.live_games(
                 conn, active_since=since, after=after, limit=request.limit + 1

@@ -5,14 +5,20 @@
 //   input.js        pointer and keyboard gestures turned into requests
 //   leaderboards.js the leaderboard panel and profiles
 //   words.js        what a player reads (cards, refusals, times)
+//   animate.js      moved cards fly from where they were (render.js calls it)
+//   celebrate.js    a short celebration of a win, under the result
+//   sound.js        optional WebAudio sounds, off until the player turns them on
+//   names.js        names with a tag from the player id, to tell two "Cleo"s apart
 // The server is authoritative: the client never decides whether a move is legal.
 
 import { applyChange, boardFromSnapshot, liftProblem, pileCards } from "./board.js";
+import { celebrate, stopCelebration } from "./celebrate.js";
 import { ServerClock, fetchServerTime } from "./clock.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
 import { $, fitBoard, render, renderClock, renderMarks } from "./render.js";
+import { Sound, soundFor } from "./sound.js";
 import { cardText, liftText, pileText, playerReason } from "./words.js";
 
 const TOKEN_KEY = "eightoff.token";          // localStorage: the player survives reloads
@@ -20,7 +26,8 @@ const NAME_KEY = "eightoff.name";            // localStorage: the name the playe
 const CURRENT_KEY = "eightoff.current";      // sessionStorage: this tab's game, resumed after a reload
 const CODES_KEY = "eightoff.codes";          // localStorage: game id -> code, to label unfinished games
 const HINTED_KEY = "eightoff.hinted";        // localStorage: the games whose hint cost the player accepted
-const LIVE_REFRESH_MS = 10000;
+const LIVE_REFRESH_MS = 3000;                // while the live list is on screen (the server drops a
+                                             // game within a second of its last follower leaving)
 
 const state = {
   connection: "connecting",  // connecting | open | closed
@@ -36,6 +43,8 @@ const state = {
   message: null,             // {kind: "error" | "info", text}
   abandonArmed: null,        // the unfinished game whose "Abandon" was tapped once (a second tap resigns it)
 };
+
+const sound = new Sound(localStorage);
 
 /** The server's clock (clock.js): a game's time is the server's, never this machine's. */
 const clock = new ServerClock();
@@ -178,6 +187,7 @@ const HANDLERS = {
       conn.request("unwatch", { game: previous.game });
     }
     state.mode = mode;
+    if (!previous || previous.game !== message.game) stopCelebration();
     state.board = boardFromSnapshot(message);
     Object.assign(state, { selection: null, hint: null, over: null, overRank: null });
     if (message.status !== "playing") {
@@ -204,6 +214,7 @@ const HANDLERS = {
     const result = applyChange(board, message);
     if (result === "gap") resync();
     if (result === "applied") {
+      sound.play(soundFor(message));
       if (message.status !== "playing") board.endedAt = serverNow();  // until game_over's duration_ms
       state.hint = null;
       if (state.message && state.message.kind === "hint") say(null, null);  // it spoke of the old position
@@ -216,6 +227,7 @@ const HANDLERS = {
     const board = state.board;
     if (!board || board.game !== message.game) return;
     state.over = message;
+    if (message.won) requestAnimationFrame(() => celebrate($("#board-wrap"), $("#game-over")));  // once drawn
     if (board.status === "playing") board.status = message.won ? "won" : "resigned";
     Object.assign(state, { selection: null, hint: null });
     if (state.mode === "play") {
@@ -302,6 +314,7 @@ function act(type, fields = {}) {
 
 function refused(reply) {
   if (reply.code === "stale") return;  // handled above: the board is refreshed
+  sound.play("refused");
   say("error", playerReason(reply.message));
   draw();
 }
@@ -519,8 +532,19 @@ function bind() {
   $("#unwatch").addEventListener("click", () => {
     if (state.mode === "watch" && state.board) conn.request("unwatch", { game: state.board.game });
     Object.assign(state, { board: null, mode: null, over: null });
+    stopCelebration();
     draw();
   });
+  const soundButton = $("#sound");
+  const showSound = () => {
+    soundButton.setAttribute("aria-pressed", String(sound.on));
+    soundButton.textContent = sound.on ? "Sound on" : "Sound off";
+  };
+  soundButton.addEventListener("click", () => {
+    sound.set(!sound.on);
+    showSound();
+  });
+  showSound();
   $("#play-again").addEventListener("click", () => newGame({ code: state.board.code }));
   $("#next-deal").addEventListener("click", () => {
     const cells = cellsOf(state.board.code);
@@ -566,10 +590,24 @@ function bind() {
     if (tab) showTab(tab.dataset.tab);
   });
   window.addEventListener("resize", () => fitBoard(state.board));
-  setInterval(() => {
-    if (conn.isOpen && state.player && document.visibilityState === "visible") requestLive();
-  }, LIVE_REFRESH_MS);
+  bindLiveRefresh();
   tickClock();
+}
+
+/** Keep the live list fresh while it is on screen: asked again every LIVE_REFRESH_MS, and at once when it
+ * comes into view (a phone's tab, a scroll) or the page is shown again; never while nobody sees it. */
+function bindLiveRefresh() {
+  let inView = false;
+  const refresh = () => {
+    if (conn.isOpen && state.player && inView && document.visibilityState === "visible") requestLive();
+  };
+  new IntersectionObserver((entries) => {
+    const was = inView;
+    inView = entries.some((entry) => entry.isIntersecting);
+    if (inView && !was) refresh();
+  }).observe($("#live-title"));
+  document.addEventListener("visibilitychange", refresh);
+  setInterval(refresh, LIVE_REFRESH_MS);
 }
 
 /** Redraw the game's clock just after each of its seconds turns (not on a timer of its own phase,

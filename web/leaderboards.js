@@ -2,6 +2,7 @@
 // a row opens (one's own by default). It owns its state; the app hands it the connection and player.
 
 import { $, el } from "./render.js";
+import { playerLabel } from "./names.js";
 import { formatDuration } from "./words.js";
 
 const LEADERBOARD_LIMIT = 10;   // rows per page ("More" asks for the next)
@@ -298,11 +299,11 @@ export class Leaderboards {
             "data-won": games ? String(row.won) : undefined,
             "aria-current": mine ? "true" : undefined,
             className: mine ? "mine" : "",
-            title: `${row.player.name}'s profile${games ? ` · ${row.code}` : ""}`,
+            title: `${playerLabel(row.player)}'s profile${games ? ` · ${row.code}` : ""}`,
             tabIndex: 0,
           },
           cell("rank", row.rank),
-          cell("player", mine ? `${row.player.name} (you)` : row.player.name),
+          cell("player", mine ? `${playerLabel(row.player)} (you)` : playerLabel(row.player)),
           ...figures,
         );
       }),
@@ -321,7 +322,7 @@ export class Leaderboards {
     box.dataset.loaded = String(profile !== null);
     box.dataset.playerId = profile ? profile.player.id : "";
     const own = profile === null || profile.player.id === me;
-    $("#profile-title").textContent = own ? "Your profile" : `${profile.player.name}'s profile`;
+    $("#profile-title").textContent = own ? "Your profile" : `${playerLabel(profile.player)}'s profile`;
     $("#profile-mine").hidden = own;
     const values = profile
       ? {

@@ -1,5 +1,7 @@
 // Rendering: the DOM drawn from the app's state. Nothing here sends a request or changes state.
 
+import { cardRects, flyFrom, landAll } from "./animate.js";
+import { playerLabel, playerTag } from "./names.js";
 import { SUITS, cardName, formatDuration, rankText } from "./words.js";
 
 const FOUNDATIONS = ["S", "H", "D", "C"];
@@ -51,39 +53,6 @@ function pileElement(pile, label, cards, placeholder = "") {
 
 let drawnBoard = null;
 let drawnGame = null;
-const SLIDE_MS = 180;
-
-/** Where each card is drawn now; a dragged card is where its ghost is (added last, so it wins). */
-function cardRects() {
-  const rects = new Map();
-  for (const node of document.querySelectorAll("[data-card]")) rects.set(node.dataset.card, node.getBoundingClientRect());
-  return rects;
-}
-
-/** Slide every card that moved from where it was drawn to where it is now (none for reduced motion). */
-let lastSlide = -Infinity;
-
-function slideFrom(before) {
-  if (window.matchMedia("(prefers-reduced-motion: reduce)").matches) return;
-  const now = performance.now();
-  if (now - lastSlide < SLIDE_MS) return;  // a burst of changes (a fast spectated game): no slides
-  lastSlide = now;
-  for (const node of $("#board").querySelectorAll("[data-card]")) {
-    const old = before.get(node.dataset.card);
-    if (!old) continue;
-    const rect = node.getBoundingClientRect();
-    const dx = old.left - rect.left;
-    const dy = old.top - rect.top;
-    if (Math.abs(dx) < 1 && Math.abs(dy) < 1) continue;
-    // A card in flight takes no taps: a tap lands on the pile under it, where the card is no more.
-    node.classList.add("sliding");
-    const slide = node.animate(
-      [{ transform: `translate(${dx}px, ${dy}px)`, zIndex: 5 }, { transform: "none", zIndex: 5 }],
-      { duration: SLIDE_MS, easing: "ease-out" },
-    );
-    slide.onfinish = slide.oncancel = () => node.classList.remove("sliding");
-  }
-}
 
 /** Redraw the piles, only when the board changed (so that a gesture keeps its elements meanwhile). */
 function renderPiles(board) {
@@ -104,7 +73,7 @@ function renderPiles(board) {
   $("#tableau").replaceChildren(
     ...board.tableau.map((column, i) => pileElement(`t${i + 1}`, `Column ${i + 1}`, column, "K")),
   );
-  if (before) slideFrom(before);
+  if (before) flyFrom(before, $("#board"));  // animate.js: each moved card flies from where it was
   return true;
 }
 
@@ -199,6 +168,7 @@ function renderBoard(state, now) {
   $("#unwatch").hidden = state.mode !== "watch";
   if (!board) {
     drawnBoard = drawnGame = null;
+    landAll();
     fitBoard(null);
     return false;
   }
@@ -212,7 +182,7 @@ function renderBoard(state, now) {
   }
   const owner = $("#game-info [data-owner]");
   owner.hidden = state.mode !== "watch";
-  $('#game-info [data-field="owner"]').textContent = board.player.name;
+  $('#game-info [data-field="owner"]').textContent = playerLabel(board.player);
   renderClock(state, now);
   const redrawn = renderPiles(board);
   if (redrawn) fitBoard(board);
@@ -227,7 +197,7 @@ function renderGameOver(state) {
   panel.dataset.won = String(Boolean(over.won));
   const watching = state.mode === "watch";
   $("#game-over-title").textContent = over.won
-    ? (watching ? `${state.board.player.name} won!` : "You won!")
+    ? (watching ? `${playerLabel(state.board.player)} won!` : "You won!")
     : "Game over";
   const figures = {
     time: over.duration_ms !== undefined ? formatDuration(over.duration_ms) : "–",
@@ -284,7 +254,7 @@ function renderLists(state, codes) {
         return el(
           "li",
           { "data-live-game": row.game },
-          el("span", { className: "who", text: `${row.player.name}${mine ? " (you)" : ""}` }),
+          el("span", { className: "who", text: `${playerLabel(row.player)}${mine ? " (you)" : ""}` }),
           el("span", { className: "what", text: `${row.code} · ${row.moves} moves · ${row.score} pts · ${row.watchers} watching` }),
           action,
         );
@@ -299,6 +269,7 @@ export function render(state, codes, now) {
   $("#connection").textContent = labels[state.connection];
   const player = $("#player-name");
   player.textContent = state.player ? state.player.name : "";
+  $("#player-tag").textContent = state.player ? `#${playerTag(state.player.id)}` : "";
   player.dataset.playerId = state.player ? state.player.id : "";
   $("#rename").hidden = state.player === null;
   const message = $("#message");

@@ -15,6 +15,7 @@ import protocol
 from protocol.limits import ID_PATTERN
 from server.clock import utc_now
 from server.edge.admission import OriginPolicy, ThrottledLog
+from server.edge.static import TYPES, StaticFiles
 from server.edge.transport import Request, Response, http_response
 from server.errors import ErrorCode, refusal_for
 from server.ops.metrics import Metrics
@@ -26,12 +27,13 @@ __all__ = ["WEB_ROOT", "HttpEndpoints"]
 logger = logging.getLogger(__name__)
 
 WEB_ROOT = Path(str(importlib.resources.files("web"))).resolve()
-_STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
 
 
 class HttpEndpoints:
     """Plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web client), and the
     origin check of a WebSocket handshake (``server.edge.transport.HttpRoutes``).
+
+    The client's files come from ``server.edge.static`` (ETag, 304, gzip).
 
     ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
     ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
@@ -52,6 +54,7 @@ class HttpEndpoints:
         self._database = database
         self._origins = origins
         self._log = ThrottledLog()
+        self._static = StaticFiles(WEB_ROOT)  # read, hashed and gzipped once, at start
 
     def check_handshake(self, request: Request) -> Response | None:
         return self._check_origin(request)
@@ -67,11 +70,11 @@ class HttpEndpoints:
         if path == "/api/time":  # the browser client sets its game clock by the server's
             return self._json(HTTPStatus.OK, {"now": protocol.format_timestamp(utc_now())})
         if path.startswith("/g/"):  # a game's page: its replay, or the game live (web/replay.html)
-            return self._game_page(unquote(path.removeprefix("/g/")))
+            return self._game_page(unquote(path.removeprefix("/g/")), request)
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
         if is_api:
             return await self._api(path, query)
-        return self._static(path)
+        return self._static.respond(path, request.headers)
 
     async def _health(self) -> Response:
         """200 ``ok`` when the database answers (within its timeout), else 503: a load balancer stops
@@ -118,18 +121,9 @@ class HttpEndpoints:
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    @staticmethod
-    def _game_page(game_id: str) -> Response:
+    def _game_page(self, game_id: str, request: Request) -> Response:
         """``/g/GAME_ID``: the replay page; what is not a game id gets the same page with 400 (it says
         so; whether the game exists is the ``replay`` request's answer)."""
-        valid = ID_PATTERN.fullmatch(game_id) is not None
-        status = HTTPStatus.OK if valid else HTTPStatus.BAD_REQUEST
-        return http_response(status, (WEB_ROOT / "replay.html").read_bytes(), _STATIC_TYPES[".html"])
-
-    @staticmethod
-    def _static(path: str) -> Response:
-        name = "index.html" if path == "/" else path.lstrip("/")
-        target = (WEB_ROOT / name).resolve()
-        if WEB_ROOT in target.parents and target.is_file() and target.suffix in _STATIC_TYPES:
-            return http_response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
-        return http_response(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8")
+        if ID_PATTERN.fullmatch(game_id) is not None:
+            return self._static.respond("/replay.html", request.headers)
+        return http_response(HTTPStatus.BAD_REQUEST, (WEB_ROOT / "replay.html").read_bytes(), TYPES[".html"])

@@ -28,6 +28,7 @@ from server.play.bus import Bus, BusEvent, LocalBus
 from server.play.commands import RemoteCommit
 from server.play.driver import Pusher, RoomDriver, RoomServices
 from server.play.game_room import FinishedGame, GameRoom, PlayerRef
+from server.play.presence import Presence
 from server.play.race_commands import SeatProgress
 from server.play.replay import replay_stored
 from server.storage import Database, GameStart, StoredGame, races, repository
@@ -78,6 +79,7 @@ class RoomRegistry:
         self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
         self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
         self.remote = RemoteCommits(self, bus)
+        self.presence = Presence(database, node)  # the map below, mirrored for `live`
 
     def _observe(self, race_id: str, progress: SeatProgress) -> None:
         if self.observe is not None:
@@ -172,6 +174,7 @@ class RoomRegistry:
 
     def _add(self, room: GameRoomDriver) -> None:
         self._rooms[room.id] = room
+        self.presence.held(room.id)
         self._metrics.live_games.set(len(self._rooms))
 
     def _cache(self, finished: FinishedGame) -> None:
@@ -200,6 +203,7 @@ class RoomRegistry:
         room.room.replaced = True
         if self._rooms.get(room.id) is room:
             del self._rooms[room.id]
+            self.presence.released(room.id)
             self._metrics.live_games.set(len(self._rooms))
 
 

@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Row, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Row, and_, bindparam, delete, exists, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import leaderboards
@@ -26,7 +26,7 @@ from server.storage.records import (
     RankedGame,
     StoredGame,
 )
-from server.storage.tables import actions, games, players
+from server.storage.tables import actions, games, live_rooms, players
 
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
 
@@ -301,9 +301,10 @@ async def live_games(
     after: tuple[dt.datetime, str] | None,
     limit: int,
 ) -> list[LiveGame]:
-    """Unfinished games active at or after ``active_since``, most recently active first, then by id
-    descending; ``after`` (an ``(active_at, id)`` from the previous page) starts after that game. One
-    walk of ``ix_games_status_active_at_id``: the cost is the page's, not the number of games."""
+    """Unfinished games active at or after ``active_since`` whose room some process holds (someone
+    follows the game: ``live_rooms``), most recently active first, then by id descending; ``after`` (an
+    ``(active_at, id)`` from the previous page) starts after that game. One walk of
+    ``ix_games_status_active_at_id`` with a primary-key probe per game: the cost is the page's."""
     statement = (
         select(
             games.c.id,
@@ -321,6 +322,7 @@ async def live_games(
         )
         .join(players, players.c.id == games.c.player_id)
         .where(games.c.status == "playing", games.c.active_at >= active_since)
+        .where(exists().where(live_rooms.c.game_id == games.c.id))
         .order_by(games.c.active_at.desc(), games.c.id.desc())
         .limit(limit)
     )
@@ -397,3 +399,22 @@ async def count_games(conn: AsyncConnection) -> int:
     """The number of games stored, whatever their status."""
     count = await conn.scalar(select(func.count()).select_from(games))
     return int(count or 0)
+
+
+async def set_live_rooms(
+    conn: AsyncConnection, holder: str, held: Sequence[str], released: Sequence[str]
+) -> None:
+    """Record that ``holder`` now holds the rooms of ``held`` and no longer those of ``released``
+    (disjoint lists). Portable: a delete, then plain inserts."""
+    games_named = [*held, *released]
+    if games_named:
+        await conn.execute(
+            delete(live_rooms).where(live_rooms.c.holder == holder, live_rooms.c.game_id.in_(games_named))
+        )
+    if held:
+        await conn.execute(insert(live_rooms), [{"game_id": game, "holder": holder} for game in held])
+
+
+async def clear_live_rooms(conn: AsyncConnection, holder: str) -> None:
+    """``holder`` holds no room any more (its process stops)."""
+    await conn.execute(delete(live_rooms).where(live_rooms.c.holder == holder))

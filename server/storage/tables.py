@@ -327,6 +327,21 @@ class RaceSeatRow(Base):
     place: Mapped[int | None] = mapped_column(SmallInteger)
 
 
+class LiveRoomRow(Base):
+    """A server process holds the game's room in memory: someone follows the game there (its player or
+    a spectator). ``live`` lists only games with a row, so a game whose last follower left leaves the
+    list at once instead of after the live window. ``holder`` names one process for its lifetime
+    (``server.play.presence``). Rows of a process killed without a goodbye stay until its games leave
+    the live window or end; no foreign key, like the summaries, so nothing here slows a game's writes.
+    """
+
+    __tablename__ = "live_rooms"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    game_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(80), primary_key=True)
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -343,3 +358,4 @@ ratings: Final = _table(RatingRow)
 race_rating_changes: Final = _table(RaceRatingChangeRow)
 races: Final = _table(RaceRow)
 race_seats: Final = _table(RaceSeatRow)
+live_rooms: Final = _table(LiveRoomRow)

@@ -189,17 +189,18 @@ async def test_watching_a_long_finished_game_replays_it_once_off_the_event_loop(
         await watcher.close()
 
 
-async def test_live_lists_every_recently_active_unfinished_game_from_the_database(app: App, url: str) -> None:
-    """Issue 9 item 3: live listed only games some connection of this node followed."""
+async def test_live_lists_every_recently_active_followed_game_from_the_database(app: App, url: str) -> None:
+    """Issue 9 item 3: live listed only games some connection of this node followed; issue 21 item 9:
+    it listed games nobody was at any more (a closed browser's) for the whole live window. It lists the
+    unfinished games someone follows, on any node (``live_rooms``), active within the window."""
     owner = await player(url, name="Ann")
     unfollowed = (await owner.request("new_game", code=CODE))["game"]
     assert (await owner.request("move", game=unfollowed, **T1_C5))["type"] == "ack"
-    await owner.request("unwatch", game=unfollowed)  # in no room now: only the database knows it
+    await owner.request("unwatch", game=unfollowed)  # in no room now: nobody is at this game
     followed = (await owner.request("new_game", code=CODE))["game"]
     finished = (await owner.request("new_game", code=CODE))["game"]
     await owner.request("resign", game=finished)
-    idle = (await owner.request("new_game", code=CODE))["game"]
-    await owner.request("unwatch", game=idle)
+    idle = (await owner.request("new_game", code=CODE))["game"]  # followed, but idle too long
     async with app.database.transaction() as conn:
         long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=app.settings.live_window_minutes + 1)
         await conn.execute(update(games).where(games.c.id == idle).values(active_at=long_ago))
@@ -207,8 +208,11 @@ async def test_live_lists_every_recently_active_unfinished_game_from_the_databas
     await spectator.request("watch", game=followed)
 
     page = await spectator.request("live", limit=1)
-    assert [entry["game"] for entry in page["games"]] == [followed]  # most recently active first
+    assert [entry["game"] for entry in page["games"]] == [followed] and "next" not in page
     assert page["games"][0]["watchers"] == 1 and page["games"][0]["player"]["name"] == "Ann"
+    assert (await owner.request("resume", game=unfollowed))["v"] == 1  # someone is there again
+    page = await spectator.request("live", limit=1)
+    assert [entry["game"] for entry in page["games"]] == [followed]  # most recently active first
     rest = await spectator.request("live", limit=1, after=page["next"])
     assert [entry["game"] for entry in rest["games"]] == [unfollowed] and "next" not in rest
     assert (rest["games"][0]["moves"], rest["games"][0]["watchers"]) == (1, 0)  # the committed figures

@@ -66,9 +66,22 @@ async def test_live_games_carry_their_variant_and_daily_date(database: Database)
         await repository.insert_player(conn, player("p1"))
         await repository.insert_game(conn, start("daily4", "p1", cells=4, daily_date=DAY, started_at=T0))
         await repository.insert_game(conn, start("free", "p1", started_at=T0 + timedelta(seconds=1)))
+        await repository.insert_game(conn, start("nobody-there", "p1", started_at=T0 + timedelta(seconds=2)))
+        # Only games whose room some process holds are live; two holders of one game are one row.
+        await repository.set_live_rooms(conn, "node-a/1", held=["daily4", "free"], released=[])
+        await repository.set_live_rooms(conn, "node-b/2", held=["free"], released=[])
     async with database.connection() as conn:
         found = await repository.live_games(conn, active_since=T0, after=None, limit=10)
     assert [(game.id, game.cells, game.daily_date) for game in found] == [
         ("free", 8, None),
         ("daily4", 4, DAY),
     ]
+    async with database.transaction() as conn:
+        await repository.set_live_rooms(conn, "node-a/1", held=[], released=["free", "daily4"])
+    async with database.connection() as conn:
+        found = await repository.live_games(conn, active_since=T0, after=None, limit=10)
+    assert [game.id for game in found] == ["free"]  # node-b still holds it
+    async with database.transaction() as conn:
+        await repository.clear_live_rooms(conn, "node-b/2")
+    async with database.connection() as conn:
+        assert await repository.live_games(conn, active_since=T0, after=None, limit=10) == []

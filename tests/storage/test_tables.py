@@ -57,6 +57,7 @@ def test_constraint_names_follow_the_naming_convention() -> None:
             "fk_race_seats_race_id_races",
             "pk_race_seats",
         ],
+        "live_rooms": ["pk_live_rooms"],
     }
 
 
