@@ -210,6 +210,9 @@ async def test_fair_play_a_racer_sees_no_rival_board_a_spectator_sees_them_late(
     assert refused["type"] == "error" and refused["code"] == "forbidden"
     refused = await spectator.request("watch", game=rival_game)
     assert refused["type"] == "error" and refused["code"] == "forbidden"  # boards come through the race
+    # The rival opens its game as a racer's client does at the reveal: a game someone has open is live
+    # (server.play.presence), listed sealed to everyone else until the race is over.
+    assert (await clients[1].request("resume", game=rival_game))["type"] == "snapshot"
     listed = {game["game"]: game for game in (await spectator.request("live"))["games"]}
     assert listed[rival_game].get("sealed") is True
     deal = Deal.from_code(copies[0].race["deal"])
