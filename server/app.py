@@ -35,6 +35,7 @@ from server.play.registry import RoomRegistry
 from server.services.hints import SolvingService
 from server.services.quotas import UnfinishedGames
 from server.services.rankings import LeaderboardService
+from server.services.ratings import rate_finished_race
 from server.storage import Database
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.committer import Committer
@@ -50,7 +51,7 @@ HARD_FRAME_FACTOR = 16
 def _commit_backend(settings: Settings, database: Database) -> CommitBackend:
     """The group-commit backend for the configured database: on SQLite, action appends skip the async
     engine (see `server.storage.commit_backends`)."""
-    engine_backend = SqlAlchemyBackend(database, asyncio.get_running_loop())
+    engine_backend = SqlAlchemyBackend(database, asyncio.get_running_loop(), rate_finished_race)
     sqlite_path = sqlite_file(settings.database_url)
     if sqlite_path is None:
         return engine_backend

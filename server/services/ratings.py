@@ -25,7 +25,7 @@ from typing import Final, NamedTuple
 
 from openskill.models import PlackettLuce, PlackettLuceRating
 
-from server.storage.records import RatedRace, Rating, RatingChange
+from server.storage.records import RaceRecord, RatedRace, Rating, RatingChange
 
 __all__ = [
     "NEWCOMER",
@@ -105,6 +105,18 @@ def rated_race(
         ValueError: as `rate_race`.
     """
     return RatedRace(race_id=race_id, cells=cells, changes=rate_race(placements, current), at=at)
+
+
+def rate_finished_race(race: RaceRecord, current: Mapping[str, Rating]) -> RatedRace:
+    """A finished race's rating changes from its stored places: every seat that holds a place, bots
+    unrated among the rated (the commit pipeline calls this in the race's finishing transaction)."""
+    placements = [
+        Placement(seat.player_id, seat.place, rated=not seat.player_bot)
+        for seat in race.seated
+        if seat.place is not None
+    ]
+    assert race.finished_at is not None, "only a finished race is rated"
+    return rated_race(race.id, race.cells, placements, current, race.finished_at)
 
 
 def shown_rating(rating: Rating | None) -> int:

@@ -36,16 +36,26 @@ import functools
 import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import races, ratings, repository, unfinished
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, Database, StorageUnavailable, sqlite_pragmas
-from server.storage.records import ActionRecord, GameResult, GameStart, PlayerRecord, RaceWrite, RatedRace
+from server.storage.records import (
+    ActionRecord,
+    GameResult,
+    GameStart,
+    PlayerRecord,
+    RaceRecord,
+    RaceWrite,
+    RatedRace,
+    Rating,
+)
 from server.storage.tables import games
 
 __all__ = [
@@ -114,12 +124,22 @@ class CommitBackend(Protocol):
         """Release what the backend holds (on the writer thread, after its last commit)."""
 
 
-class SqlAlchemyBackend:
-    """Commits through `Database` (the async engine), on the event loop the pipeline was started on."""
+#: Rates a finished race from its places and the players' stored ratings (the services' OpenSkill,
+#: `server.services.ratings.rate_finished_race`, given by the composition root).
+RaceRater = Callable[[RaceRecord, Mapping[str, Rating]], RatedRace]
 
-    def __init__(self, database: Database, loop: asyncio.AbstractEventLoop) -> None:
+
+class SqlAlchemyBackend:
+    """Commits through `Database` (the async engine), on the event loop the pipeline was started on.
+    With a ``rater``, a race's finishing write also rates it, in the same transaction: its result and
+    the rating changes are stored together, computed from the ratings as they are in it."""
+
+    def __init__(
+        self, database: Database, loop: asyncio.AbstractEventLoop, rater: RaceRater | None = None
+    ) -> None:
         self._database = database
         self._loop = loop
+        self._rater = rater
 
     def commit(self, writes: Sequence[Write]) -> None:
         try:
@@ -140,6 +160,7 @@ class SqlAlchemyBackend:
                         await repository.insert_game(conn, write.game)
                     if write.race is not None:
                         await races.store_race(conn, write.race)
+                        await self._rate(conn, write)
                 rows = [row for write in writes for row in write.actions]
                 if rows:
                     await repository.append_actions(conn, rows)
@@ -160,6 +181,17 @@ class SqlAlchemyBackend:
             raise WriteConflict(str(exc.orig)) from None
         except races.RaceConflict as exc:
             raise WriteConflict(str(exc)) from None
+
+    async def _rate(self, conn: AsyncConnection, write: Write) -> None:
+        """Rate a race its write finishes (once: a race is finished by one write of its revisions)."""
+        if self._rater is None or write.race is None or write.ratings is not None:
+            return
+        race = write.race.race
+        if race.state != "finished":
+            return
+        current = await ratings.load_ratings(conn, race.cells, [seat.player_id for seat in race.seated])
+        if not await ratings.store_rating_changes(conn, self._rater(race, current)):
+            raise WriteConflict(f"race {race.id}: a rating changed while it was rated")
 
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")

@@ -137,6 +137,17 @@ async def test_eight_seats_raced_to_a_win(race_app: App) -> None:
         if line.startswith("eightoff_race_updates_total ")
     ]
     assert updates >= 8 * (len(solution) + 7)  # every seat got every action's standings
+    # Rated as one match of eight, in the transaction that finished the race (docs/ratings.md): each
+    # player's first C8 race, the winner rated above every other.
+    ratings = {}
+    for client in clients:
+        profile = await client.request("profile")
+        (rating,) = profile["ratings"]
+        assert (rating["cells"], rating["races"]) == (8, 1), rating
+        ratings[client] = rating["rating"]
+    assert all(ratings[winner] > rating for client, rating in ratings.items() if client is not winner)
+    board = await winner.request("leaderboard", board="rating", cells=8)
+    assert winner.player is not None and board["rows"][0]["player"]["id"] == winner.player["id"]
     await close_all(*clients)
 
 
