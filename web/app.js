@@ -4,6 +4,7 @@
 //   render.js       the DOM drawn from the state
 //   input.js        pointer and keyboard gestures turned into requests
 //   leaderboards.js the leaderboard panel and profiles
+//   race-view.js    the race screens (race.js: the race's copy); a seat's game is the ordinary board
 //   words.js        what a player reads (cards, refusals, times)
 // The server is authoritative: the client never decides whether a move is legal.
 
@@ -12,6 +13,7 @@ import { ServerClock, fetchServerTime } from "./clock.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
+import { RaceView } from "./race-view.js";
 import { $, fitBoard, render, renderClock, renderMarks } from "./render.js";
 import { cardText, liftText, pileText, playerReason } from "./words.js";
 
@@ -79,6 +81,15 @@ const boards = new Leaderboards({
   playDeal: (code) => leaveThen(() => newGame({ code })),
 });
 
+const races = new RaceView({
+  connection: conn,
+  player: () => state.player,
+  now: serverNow,
+  openGame: (game) => conn.request("resume", { game }),
+  shownGame: () => (state.board && state.mode === "play" ? state.board.game : null),
+  showTable: () => showTab("table"),
+});
+
 let drawPending = false;
 
 /** Draw once in the next frame, however many messages arrive before it (a burst of diffs is one draw). */
@@ -89,6 +100,7 @@ function draw() {
     drawPending = false;
     render(state, knownCodes(), serverNow());
     boards.render();
+    races.render();
   });
 }
 
@@ -166,6 +178,7 @@ const HANDLERS = {
     }
     requestLive();
     boards.refreshIfOpen();
+    races.welcome();
   },
 
   snapshot(message, request) {
@@ -265,6 +278,7 @@ function showTab(tab) {
 }
 
 function handleMessage(message, request) {
+  if (races.handle(message, request)) return draw();
   const handler = HANDLERS[message.type];
   if (handler) handler(message, request);  // unknown types are ignored (protocol README section 12)
   draw();
@@ -559,6 +573,7 @@ function bind() {
     chooseName(event.submitter && event.submitter.value === "skip" ? "" : $("#name-input").value.trim());
   });
   boards.bind();
+  races.bind();
   syncWinnable();
   // Phones: the sections are tabs; the board is fitted again when the screen turns or resizes.
   $("#tabs").addEventListener("click", (event) => {

@@ -117,7 +117,9 @@ class HttpEndpoints:
 
     @staticmethod
     def _static(path: str) -> Response:
-        name = "index.html" if path == "/" else path.lstrip("/")
+        # /r/CODE is an invitation link: the page itself reads the code from its address (web/race.js),
+        # so an unknown or malformed code is the page's message, not a 404.
+        name = "index.html" if path == "/" or path.startswith("/r/") else path.lstrip("/")
         target = (WEB_ROOT / name).resolve()
         if WEB_ROOT in target.parents and target.is_file() and target.suffix in _STATIC_TYPES:
             return http_response(HTTPStatus.OK, target.read_bytes(), _STATIC_TYPES[target.suffix])
