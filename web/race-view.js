@@ -4,7 +4,7 @@
 // requests; the app hands it the race messages and the connection. The board itself stays the app's.
 
 import {
-  applyRaceDiff, endReason, myRow, ordinal, raceFromSnapshot, raceLink, raceRefusal, resultTitle, results,
+  applyRaceDiff, endReason, movesText, myRow, ordinal, raceFromSnapshot, raceLink, raceRefusal, resultTitle, results,
   secondsUntil, standings, startProblem,
 } from "./race.js";
 import { $, el } from "./render.js";
@@ -164,7 +164,7 @@ export class RaceView {
     }
     if (!race) return;
     const mine = myRow(race, this.player()?.id);
-    if (action === "ready" && mine) this.request("race_ready", { race: race.race, ready: !mine.ready });
+    if ((action === "ready" || action === "unready") && mine) this.request("race_ready", { race: race.race, ready: action === "ready" });
     if (action === "start") this.request("race_start", { race: race.race });
     if (action === "copy") navigator.clipboard?.writeText(this.link()).catch(() => {});
     this.message = null;
@@ -240,13 +240,16 @@ export class RaceView {
     const titles = { lobby: "Race lobby", countdown: "Get ready", running: "Race", finished: "Race over", cancelled: "Race cancelled" };
     const parts = [el("h2", { text: titles[race.state] ?? "Race" }), el("span", { className: "race-what", text: what })];
     if (race.state === "countdown") parts.push(el("span", { id: "race-countdown", className: "race-clock", text: `Starts in ${clock}` }));
-    if (race.state === "running") parts.push(el("span", { id: "race-time-left", className: "race-clock", text: `${clock} left` }));
+    if (race.state === "running") {
+      parts.push(el("span", { id: "race-time-left", className: "race-clock", text: `${clock} left` }));
+      parts.push(el("button", { type: "button", className: "race-leave", "data-race-action": "close", title: "Give up your seat: you rank after everyone still racing", text: "Leave" }));
+    }
     return el("header", { className: "race-head" }, ...parts);
   }
 
   body(race, playerId) {
     if (race.state === "lobby" || race.state === "countdown") return this.lobby(race, playerId);
-    if (race.state === "running") return [this.bars(race, playerId), this.buttons([["close", "Leave the race"]])];
+    if (race.state === "running") return [this.bars(race, playerId)];
     return this.result(race, playerId);
   }
 
@@ -271,7 +274,7 @@ export class RaceView {
     parts.push(el("ul", { id: "race-seats" }, ...rows));
     if (race.state === "lobby" && mine) {
       const problem = startProblem(race);
-      const buttons = [["ready", mine.ready ? "Not ready" : "Ready"]];
+      const buttons = [[mine.ready ? "unready" : "ready", mine.ready ? "Not ready" : "Ready"]];
       if (race.creator === playerId) buttons.push(["start", "Start"]);
       buttons.push(["close", "Leave"]);
       const bar = this.buttons(buttons);
@@ -289,15 +292,13 @@ export class RaceView {
 
   bars(race, playerId) {
     return el("ol", { id: "race-bars", "aria-label": "Standings" }, ...standings(race, playerId).map((row) => {
-      const done = row.place ? `${ordinal(row.place)} · ` : "";
-      const figures = `${row.cardsHome}/52 home · ${row.moves} moves · ${row.score} pts · ${formatDuration(row.timeMs)}`;
       return el(
         "li",
         { "data-seat": String(row.seat), "data-mine": row.mine ? "true" : "false", "data-status": row.status, "data-cards": String(row.cardsHome), "data-moves": String(row.moves) },
         el("span", { className: "race-name", text: row.mine ? `${row.name} (you)` : row.name }),
         el("span", { className: "race-bar", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "52", "aria-valuenow": String(row.cardsHome) },
           el("span", { className: "race-fill", style: `width: ${(row.progress * 100).toFixed(1)}%` })),
-        el("span", { className: "race-figures", text: `${done}${figures}` }),
+        this.figures(row, true),
         el("span", { className: `tag status-${row.status}`, text: row.statusText }),
       );
     }));
@@ -309,7 +310,8 @@ export class RaceView {
       { "data-seat": String(row.seat), "data-mine": row.mine ? "true" : "false", "data-place": String(row.place), "data-status": row.status },
       el("span", { className: "race-place", text: ordinal(row.place) }),
       el("span", { className: "race-name", text: row.mine ? `${row.name} (you)` : row.name }),
-      el("span", { className: "race-figures", text: `${row.cardsHome}/52 home · ${row.moves} moves · ${formatDuration(row.timeMs)} · ${row.statusText}` }),
+      this.figures(row, false),
+      el("span", { className: `tag status-${row.status}`, text: row.statusText }),
       ...(row.rating ? [el("span", { className: `race-rating ${row.rating.delta >= 0 ? "up" : "down"}`, title: `rating ${row.rating.before} → ${row.rating.after}`, text: row.rating.text })] : []),
     ));
     const seated = myRow(race, playerId) !== null;
@@ -324,8 +326,16 @@ export class RaceView {
     ];
   }
 
+  /** A seat's figures; the score and the time of its last action give way on a phone. */
+  figures(row, withScore) {
+    const extra = `${withScore ? ` · ${row.score} pts` : ""} · ${formatDuration(row.timeMs)}`;
+    return el("span", { className: "race-figures", title: "cards home · moves · score · time of the last move" },
+      `${row.cardsHome}/52 home · ${movesText(row.moves)}`,
+      el("span", { className: "race-extra", text: extra }));
+  }
+
   buttons(list) {
     return el("div", { className: "race-buttons" }, ...list.map(([action, label]) =>
-      el("button", { type: "button", "data-race-action": action, className: action === "start" || action === "ready" ? "primary" : "", text: label })));
+      el("button", { type: "button", "data-race-action": action, className: ["start", "ready", "again"].includes(action) ? "primary" : "", text: label })));
   }
 }

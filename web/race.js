@@ -88,12 +88,18 @@ export function ratingChange(row) {
   return { before, after, delta, text: `${after} (${delta >= 0 ? "+" : "−"}${Math.abs(delta)})` };
 }
 
+/** "1 move", "12 moves". */
+export function movesText(moves) {
+  return moves === 1 ? "1 move" : `${moves} moves`;
+}
+
 /**
  * The standings as the bars show them, in seat order (a bar's place in the list never jumps while
  * people play): each seat's name, whether it is the viewer's, its progress (cards home of 52), its
  * figures, its status in words and, once the race is over, its place.
  */
 export function standings(race, playerId) {
+  const over = race.state === "finished" || race.state === "cancelled";
   return race.rows.map((row) => ({
     seat: row.seat,
     name: row.player.name,
@@ -106,7 +112,8 @@ export function standings(race, playerId) {
     score: row.score,
     timeMs: row.time_ms,
     status: row.status,
-    statusText: STATUS_WORDS[row.status] ?? row.status,
+    // A seat still playing when the race ended keeps its game unfinished.
+    statusText: row.status === "playing" && over ? "unfinished" : (STATUS_WORDS[row.status] ?? row.status),
     place: row.place,
     rating: ratingChange(row),
   }));

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  applyRaceDiff, endReason, ordinal, raceFromSnapshot, raceLink, raceRefusal, ratingChange, resultTitle,
+  applyRaceDiff, endReason, movesText, ordinal, raceFromSnapshot, raceLink, raceRefusal, ratingChange, resultTitle,
   results, secondsUntil, standings, startProblem,
 } from "../../web/race.js";
 
@@ -94,6 +94,8 @@ test("the end: places with ties, the headline for each viewer, and why it ended"
   assert.deepEqual(results(timeUp, "ann").map((r) => r.name), ["Bo", "Ann", "Cy"]);
   assert.equal(resultTitle(timeUp, "cy"), "You placed 2nd of 3 (tied)");
   assert.match(endReason(timeUp), /^Time is up/);
+  assert.deepEqual(standings(timeUp, "ann").map((r) => r.statusText), ["unfinished", "unfinished", "unfinished"]);
+  assert.deepEqual([0, 1, 2].map(movesText), ["0 moves", "1 move", "2 moves"]);
   assert.deepEqual([1, 2, 3, 4, 11, 12, 13, 21, 22, 101].map(ordinal), ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]);
 });
 

@@ -144,6 +144,7 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     assert await page.locator('[data-race-action="start"]').count() == 0  # only the creator starts
     await page.click('[data-race-action="ready"]')
     await expect(page.locator('#race-seats li[data-mine="true"]')).to_have_attribute("data-ready", "true")
+    await screenshot(page, "desktop-race-lobby.png")
 
     # The countdown, then the reveal: the page's own seat's game on the ordinary board.
     assert (await bo.request("race_start", race=race_id))["type"] == "ok"
