@@ -47,7 +47,11 @@ from server.storage import GameStart
 from server.storage.commit_backends import Write, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
-__all__ = ["RaceRoom", "Seat"]
+__all__ = ["LOBBY_TIMEOUT", "RaceRoom", "Seat"]
+
+#: Seconds a race may stay in its lobby: then it is cancelled (a race made and never started must not
+#: hold memory, a row and a timer for ever; races are made at most 30 an hour per player).
+LOBBY_TIMEOUT = 3600.0
 
 _OVER = ("finished", "cancelled")
 
@@ -305,6 +309,13 @@ class RaceRoom:
         now = self.clock()
         self._armed = {at for at in self._armed if at > now}
         effects = self._release_boards(now)
+        if self.state == "lobby":
+            closes = self.created_at + dt.timedelta(seconds=LOBBY_TIMEOUT)
+            if now < closes:
+                return effects + self._arm(closes)
+            saved = self._save()
+            self.state = "cancelled"
+            return effects + self._store(None, None, saved)
         if self.state == "countdown" and self.starts_at is not None:
             return effects + (self._reveal() if now >= self.starts_at else self._arm(self.starts_at))
         if self.state == "running" and self.ends_at is not None:

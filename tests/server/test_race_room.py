@@ -32,7 +32,7 @@ from server.play.race_commands import (
     Tick,
 )
 from server.play.race_places import Figures, places
-from server.play.race_room import RaceRoom, Seat
+from server.play.race_room import LOBBY_TIMEOUT, RaceRoom, Seat
 from server.storage import StorageUnavailable
 from server.storage.commit_backends import WriteConflict
 from tests.support.rooms import Person
@@ -293,6 +293,14 @@ def test_a_race_written_elsewhere_lets_this_room_go() -> None:
     assert not harness.room.is_open() and not harness.room.is_followed()
     assert harness.watch("spec") == ["Reply(spec: None)"]
     assert harness.tick(10) == []
+
+
+def test_a_lobby_never_started_is_cancelled_after_an_hour() -> None:
+    harness = Harness().lobby()
+    assert harness.tick(LOBBY_TIMEOUT - 1) == ["Wake(1)"]
+    assert harness.tick(1) == ["Commit"]
+    assert harness.committed() == ["Push(race_diff -> ann, ann2, bo, spec)", "Leave"]
+    assert harness.pushed[-1][1]["state"] == "cancelled" and not harness.room.is_open()
 
 
 def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
