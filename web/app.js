@@ -88,6 +88,7 @@ const races = new RaceView({
   openGame: (game) => conn.request("resume", { game }),
   shownGame: () => (state.board && state.mode === "play" ? state.board.game : null),
   showTable: () => showTab("table"),
+  watchGame: (game) => leaveThen(() => conn.request("watch", { game })),
 });
 
 let drawPending = false;

@@ -27,10 +27,11 @@ export class RaceView {
   /**
    * `connection`: connection.js; `player()`: the player or null; `now()`: the server's time in epoch
    * ms or null; `openGame(game)`: show the seat's game on the board (a `resume`); `shownGame()`: the
-   * game the board shows; `showTable()`: bring the table forward (a phone's tab).
+   * game the board shows; `showTable()`: bring the table forward (a phone's tab); `watchGame(game)`:
+   * show another seat's game, once the race is over (before, the server refuses it).
    */
-  constructor({ connection, player, now, openGame, shownGame, showTable }) {
-    Object.assign(this, { connection, player, now, openGame, shownGame, showTable });
+  constructor({ connection, player, now, openGame, shownGame, showTable, watchGame }) {
+    Object.assign(this, { connection, player, now, openGame, shownGame, showTable, watchGame });
     this.race = null;       // race.js copy of the followed race, or null
     this.message = null;    // a refusal or a bad link, in player words
     this.settings = null;   // the create fields of the last race made here (for "New race")
@@ -179,6 +180,8 @@ export class RaceView {
     $("#race").addEventListener("click", (event) => {
       const button = event.target.closest("[data-race-action]");
       if (button) this.act(button.dataset.raceAction);
+      const board = event.target.closest("[data-race-board]");
+      if (board) this.watchGame(board.dataset.raceBoard);
     });
     $("#race-create-form").addEventListener("submit", (event) => {
       event.preventDefault();
@@ -312,6 +315,8 @@ export class RaceView {
       el("span", { className: "race-name", text: row.mine ? `${row.name} (you)` : row.name }),
       this.figures(row, false),
       el("span", { className: `tag status-${row.status}`, text: row.statusText }),
+      ...(row.game && !row.mine && race.state === "finished"
+        ? [el("button", { type: "button", className: "link", "data-race-board": row.game, text: "See board" })] : []),
       ...(row.rating ? [el("span", { className: `race-rating ${row.rating.delta >= 0 ? "up" : "down"}`, title: `rating ${row.rating.before} → ${row.rating.after}`, text: row.rating.text })] : []),
     ));
     const seated = myRow(race, playerId) !== null;

@@ -115,6 +115,7 @@ export function standings(race, playerId) {
     // A seat still playing when the race ended keeps its game unfinished.
     statusText: row.status === "playing" && over ? "unfinished" : (STATUS_WORDS[row.status] ?? row.status),
     place: row.place,
+    game: row.game,
     rating: ratingChange(row),
   }));
 }

@@ -27,7 +27,7 @@ from solver import solve_deal
 from tests.support import serverutil
 from tests.support.wire import move_fields
 from tests.support.wsclient import WsClient, player
-from tests.web.pages import choose_name, screenshot
+from tests.web.pages import choose_name, leave_game, screenshot
 
 DESKTOP = {"width": 1280, "height": 860}
 PORTRAIT = {"width": 390, "height": 844}
@@ -206,6 +206,15 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     assert "race_board" not in types[:end]
     assert {m["game"] for m in before if m["type"] in ("snapshot", "diff", "ack", "game_over")} == {mine}
     assert sorted(m["seat"] for m in frames.received[end:] if m["type"] == "race_board") == [1, 2]
+
+    # Now the rival's board may be seen: its final position, won.
+    await winner.locator("[data-race-board]").click()
+    await leave_game(page, "keep")  # the page's own game of the race is unfinished: kept
+    await expect(board).to_have_attribute("data-mode", "watch")
+    await expect(board).to_have_attribute("data-game", rival_game)
+    await expect(board).to_have_attribute("data-v", str(len(line)))
+    await expect(board).to_have_attribute("data-status", "won")
+    await expect(page.locator("#race-places [data-race-board]")).to_have_count(1)  # none for one's own
 
     # Closing the panel takes the page back to an ordinary table.
     await page.click('[data-race-action="close"]')
