@@ -37,6 +37,7 @@ export class RaceView {
     this.settings = null;   // the create fields of the last race made here (for "New race")
     this.drawn = null;
     this.opened = null;     // the seat's game already put on the board
+    this.leaveArmed = false;  // Leave was tapped once mid-race: a second tap within 3 s gives the seat up
   }
 
   // Session -----------------------------------------------------------------------------------------
@@ -155,7 +156,18 @@ export class RaceView {
 
   act(action) {
     const race = this.race;
+    if (action === "close" && race && race.state === "running" && !this.leaveArmed) {
+      this.leaveArmed = true;
+      clearTimeout(this.leaveTimer);
+      this.leaveTimer = setTimeout(() => {
+        this.leaveArmed = false;
+        this.render();
+      }, 3000);
+      this.render();
+      return;
+    }
     if (action === "close") {
+      this.leaveArmed = false;
       this.close();
       return;
     }
@@ -209,7 +221,7 @@ export class RaceView {
     const race = this.race;
     const playerId = this.player()?.id;
     const clock = race ? this.clockText(race) : null;
-    const key = JSON.stringify([race, this.message, playerId, clock]);
+    const key = JSON.stringify([race, this.message, playerId, clock, this.leaveArmed]);
     document.body.dataset.race = race ? race.state : "";
     const panel = $("#race");
     panel.hidden = race === null && this.message === null;
@@ -245,7 +257,7 @@ export class RaceView {
     if (race.state === "countdown") parts.push(el("span", { id: "race-countdown", className: "race-clock", text: `Starts in ${clock}` }));
     if (race.state === "running") {
       parts.push(el("span", { id: "race-time-left", className: "race-clock", text: `${clock} left` }));
-      parts.push(el("button", { type: "button", className: "race-leave", "data-race-action": "close", title: "Give up your seat: you rank after everyone still racing", text: "Leave" }));
+      parts.push(el("button", { type: "button", className: "race-leave", "data-race-action": "close", title: "Give up your seat: you rank after everyone still racing", text: this.leaveArmed ? "Really leave?" : "Leave" }));
     }
     return el("header", { className: "race-head" }, ...parts);
   }

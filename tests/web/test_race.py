@@ -2,7 +2,8 @@
 real server (issue 19, items 1, 3, 4 and 7): joined by its /r/CODE link or created from the form, the
 lobby's seats and ready, the countdown, the seat's own game on the ordinary board, the rival's
 progress bar moving as the scripted client plays, a reload mid-race, and the result (a win by the
-rival; a time-out). The page never receives a rival's board before the race is over.
+rival; a time-out). The page never receives a rival's board before the race is over. A race made
+and left in its lobby closes the panel.
 
 Bad input tried: a well-formed link to no race, malformed links (too short, a letter a code never
 has, a path under the code), and a malformed code typed into the join form.
@@ -305,6 +306,14 @@ async def test_bad_race_links_and_codes_say_what_is_wrong(chromium: Any, site: s
             "That race link is not valid: a race code is 8 letters and digits, like K7M2QX9P."
         )
     await page.goto(f"{site}/")
+
+    # A race made and left in its lobby: cancelled, the page back to an ordinary table.
+    await page.click("#race-create")
+    await expect(page.locator("#race")).to_have_attribute("data-state", "lobby")
+    await page.click('#race [data-race-action="close"]')
+    await expect(page.locator("#race")).to_be_hidden()
+    assert await page.evaluate("location.pathname") == "/"
+
     await page.fill("#race-code", "K7M2")
     await page.click("#race-join")
     await expect(message).to_have_text("A race code is 8 letters and digits, like K7M2QX9P.")
