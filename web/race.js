@@ -142,7 +142,7 @@ export function resultTitle(race, playerId) {
 
 /** Why the race ended, in a player's words (the places say who; this says how). */
 export function endReason(race) {
-  if (race.state === "cancelled") return "Everyone left before the start.";
+  if (race.state === "cancelled") return "It was cancelled before the start (everyone left, or it waited too long).";
   if (race.rows.some((row) => row.status === "won")) return "The first to win takes the race.";
   if (race.rows.some((row) => row.status === "playing")) return "Time is up: most cards home wins, then fewer moves.";
   return "Nobody is still playing.";

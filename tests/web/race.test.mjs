@@ -96,6 +96,9 @@ test("the end: places with ties, the headline for each viewer, and why it ended"
   assert.match(endReason(timeUp), /^Time is up/);
   assert.deepEqual(standings(timeUp, "ann").map((r) => r.statusText), ["unfinished", "unfinished", "unfinished"]);
   assert.deepEqual([0, 1, 2].map(movesText), ["0 moves", "1 move", "2 moves"]);
+  const cancelled = raceFromSnapshot(snapshot([], { state: "cancelled" }));
+  assert.equal(resultTitle(cancelled, "ann"), "The race was cancelled");
+  assert.match(endReason(cancelled), /^It was cancelled before the start/);
   assert.deepEqual([1, 2, 3, 4, 11, 12, 13, 21, 22, 101].map(ordinal), ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]);
 });
 
