@@ -17,8 +17,6 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from server.storage.tables import UTCDateTime
-
 revision: str = "3c1f0a9e5d27"
 down_revision: str | Sequence[str] | None = "7b936593044a"
 branch_labels: str | Sequence[str] | None = None
@@ -37,10 +35,10 @@ def upgrade() -> None:
         sa.Column("public", sa.Boolean(), nullable=False),
         sa.Column("state", sa.String(16), nullable=False),
         sa.Column("deal_code", sa.String(16), nullable=False),
-        sa.Column("created_at", UTCDateTime(), nullable=False),
-        sa.Column("starts_at", UTCDateTime(), nullable=True),
-        sa.Column("ends_at", UTCDateTime(), nullable=True),
-        sa.Column("finished_at", UTCDateTime(), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("starts_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("ends_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("revision", sa.Integer(), nullable=False),
         sa.CheckConstraint(
             "state IN ('lobby', 'countdown', 'running', 'finished', 'cancelled')", name=op.f("ck_races_state")

@@ -43,9 +43,16 @@ REPLIES = {
     "leaderboard": "leaderboard",
     "profile": "profile",
     "games": "games",
+    "race_create": "race",
+    "race_join": "race",
+    "race_watch": "race",
+    "race_ready": "ok",
+    "race_start": "ok",
+    "race_leave": "ok",
 }
 #: The errors a valid vector may get as it stands: about what it names (its game `7Kq2XwbT9m-Ls4fR`,
-#: player `3fQ9Lk2vBn8sZ1wD` and token do not exist on a fresh server), never about its form.
+#: player `3fQ9Lk2vBn8sZ1wD`, race `Rc4Vn8Lq2Ztp0aXe`, invitation code and token do not exist on a
+#: fresh server), never about its form.
 NAMED_STATE_ERRORS = {"not_found", "forbidden", "unauthorized"}
 #: ... and when it names a game of the player's own: what the rules or the version say.
 OWN_GAME_ERRORS = {"illegal_move", "stale"}
