@@ -173,9 +173,12 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     await expect(board).to_have_attribute("data-v", "1")
     await expect(bar(page, True)).to_have_attribute("data-moves", "1")
 
-    # The rival plays: its bar moves, action by action; the page never gets its board.
+    # The rival plays: its bar moves, action by action; the page never gets its board (the live
+    # list marks the rival's game sealed, and offers no Watch).
     line = list(solve_deal(deal).moves)
     rival_game = game_of(running, bo)
+    await page.click("#refresh-live")
+    await expect(page.locator(f'[data-live-game="{rival_game}"] .tag')).to_have_text("sealed")
     half = len(line) // 2
     await play(bo, rival_game, line[:half], 0)
     rival = bar(page, False)
@@ -320,5 +323,37 @@ async def test_bad_race_links_and_codes_say_what_is_wrong(chromium: Any, site: s
     await page.fill("#race-code", "k7m2qx9p")  # well-formed (lower case is fine), but no such race
     await page.click("#race-join")
     await expect(message).to_have_text("No race has that code. Check the link or the code.")
+    await context.close()
+    assert errors == []
+
+
+async def test_leaving_mid_race_asks_twice_and_gives_the_seat_up(
+    chromium: Any, site: str, race_app: App
+) -> None:
+    errors: list[str] = []
+    url = serverutil.ws_url(race_app)
+    bo = await player(url, name="Bo")
+    race = await bo.request("race_create", seats=2, time_limit=300)
+    race_id = race["race"]
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_link(context, site, f"/r/{race['code']}", errors)
+    assert (await bo.request("race_ready", race=race_id))["type"] == "ok"
+    await page.click('[data-race-action="ready"]')
+    await expect(page.locator('#race-seats li[data-mine="true"]')).to_have_attribute("data-ready", "true")
+    assert (await bo.request("race_start", race=race_id))["type"] == "ok"
+    panel = page.locator("#race")
+    await expect(panel).to_have_attribute("data-state", "running")
+    leave = page.locator('#race [data-race-action="close"]')
+    await leave.click()
+    await expect(leave).to_have_text("Really leave?")  # one tap gives nothing up
+    await expect(leave).to_have_text("Leave", timeout=5000)  # and it calms down again
+    assert [row["status"] for row in (await race_of(bo, race_id))["rows"]] == ["playing", "playing"]
+    await leave.click()
+    await leave.click()
+    await expect(panel).to_be_hidden()
+    assert await page.evaluate("location.pathname") == "/"
+    rows = {row["player"]["name"]: row["status"] for row in (await race_of(bo, race_id))["rows"]}
+    assert rows == {"Bo": "playing", "Ann": "left"}
+    await bo.close()
     await context.close()
     assert errors == []
