@@ -4,6 +4,7 @@
 //   render.js       the DOM drawn from the state
 //   input.js        pointer and keyboard gestures turned into requests
 //   leaderboards.js the leaderboard panel and profiles
+//   race-view.js    the race screens (race.js: the race's copy); a seat's game is the ordinary board
 //   words.js        what a player reads (cards, refusals, times)
 //   animate.js      moved cards fly from where they were (render.js calls it)
 //   celebrate.js    a short celebration of a win, under the result
@@ -17,6 +18,7 @@ import { ServerClock, fetchServerTime } from "./clock.js";
 import { Connection } from "./connection.js";
 import { bindInput } from "./input.js";
 import { Leaderboards } from "./leaderboards.js";
+import { RaceView } from "./race-view.js";
 import { $, fitBoard, render, renderClock, renderMarks } from "./render.js";
 import { Sound, soundFor } from "./sound.js";
 import { cardText, liftText, pileText, playerReason } from "./words.js";
@@ -88,6 +90,16 @@ const boards = new Leaderboards({
   playDeal: (code) => leaveThen(() => newGame({ code })),
 });
 
+const races = new RaceView({
+  connection: conn,
+  player: () => state.player,
+  now: serverNow,
+  openGame: (game) => conn.request("resume", { game }),
+  shownGame: () => (state.board && state.mode === "play" ? state.board.game : null),
+  showTable: () => showTab("table"),
+  watchGame: (game) => leaveThen(() => conn.request("watch", { game })),
+});
+
 let drawPending = false;
 
 /** Draw once in the next frame, however many messages arrive before it (a burst of diffs is one draw). */
@@ -98,6 +110,7 @@ function draw() {
     drawPending = false;
     render(state, knownCodes(), serverNow());
     boards.render();
+    races.render();
   });
 }
 
@@ -175,6 +188,7 @@ const HANDLERS = {
     }
     requestLive();
     boards.refreshIfOpen();
+    races.welcome();
   },
 
   snapshot(message, request) {
@@ -277,6 +291,7 @@ function showTab(tab) {
 }
 
 function handleMessage(message, request) {
+  if (races.handle(message, request)) return draw();
   const handler = HANDLERS[message.type];
   if (handler) handler(message, request);  // unknown types are ignored (protocol README section 12)
   draw();
@@ -583,6 +598,7 @@ function bind() {
     chooseName(event.submitter && event.submitter.value === "skip" ? "" : $("#name-input").value.trim());
   });
   boards.bind();
+  races.bind();
   syncWinnable();
   // Phones: the sections are tabs; the board is fitted again when the screen turns or resizes.
   $("#tabs").addEventListener("click", (event) => {

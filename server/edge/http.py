@@ -74,6 +74,9 @@ class HttpEndpoints:
         is_api = path == "/api/leaderboard" or path.startswith("/api/players/")
         if is_api:
             return await self._api(path, query)
+        if path.startswith("/r/"):  # an invitation link: the page reads the code from its address
+            # (web/race.js), so an unknown or malformed code is the page's message, not a 404
+            return self._static.respond("/index.html", request.headers)
         return self._static.respond(path, request.headers)
 
     async def _health(self) -> Response:

@@ -1,0 +1,358 @@
+// The race screens: the lobby (seats, ready, start, leave, the invitation link), the countdown, the
+// others' progress as bars while everyone plays (each seat's own game is the ordinary board, opened
+// by `resume` at the reveal), and the result. It owns the race's copy (race.js) and sends the race
+// requests; the app hands it the race messages and the connection. The board itself stays the app's.
+
+import {
+  applyRaceDiff, endReason, movesText, myRow, ordinal, raceFromSnapshot, raceLink, raceRefusal, resultTitle, results,
+  secondsUntil, standings, startProblem,
+} from "./race.js";
+import { $, el } from "./render.js";
+import { formatDuration } from "./words.js";
+
+const RACE_KEY = "eightoff.race";  // sessionStorage: {race, code} of this tab's race, followed again after a reload
+const TICK_MS = 250;
+
+function storedRace() {
+  try { return JSON.parse(sessionStorage.getItem(RACE_KEY) || "null"); } catch { return null; }
+}
+
+function storeRace(value) {
+  try {
+    if (value === null) sessionStorage.removeItem(RACE_KEY); else sessionStorage.setItem(RACE_KEY, JSON.stringify(value));
+  } catch { /* storage disabled: a reload loses the race, the link still finds it */ }
+}
+
+export class RaceView {
+  /**
+   * `connection`: connection.js; `player()`: the player or null; `now()`: the server's time in epoch
+   * ms or null; `openGame(game)`: show the seat's game on the board (a `resume`); `shownGame()`: the
+   * game the board shows; `showTable()`: bring the table forward (a phone's tab); `watchGame(game)`:
+   * show another seat's game, once the race is over (before, the server refuses it).
+   */
+  constructor({ connection, player, now, openGame, shownGame, showTable, watchGame }) {
+    Object.assign(this, { connection, player, now, openGame, shownGame, showTable, watchGame });
+    this.race = null;       // race.js copy of the followed race, or null
+    this.message = null;    // a refusal or a bad link, in player words
+    this.settings = null;   // the create fields of the last race made here (for "New race")
+    this.drawn = null;
+    this.opened = null;     // the seat's game already put on the board
+    this.leaveArmed = false;  // Leave was tapped once mid-race: a second tap within 3 s gives the seat up
+  }
+
+  // Session -----------------------------------------------------------------------------------------
+
+  /** After every `welcome`: follow this tab's race again, or the one the page's /r/ link names. */
+  welcome() {
+    const link = raceLink(location.pathname);
+    const stored = storedRace();
+    if (this.race) {
+      this.request("race_watch", { race: this.race.race });
+    } else if (link && link.error) {
+      this.message = link.error;
+    } else if (link && stored && stored.code === link.code) {
+      this.request("race_watch", { race: stored.race });
+    } else if (link) {
+      this.request("race_join", { code: link.code });
+    } else if (stored) {
+      this.request("race_watch", { race: stored.race });
+    }
+    this.render();
+  }
+
+  request(type, fields) {
+    const reply = this.connection.request(type, fields);
+    if (reply === null) this.message = "Not connected to the server; reconnecting…";
+    return reply;
+  }
+
+  /** A message of the race protocol (or an error answering a race request); true when it was one. */
+  handle(message, request) {
+    if (message.type === "race") this.follow(message);
+    else if (message.type === "race_diff") this.changed(message);
+    else if (message.type === "error" && request && request.type.startsWith("race_")) this.refused(request, message);
+    else return message.type === "race_board";  // boards: a racer gets them only at the end; not drawn
+    this.render();
+    return true;
+  }
+
+  follow(message) {
+    this.race = raceFromSnapshot(message);
+    this.message = null;
+    storeRace({ race: this.race.race, code: this.race.code });
+    if (location.pathname !== `/r/${this.race.code}`) history.replaceState(null, "", `/r/${this.race.code}`);
+    this.openSeatGame();
+  }
+
+  changed(diff) {
+    if (!this.race) return;
+    const result = applyRaceDiff(this.race, diff);
+    if (result === "gap") this.request("race_watch", { race: this.race.race });
+    if (result === "applied") this.openSeatGame();
+  }
+
+  refused(request, error) {
+    this.message = raceRefusal(request.type, error);
+    if (error.code === "not_found" && request.type === "race_watch") {
+      // The stored race is gone: start again from the link, if the page has one.
+      storeRace(null);
+      this.race = null;
+      const link = raceLink(location.pathname);
+      if (link && link.code) {
+        this.message = null;
+        this.request("race_join", { code: link.code });
+      }
+    }
+  }
+
+  /** From the reveal on, the player's seat has a game: show it on the board (once). */
+  openSeatGame() {
+    const race = this.race;
+    const mine = race && myRow(race, this.player()?.id);
+    if (!mine || !mine.game || race.state === "lobby" || race.state === "countdown") return;
+    if (this.shownGame() === mine.game || this.opened === mine.game) return;
+    this.opened = mine.game;
+    this.openGame(mine.game);
+    this.showTable();
+  }
+
+  // Requests of the interface ----------------------------------------------------------------------
+
+  create(fields) {
+    this.settings = fields;
+    this.message = null;
+    this.request("race_create", fields);
+    this.showTable();
+    this.render();
+  }
+
+  join(code) {
+    const link = raceLink(`/r/${encodeURIComponent(code)}`);
+    if (link.error) {
+      this.message = "A race code is 8 letters and digits, like K7M2QX9P.";
+    } else {
+      this.message = null;
+      this.request("race_join", { code: link.code });
+      this.showTable();
+    }
+    this.render();
+  }
+
+  /** Close the race panel: leave the seat first while that still means something. */
+  async close() {
+    const race = this.race;
+    const mine = race && myRow(race, this.player()?.id);
+    const over = race && (race.state === "finished" || race.state === "cancelled");
+    if (race && (!over || !mine)) {
+      const reply = await this.request("race_leave", { race: race.race });
+      if (!reply || reply.type === "error") return;
+    }
+    this.race = null;
+    this.message = null;
+    storeRace(null);
+    history.replaceState(null, "", "/");
+    this.render();
+  }
+
+  act(action) {
+    const race = this.race;
+    if (action === "close" && race && race.state === "running" && !this.leaveArmed) {
+      this.leaveArmed = true;
+      clearTimeout(this.leaveTimer);
+      this.leaveTimer = setTimeout(() => {
+        this.leaveArmed = false;
+        this.render();
+      }, 3000);
+      this.render();
+      return;
+    }
+    if (action === "close") {
+      this.leaveArmed = false;
+      this.close();
+      return;
+    }
+    if (action === "again" && race) {
+      this.create(this.settings ?? { cells: race.cells, seats: race.seats, time_limit: race.time_limit, public: race.public || undefined });
+      return;
+    }
+    if (!race) return;
+    const mine = myRow(race, this.player()?.id);
+    if ((action === "ready" || action === "unready") && mine) this.request("race_ready", { race: race.race, ready: action === "ready" });
+    if (action === "start") this.request("race_start", { race: race.race });
+    if (action === "copy") navigator.clipboard?.writeText(this.link()).catch(() => {});
+    this.message = null;
+    this.render();
+  }
+
+  link() {
+    return `${location.origin}/r/${this.race.code}`;
+  }
+
+  bind() {
+    $("#race").addEventListener("click", (event) => {
+      const button = event.target.closest("[data-race-action]");
+      if (button) this.act(button.dataset.raceAction);
+      const board = event.target.closest("[data-race-board]");
+      if (board) this.watchGame(board.dataset.raceBoard);
+    });
+    $("#race-create-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const form = event.target.elements;
+      this.create({
+        cells: Number(form.cells.value),
+        seats: Number(form.seats.value),
+        time_limit: Number(form.time_limit.value),
+        public: form.public.checked || undefined,
+      });
+    });
+    $("#race-join-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.join(event.target.elements.code.value.trim());
+    });
+    setInterval(() => {
+      if (this.race && (this.race.state === "countdown" || this.race.state === "running")) this.render();
+    }, TICK_MS);
+  }
+
+  // Drawing -----------------------------------------------------------------------------------------
+
+  /** Draw the race panel, only when what it shows changed (so that a press keeps its button). */
+  render() {
+    const race = this.race;
+    const playerId = this.player()?.id;
+    const clock = race ? this.clockText(race) : null;
+    const key = JSON.stringify([race, this.message, playerId, clock, this.leaveArmed]);
+    document.body.dataset.race = race ? race.state : "";
+    const panel = $("#race");
+    panel.hidden = race === null && this.message === null;
+    if (key === this.drawn) return;
+    this.drawn = key;
+    panel.dataset.state = race ? race.state : "none";
+    panel.dataset.v = race ? String(race.v) : "";
+    const message = el("p", { id: "race-message", role: "alert", text: this.message ?? "" });
+    if (!race) {
+      panel.replaceChildren(el("h2", { text: "Race" }), message);
+      return;
+    }
+    panel.replaceChildren(this.header(race, clock), message, ...this.body(race, playerId));
+  }
+
+  clockText(race) {
+    const now = this.now();
+    if (race.state === "countdown") {
+      const left = secondsUntil(race.starts_at, now);
+      return left === null ? "…" : String(left);
+    }
+    if (race.state === "running") {
+      const left = secondsUntil(race.ends_at, now);
+      return left === null ? "–" : formatDuration(left * 1000);
+    }
+    return null;
+  }
+
+  header(race, clock) {
+    const what = `${race.cells} cells · ${formatDuration(race.time_limit * 1000)} · ${race.public ? "public" : "private"}`;
+    const titles = { lobby: "Race lobby", countdown: "Get ready", running: "Race", finished: "Race over", cancelled: "Race cancelled" };
+    const parts = [el("h2", { text: titles[race.state] ?? "Race" }), el("span", { className: "race-what", text: what })];
+    if (race.state === "countdown") parts.push(el("span", { id: "race-countdown", className: "race-clock", text: `Starts in ${clock}` }));
+    if (race.state === "running") {
+      parts.push(el("span", { id: "race-time-left", className: "race-clock", text: `${clock} left` }));
+      parts.push(el("button", { type: "button", className: "race-leave", "data-race-action": "close", title: "Give up your seat: you rank after everyone still racing", text: this.leaveArmed ? "Really leave?" : "Leave" }));
+    }
+    return el("header", { className: "race-head" }, ...parts);
+  }
+
+  body(race, playerId) {
+    if (race.state === "lobby" || race.state === "countdown") return this.lobby(race, playerId);
+    if (race.state === "running") return [this.bars(race, playerId)];
+    return this.result(race, playerId);
+  }
+
+  lobby(race, playerId) {
+    const mine = myRow(race, playerId);
+    const rows = standings(race, playerId).map((row) => el(
+      "li",
+      { "data-seat": String(row.seat), "data-mine": row.mine ? "true" : "false", "data-ready": String(row.ready) },
+      el("span", { className: "race-name", text: `${row.name}${row.mine ? " (you)" : ""}${row.creator ? " · creator" : ""}` }),
+      el("span", { className: `tag ${row.ready ? "ready" : ""}`, text: row.ready ? "ready" : "not ready" }),
+    ));
+    for (let seat = race.rows.length; seat < race.seats; seat += 1) rows.push(el("li", { className: "open-seat", text: "open seat" }));
+    const parts = [];
+    if (race.state === "lobby") {
+      parts.push(el("p", { className: "race-invite" },
+        el("span", { text: "Invite: " }),
+        el("a", { id: "race-link", href: this.link(), text: this.link() }),
+        el("span", { text: " · code " }),
+        el("strong", { id: "race-code-shown", text: race.code }),
+        el("button", { type: "button", className: "link", "data-race-action": "copy", text: "Copy link" })));
+    }
+    parts.push(el("ul", { id: "race-seats" }, ...rows));
+    if (race.state === "lobby" && mine) {
+      const problem = startProblem(race);
+      const buttons = [[mine.ready ? "unready" : "ready", mine.ready ? "Not ready" : "Ready"]];
+      if (race.creator === playerId) buttons.push(["start", "Start"]);
+      buttons.push(["close", "Leave"]);
+      const bar = this.buttons(buttons);
+      const start = bar.querySelector('[data-race-action="start"]');
+      if (start) {
+        start.disabled = problem !== null;
+        start.title = problem ?? "Start the countdown";
+      }
+      parts.push(bar);
+      if (problem && race.creator === playerId) parts.push(el("p", { className: "race-note", text: problem }));
+      if (race.creator !== playerId) parts.push(el("p", { className: "race-note", text: "The creator starts the race once every seat is ready." }));
+    }
+    return parts;
+  }
+
+  bars(race, playerId) {
+    return el("ol", { id: "race-bars", "aria-label": "Standings" }, ...standings(race, playerId).map((row) => {
+      return el(
+        "li",
+        { "data-seat": String(row.seat), "data-mine": row.mine ? "true" : "false", "data-status": row.status, "data-cards": String(row.cardsHome), "data-moves": String(row.moves) },
+        el("span", { className: "race-name", text: row.mine ? `${row.name} (you)` : row.name }),
+        el("span", { className: "race-bar", role: "progressbar", "aria-valuemin": "0", "aria-valuemax": "52", "aria-valuenow": String(row.cardsHome) },
+          el("span", { className: "race-fill", style: `width: ${(row.progress * 100).toFixed(1)}%` })),
+        this.figures(row, true),
+        el("span", { className: `tag status-${row.status}`, text: row.statusText }),
+      );
+    }));
+  }
+
+  result(race, playerId) {
+    const rows = results(race, playerId).map((row) => el(
+      "li",
+      { "data-seat": String(row.seat), "data-mine": row.mine ? "true" : "false", "data-place": String(row.place), "data-status": row.status },
+      el("span", { className: "race-place", text: ordinal(row.place) }),
+      el("span", { className: "race-name", text: row.mine ? `${row.name} (you)` : row.name }),
+      this.figures(row, false),
+      el("span", { className: `tag status-${row.status}`, text: row.statusText }),
+      ...(row.game && !row.mine && race.state === "finished"
+        ? [el("button", { type: "button", className: "link", "data-race-board": row.game, text: "See board" })] : []),
+      ...(row.rating ? [el("span", { className: `race-rating ${row.rating.delta >= 0 ? "up" : "down"}`, title: `rating ${row.rating.before} → ${row.rating.after}`, text: row.rating.text })] : []),
+    ));
+    const seated = myRow(race, playerId) !== null;
+    const buttons = [["close", "Close"]];
+    if (seated) buttons.unshift(["again", "New race, same settings"]);
+    return [
+      el("p", { id: "race-result", className: "race-result", text: resultTitle(race, playerId) }),
+      el("p", { className: "race-note", text: endReason(race) }),
+      el("ol", { id: "race-places" }, ...rows),
+      this.buttons(buttons),
+      ...(seated ? [el("p", { className: "race-note", text: "A new race gets a new link: send it to your rivals." })] : []),
+    ];
+  }
+
+  /** A seat's figures; the score and the time of its last action give way on a phone. */
+  figures(row, withScore) {
+    const extra = `${withScore ? ` · ${row.score} pts` : ""} · ${formatDuration(row.timeMs)}`;
+    return el("span", { className: "race-figures", title: "cards home · moves · score · time of the last move" },
+      `${row.cardsHome}/52 home · ${movesText(row.moves)}`,
+      el("span", { className: "race-extra", text: extra }));
+  }
+
+  buttons(list) {
+    return el("div", { className: "race-buttons" }, ...list.map(([action, label]) =>
+      el("button", { type: "button", "data-race-action": action, className: ["start", "ready", "again"].includes(action) ? "primary" : "", text: label })));
+  }
+}

@@ -1,0 +1,164 @@
+// The race model: a copy of one race, taken from a `race` message and kept exact by each `race_diff`
+// in `v` order (protocol/README.md section 15), and what a player reads of it (the lobby's seats, the
+// standings as progress bars, the places). No DOM: node's test runner checks it (tests/web/race.test.mjs).
+
+/** An invitation code: 8 of A-Z 2-9 without I, L and O (protocol README, `race_join`). */
+export const RACE_CODE = /^[A-HJKMNP-Z2-9]{8}$/;
+
+/**
+ * The invitation in a page's path: null when the path is no /r/ link, else {code} (upper-cased, as
+ * people type codes) or {error} saying plainly what is wrong with it.
+ */
+export function raceLink(pathname) {
+  const match = /^\/r\/([^/]*)\/?$/.exec(pathname);
+  if (!match && !pathname.startsWith("/r/")) return null;
+  let code;
+  try { code = decodeURIComponent(match ? match[1] : "").trim().toUpperCase(); } catch { code = ""; }
+  if (!RACE_CODE.test(code)) {
+    return { error: "That race link is not valid: a race code is 8 letters and digits, like K7M2QX9P." };
+  }
+  return { code };
+}
+
+/** A fresh copy of a race from its `race` snapshot (deep copies: the message stays as it came). */
+export function raceFromSnapshot(message) {
+  const race = {};
+  for (const key of ["race", "v", "code", "creator", "cells", "seats", "time_limit", "public", "state",
+    "starts_at", "ends_at", "deal"]) race[key] = message[key];
+  race.rows = message.rows.map((row) => ({ ...row }));
+  return race;
+}
+
+/**
+ * Apply a `race_diff` of this race: "applied", "old" (a version already seen) or "gap" (one missed:
+ * the caller sends `race_watch` again and starts over from its snapshot).
+ */
+export function applyRaceDiff(race, diff) {
+  if (diff.race !== race.race || diff.v <= race.v) return "old";
+  if (diff.v !== race.v + 1) return "gap";
+  for (const key of ["v", "creator", "state", "starts_at", "ends_at", "deal"]) race[key] = diff[key];
+  const changed = new Map(diff.rows.map((row) => [row.seat, { ...row }]));
+  const gone = new Set(diff.gone);
+  race.rows = race.rows.filter((row) => !gone.has(row.seat) && !changed.has(row.seat));
+  race.rows.push(...changed.values());
+  race.rows.sort((a, b) => a.seat - b.seat);
+  return "applied";
+}
+
+/** The row of player `playerId`, or null when it holds no seat (a spectator). */
+export function myRow(race, playerId) {
+  return race.rows.find((row) => row.player.id === playerId) ?? null;
+}
+
+/** Whether the race can be started now, and if not why (the creator's Start button says it). */
+export function startProblem(race) {
+  if (race.state !== "lobby") return "The race has started.";
+  if (race.rows.length < 2) return "Waiting for a second player.";
+  const waiting = race.rows.filter((row) => !row.ready).map((row) => row.player.name);
+  if (waiting.length) return `Waiting for ${waiting.join(", ")} to be ready.`;
+  return null;
+}
+
+/** Whole seconds from `now` to `moment` (a timestamp), never below 0; null when either is unknown. */
+export function secondsUntil(moment, now) {
+  if (!moment || now === null || now === undefined) return null;
+  return Math.max(0, Math.ceil((Date.parse(moment) - now) / 1000));
+}
+
+const STATUS_WORDS = { waiting: "waiting", playing: "playing", won: "won", resigned: "resigned", left: "left" };
+
+/** "1st", "2nd", "3rd", "4th", "11th", "12th", "21st". */
+export function ordinal(n) {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" }[n % 10] ?? "th");
+  return `${n}${suffix}`;
+}
+
+/**
+ * A seat's rating change, if the server sent one (issue 19 item 5; the field is not in the protocol
+ * yet, so the shapes a server may send are read plainly): `rating: {before, after}`, or
+ * `rating_before` / `rating_after`. Null when there is none: nothing is shown.
+ */
+export function ratingChange(row) {
+  const rating = row.rating && typeof row.rating === "object" ? row.rating : null;
+  const before = rating ? rating.before : row.rating_before;
+  const after = rating ? rating.after : row.rating_after;
+  if (!Number.isFinite(before) || !Number.isFinite(after)) return null;
+  const delta = after - before;
+  return { before, after, delta, text: `${after} (${delta >= 0 ? "+" : "−"}${Math.abs(delta)})` };
+}
+
+/** "1 move", "12 moves". */
+export function movesText(moves) {
+  return moves === 1 ? "1 move" : `${moves} moves`;
+}
+
+/**
+ * The standings as the bars show them, in seat order (a bar's place in the list never jumps while
+ * people play): each seat's name, whether it is the viewer's, its progress (cards home of 52), its
+ * figures, its status in words and, once the race is over, its place.
+ */
+export function standings(race, playerId) {
+  const over = race.state === "finished" || race.state === "cancelled";
+  return race.rows.map((row) => ({
+    seat: row.seat,
+    name: row.player.name,
+    mine: row.player.id === playerId,
+    creator: row.player.id === race.creator,
+    ready: row.ready,
+    progress: row.cards_home / 52,
+    cardsHome: row.cards_home,
+    moves: row.moves,
+    score: row.score,
+    timeMs: row.time_ms,
+    status: row.status,
+    // A seat still playing when the race ended keeps its game unfinished.
+    statusText: row.status === "playing" && over ? "unfinished" : (STATUS_WORDS[row.status] ?? row.status),
+    place: row.place,
+    game: row.game,
+    rating: ratingChange(row),
+  }));
+}
+
+/** The places once the race is over: seats by place, then seat (ties share a place). */
+export function results(race, playerId) {
+  return standings(race, playerId)
+    .filter((row) => row.place !== null && row.place !== undefined)
+    .sort((a, b) => a.place - b.place || a.seat - b.seat);
+}
+
+/** The headline of a race's end, for the viewer. */
+export function resultTitle(race, playerId) {
+  if (race.state === "cancelled") return "The race was cancelled";
+  const mine = myRow(race, playerId);
+  if (!mine || mine.place === null || mine.place === undefined) {
+    const first = results(race, playerId)[0];
+    return first ? `${first.name} won the race` : "The race is over";
+  }
+  const tied = race.rows.filter((row) => row.place === mine.place).length > 1;
+  if (mine.place === 1 && !tied) return "You won the race!";
+  return `You placed ${ordinal(mine.place)} of ${race.rows.length}${tied ? " (tied)" : ""}`;
+}
+
+/** Why the race ended, in a player's words (the places say who; this says how). */
+export function endReason(race) {
+  if (race.state === "cancelled") return "It was cancelled before the start (everyone left, or it waited too long).";
+  if (race.rows.some((row) => row.status === "won")) return "The first to win takes the race.";
+  if (race.rows.some((row) => row.status === "playing")) return "Time is up: most cards home wins, then fewer moves.";
+  return "Nobody is still playing.";
+}
+
+/** A refusal of a race request, in player words (the server's text is for developers). */
+export function raceRefusal(request, error) {
+  if (error.code === "not_found" && request === "race_join") return "No race has that code. Check the link or the code.";
+  if (error.code === "not_found") return "That race is no longer there.";
+  if (error.code === "rate_limited") return "Too many races too fast: wait a minute and try again.";
+  if (request === "race_join" && error.code === "illegal_move") {
+    if (/full/.test(error.message)) return "That race is full.";
+    if (/started/.test(error.message)) return "That race has already started: it can't be joined now.";
+    return "That race is over.";
+  }
+  if (request === "race_start" && /not ready/.test(error.message)) return "Every seat must be ready first.";
+  if (request === "race_start" && error.code === "forbidden") return "Only the race's creator starts it.";
+  return error.message.charAt(0).toUpperCase() + error.message.slice(1);
+}
