@@ -177,6 +177,9 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     # list marks the rival's game sealed, and offers no Watch).
     line = list(solve_deal(deal).moves)
     rival_game = game_of(running, bo)
+    # The rival opens its game as a racer's client does at the reveal: live lists the games someone
+    # has open (server.play.presence).
+    assert (await bo.request("resume", game=rival_game))["type"] == "snapshot"
     await page.click("#refresh-live")
     await expect(page.locator(f'[data-live-game="{rival_game}"] .tag')).to_have_text("sealed")
     half = len(line) // 2
