@@ -5,6 +5,7 @@ Run from the project root::
     .venv/bin/python -m bench.bench_load                  (N = 1, 100, 1000; well under a minute)
     .venv/bin/python -m bench.bench_load --quick          (short windows, for a smoke run)
     .venv/bin/python -m bench.bench_load --n 100 --duration 10
+    .venv/bin/python -m bench.bench_load --n 100 --rate 8000 0   (equal load at 8,000/s, then saturated)
     .venv/bin/python -m bench.bench_load --idle-only --idle-n 1000 10000   (idle plus active; 2-4 minutes)
 
 For each N it runs two targets, one after the other, each in its own process:
@@ -33,6 +34,14 @@ untimed, before the game reaches ``MAX_GAME_ACTIONS``). Both server processes an
 ``RLIMIT_NOFILE`` to the hard limit (N = 1000 needs over 1000 descriptors on each side). Each game's
 history grows by one action per round trip (up to the bound of 2,000 at N = 1), so any per-action
 cost that grows with a game's length shows up here.
+
+With ``--rate R`` (equal load) each connection paces itself instead: it sends at most one action every
+N / R seconds (a fixed phase per connection, so the sends are spread over time), still one in flight,
+so server and echo answer the same R actions a second as long as each keeps up, and CPU per action
+is compared at the same load, not flattered by the bigger group commits of saturation. The report
+then says the rate each achieved (a target below 97 % of R fell short: R is above its capacity on
+this machine), the ratio of CPU per action and the ack p50 / p99 of both. ``--rate 8000 0`` runs
+equal load then saturated, for each N.
 
 It prints one table (N, server actions/s, echo messages/s, their ratio, p50 / p99 round trip of each,
 the p99 ratio), a second table of CPU use during the window (server and echo: all the processes and
@@ -78,6 +87,7 @@ import array
 import asyncio
 import contextlib
 import ctypes
+import functools
 import math
 import multiprocessing
 import os
@@ -125,6 +135,8 @@ MAX_ERRORS_PER_CONNECTION = 100
 ACTIONS_PER_GAME = MAX_GAME_ACTIONS - MAX_GAME_ACTIONS % 2  # even: the game is back at its deal
 TARGET_THROUGHPUT_RATIO = 0.60
 TARGET_P99_RATIO = 2.0
+TARGET_EQUAL_LOAD_CPU_RATIO = 1.6  # server CPU per action over the echo's per message, at equal load
+REACHED = 0.97  # a paced target that answered this share of the offered rate kept up with it
 
 _T = TypeVar("_T")
 _SERVING = re.compile(r"serving ws://[^\s:]+:(\d+)/ws")
@@ -328,6 +340,7 @@ class DriverPlan:
     active: int | None = None  # connections that play (the first ones); None: all; the rest stay idle
     staged: bool = False  # report "connected" once all connected, and say hello only on "open"
     connect_concurrency: int = CONNECT_CONCURRENCY  # handshakes (then hello + new_game) in flight
+    interval: float = 0.0  # equal load: seconds between one connection's sends (0: closed loop, saturated)
 
 
 def _frames(game: str) -> tuple[bytes, bytes]:
@@ -434,9 +447,12 @@ async def _next_game(ws: ClientConnection, game: str) -> str:
     return found if isinstance(found, str) else game  # the echo answers with no game
 
 
-async def _play(ws: ClientConnection, game: str, window: _Window) -> None:
+async def _play(ws: ClientConnection, game: str, window: _Window, interval: float, phase: float) -> None:
     """move, undo, move, undo … one round trip at a time until the window closes; a new game (untimed)
-    before one reaches the bound on a game's length."""
+    before one reaches the bound on a game's length. With an ``interval``, each send waits for its slot
+    (``phase`` into the first interval, then one every ``interval``): the connection's rate is fixed
+    whatever the target's speed, as long as the target keeps up; a connection that fell behind sends at
+    once but never bursts to catch up more than one slot."""
     frames = _frames(game)
     turn = 0
     played = 0
@@ -444,11 +460,17 @@ async def _play(ws: ClientConnection, game: str, window: _Window) -> None:
     clock = time.perf_counter
     unpackb = msgpack.unpackb
     record = window.latencies.append
+    slot = clock() + phase * interval
     while window.phase < 2:
         if played == ACTIONS_PER_GAME:
             game = await _next_game(ws, game)
             frames = _frames(game)
             played = 0
+        if interval:
+            now = clock()
+            if slot > now:
+                await asyncio.sleep(slot - now)
+            slot = max(slot + interval, clock() - interval)
         started = clock()
         await ws.send(frames[turn])
         reply = await ws.recv()
@@ -494,7 +516,10 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     await asyncio.sleep(max(0.0, go_at - time.monotonic()))
     target = process_tree(plan.target_pid) if plan.target_pid else []  # before the window: a /proc scan
     playing, idle = opened[: plan.active], opened[len(opened) if plan.active is None else plan.active :]
-    players = [asyncio.create_task(_play(ws, game, window)) for ws, game in playing]
+    players = [
+        asyncio.create_task(_play(ws, game, window, plan.interval, index / len(playing)))
+        for index, (ws, game) in enumerate(playing)
+    ]
     await asyncio.sleep(max(0.0, go_at + plan.warmup - time.monotonic()))
 
     before = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
@@ -579,6 +604,7 @@ class Measurement:
     connect_s: float = float("nan")  # staged: the connections' handshakes alone
     idle_lost: int = 0  # idle connections the target closed before the end of the window
     setup_retries: int = 0  # staged: hello / new_game answered "unavailable" and sent again
+    offered: float = 0.0  # equal load: the rate the connections paced themselves to (0: saturated)
 
 
 def _cpu_per_reply(measurement: Measurement) -> float:
@@ -635,17 +661,27 @@ def _split(total: int, parts: int) -> list[int]:
 
 
 def measure(
-    target: Target, n: int, args: argparse.Namespace, label: str, *, active: int | None = None
+    target: Target,
+    n: int,
+    args: argparse.Namespace,
+    label: str,
+    *,
+    active: int | None = None,
+    offered: float = 0.0,
 ) -> Measurement:
     """Drive ``target`` with ``n`` connections split over ``args.drivers`` processes (more if one
     process cannot hold its share under the open-files limit). With ``active``, only that many play
     (split over the drivers too) and the rest stay idle; the connections are then set up in stages,
-    the target's memory read before, once connected, and once every connection opened a game."""
+    the target's memory read before, once connected, and once every connection opened a game. With
+    ``offered`` (actions a second, all connections together), each playing connection paces itself to
+    its share of it (equal load); 0: closed loops, as fast as the target answers (saturated)."""
     context = multiprocessing.get_context("spawn")
     drivers = max(1, min(max(args.drivers, _drivers_needed(n)), n))
     shares = _split(n, drivers)
     actives: list[int | None] = [None] * drivers if active is None else list(_split(min(active, n), drivers))
     staged = active is not None
+    playing = min(n if active is None else active, n)
+    interval = playing / offered if offered else 0.0
     rss: dict[str, int | None] = {"before": rss_bytes(target.process.pid)} if staged else {}
     connect = float("nan")
     started: list[tuple[multiprocessing.process.BaseProcess, Connection]] = []
@@ -664,6 +700,7 @@ def measure(
                 active=actives[index],
                 staged=staged,
                 connect_concurrency=max(1, CONNECT_CONCURRENCY // drivers),
+                interval=interval,
             )
             driver = context.Process(target=driver_main, args=(plan, child_end), name=f"driver-{index}")
             driver.start()
@@ -731,14 +768,16 @@ def measure(
         connect_s=connect,
         idle_lost=sum(result["idle_lost"] for result in results),
         setup_retries=sum(result["setup_retries"] for result in results),
+        offered=offered,
     )
     if first["machine_cpu"] is not None and first["target_cpu"] is not None:
         driver_seconds = sum(result["driver_cpu"] for result in results)
         other = first["machine_cpu"] - first["target_cpu"] - driver_seconds
         measurement.other_cpu = max(0.0, other / elapsed)
-    playing = "" if active is None else f" ({min(active, n)} active)"
+    shown = "" if active is None else f" ({playing} active)"
+    load = f" at {offered:,.0f}/s" if offered else " saturated"
     print(
-        f"  {label:6} N={n:<5}{playing} {measurement.rate:9.0f}/s  p50 {measurement.p50_ms:7.2f} ms  "
+        f"  {label:6} N={n:<5}{shown}{load} {measurement.rate:9.0f}/s  p50 {measurement.p50_ms:7.2f} ms  "
         f"p99 {measurement.p99_ms:7.2f} ms  errors {errors}  (setup {setup:.1f} s)",
         file=sys.stderr,
         flush=True,
@@ -753,10 +792,11 @@ def _drivers_needed(n: int) -> int:
     return max(1, math.ceil(n / room)) if room > 0 else 1
 
 
-def run_one(kind: str, n: int, args: argparse.Namespace, root: Path) -> Measurement:
-    target = start_target(kind, root / f"{kind}-n{n}", args.server_launcher, args.server_args)
+def run_one(kind: str, n: int, args: argparse.Namespace, root: Path, offered: float = 0.0) -> Measurement:
+    name = f"{kind}-n{n}-r{offered:.0f}"
+    target = start_target(kind, root / name, args.server_launcher, args.server_args)
     try:
-        return measure(target, n, args, kind)
+        return measure(target, n, args, kind, offered=offered)
     finally:
         stop_process(target.process)
 
@@ -795,7 +835,7 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
           f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}")  # fmt: skip
     print()
     header = (
-        f"{'N':>5} | {'server act/s':>12} | {'echo msg/s':>10} | {'ratio':>5} | "
+        f"{'N':>5} | {'load':>9} | {'server act/s':>12} | {'echo msg/s':>10} | {'ratio':>5} | "
         f"{'server p50/p99 ms':>17} | {'echo p50/p99 ms':>15} | {'p99 ratio':>9}"
     )
     print(header)
@@ -803,13 +843,14 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
     for server, echo in pairs:
         ratio, p99_ratio = _ratios(server, echo)
         print(
-            f"{server.n:>5} | {server.rate:>12,.0f} | {echo.rate:>10,.0f} | {_fmt_ratio(ratio):>5} | "
+            f"{server.n:>5} | {_load(server):>9} | {server.rate:>12,.0f} | {echo.rate:>10,.0f} | "
+            f"{_fmt_ratio(ratio):>5} | "
             f"{server.p50_ms:>7.2f} / {server.p99_ms:>7.2f} | {echo.p50_ms:>6.2f} / {echo.p99_ms:>6.2f} | "
             f"{_fmt_ratio(p99_ratio):>9}"
         )
     print()
     header2 = (
-        f"{'N':>5} | {'CPU server':>10} | {'CPU echo':>8} | {'CPU driver (srv/echo)':>21} | "
+        f"{'N':>5} | {'load':>9} | {'CPU server':>10} | {'CPU echo':>8} | {'CPU driver (srv/echo)':>21} | "
         f"{'CPU other (srv/echo)':>20} | {'commits/s':>9} | {'writes/commit':>13} | {'commit ms':>9} | "
         f"{'errors':>6} | {'setup s (srv/echo)':>18}"
     )
@@ -822,7 +863,8 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
         commit_time = metrics.get("eightoff_commit_latency_seconds_sum", 0.0)
         window = args.duration
         print(
-            f"{server.n:>5} | {_pct(server.target_cpu):>10} | {_pct(echo.target_cpu):>8} | "
+            f"{server.n:>5} | {_load(server):>9} | {_pct(server.target_cpu):>10} | "
+            f"{_pct(echo.target_cpu):>8} | "
             f"{_pct(server.driver_cpu) + ' / ' + _pct(echo.driver_cpu):>21} | "
             f"{_pct(server.other_cpu) + ' / ' + _pct(echo.other_cpu):>20} | "
             f"{commits / window:>9,.0f} | {(writes / commits if commits else float('nan')):>13.1f} | "
@@ -832,7 +874,8 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
     for server, echo in pairs:
         per_action, per_message = _cpu_per_reply(server), _cpu_per_reply(echo)
         print(
-            f"N={server.n}: server CPU per action {per_action:.1f} µs, echo per message {per_message:.1f} µs"
+            f"N={server.n} {_load(server)}: server CPU per action {per_action:.1f} µs, echo per message "
+            f"{per_message:.1f} µs"
             f" (ratio {_fmt_ratio(per_action / per_message if per_message else float('nan'))}); event loop"
             f" {_loop_cpu_per_reply(server):.1f} µs, other threads (the SQLite writer)"
             f" {per_action - _loop_cpu_per_reply(server):.1f} µs"
@@ -862,7 +905,19 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
         launcher = args.server_launcher or "python -m server"
         print(f"Experiment: server launcher {launcher}, extra flags: {args.server_args or 'none'}")
     for server, echo in pairs:
-        if server.n == 100 and server.samples and echo.samples:
+        if server.offered and server.samples and echo.samples:
+            per_action, per_message = _cpu_per_reply(server), _cpu_per_reply(echo)
+            cpu_ratio = per_action / per_message if per_message else float("nan")
+            print(
+                f"Equal load at N={server.n}, {server.offered:,.0f}/s offered: achieved server "
+                f"{server.rate:,.0f}/s, echo {echo.rate:,.0f}/s ({_reached(server)}, {_reached(echo)}); "
+                f"CPU per action {per_action:.1f} / {per_message:.1f} µs = {cpu_ratio:.2f} "
+                f"(target ≤ {TARGET_EQUAL_LOAD_CPU_RATIO:.1f}: "
+                f"{'met' if cpu_ratio <= TARGET_EQUAL_LOAD_CPU_RATIO else 'missed'}); ack p50 "
+                f"{server.p50_ms:.2f} / {echo.p50_ms:.2f} ms, p99 {server.p99_ms:.2f} / {echo.p99_ms:.2f} ms"
+            )
+    for server, echo in pairs:
+        if server.n == 100 and not server.offered and server.samples and echo.samples:
             ratio, p99_ratio = _ratios(server, echo)
             print(
                 f"Targets at N=100: throughput ratio {ratio:.2f} (target ≥ {TARGET_THROUGHPUT_RATIO:.2f}: "
@@ -870,6 +925,16 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
                 f"(target ≤ {TARGET_P99_RATIO:.1f}: {'met' if p99_ratio <= TARGET_P99_RATIO else 'missed'})"
             )
     print(f"command: {command}")
+
+
+def _load(measurement: Measurement) -> str:
+    return f"{measurement.offered:,.0f}/s" if measurement.offered else "saturated"
+
+
+def _reached(measurement: Measurement) -> str:
+    """Whether a paced target kept up with the offered rate (within REACHED of it)."""
+    kept = measurement.rate >= REACHED * measurement.offered
+    return f"{measurement.kind} {'reached it' if kept else 'fell short'}"
 
 
 def _pct(value: float | None) -> str:
@@ -1003,6 +1068,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--idle-only", action="store_true", help="skip the first table (with --idle-n): only idle-plus-active"
     )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        nargs="+",
+        default=[0.0],
+        metavar="R",
+        help="equal load: the connections pace themselves to R actions a second in all, server and echo "
+        "alike; 0 is closed loops (saturated, the default); several: one pair of runs each, e.g. 8000 0",
+    )
     parser.add_argument("--duration", type=float, default=None, help="measured window, seconds (default 5)")
     parser.add_argument("--warmup", type=float, default=None, help="warm-up before the window (default 1)")
     parser.add_argument("--quick", action="store_true", help="short windows (1.5 s after 0.5 s warm-up)")
@@ -1034,8 +1108,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         or args.warmup < 0
         or any(n < 1 for n in [*args.n, *args.idle_n])
         or args.drivers < 1
+        or any(rate < 0 for rate in args.rate)
     ):
-        parser.error("durations must be positive and N and --drivers at least 1")
+        parser.error("durations must be positive, N and --drivers at least 1 and --rate not negative")
     if args.active < 1:
         parser.error("--active must be at least 1")
     if args.idle_only and not args.idle_n:
@@ -1076,9 +1151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(tmp)
         print(f"working in {root}", file=sys.stderr)
         for n in [] if args.idle_only else args.n:
-            pairs.append(
-                (_run_target("server", n, args, root, run_one), _run_target("echo", n, args, root, run_one))
-            )
+            for offered in args.rate:
+                paced = functools.partial(run_one, offered=offered)
+                pairs.append(
+                    (_run_target("server", n, args, root, paced), _run_target("echo", n, args, root, paced))
+                )
         for n in args.idle_n:
             idle_pairs.append(
                 (_run_target("server", n, args, root, run_idle), _run_target("echo", n, args, root, run_idle))
