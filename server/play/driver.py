@@ -193,7 +193,7 @@ class RoomDriver(Generic[Room]):
                     if self.services.observe is not None:
                         self.services.observe(effect.race, effect.progress)
                 elif isinstance(effect, Wake):
-                    asyncio.get_running_loop().call_later(effect.delay, self.send, Tick())
+                    asyncio.get_running_loop().call_later(effect.delay, self.send, Tick(effect.at))
                 elif isinstance(effect, Load):
                     self._start(self._load())
                 else:

@@ -7,6 +7,7 @@ at a time) before it takes its next request; the others complete when run.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -85,10 +86,12 @@ class Leave(NamedTuple):
 
 
 class Wake(NamedTuple):
-    """Send the room a `Tick` in ``delay`` seconds (by the room's own clock: a race's countdown, its
-    time limit, a delayed board)."""
+    """Send the room ``Tick(at)`` in ``delay`` seconds (by the room's own clock: a race's countdown,
+    its time limit, a delayed board): the Tick names the time it was asked for, since a timer may
+    fire a little before it."""
 
     delay: float
+    at: dt.datetime
 
 
 class Observe(NamedTuple):

@@ -85,7 +85,10 @@ class SeatChanged(NamedTuple):
 
 
 class Tick(NamedTuple):
-    """A time the race asked to be woken at (`Wake`) has come: the room reads its clock."""
+    """A time the race asked to be woken at (`Wake`) has come, about (its timer may fire a little
+    early: the room reads its clock); ``at`` is None for a Tick no Wake asked for (a race taken up)."""
+
+    at: dt.datetime | None = None
 
 
 RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick

@@ -402,9 +402,10 @@ class _Ticking:
 
     def handle(self, command: Any) -> list[Any]:
         if isinstance(command, Tick):
+            assert command.at == NOW  # the time its Wake asked for
             self.ticks.set()
             return [Observe("r1", _progress())]
-        return [Wake(0.01)]
+        return [Wake(0.01, NOW)]
 
     def is_open(self) -> bool:
         return True
