@@ -278,8 +278,9 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (i < total % parts) for i in range(parts)]
 
 
-def run(args: argparse.Namespace, root: Path) -> tuple[Delays, Delays, float]:
-    """Everyone in, then the window played; the standings' and the plain diffs' delays and the CPU."""
+def run(args: argparse.Namespace, root: Path) -> tuple[Delays, Delays, float, float]:
+    """Everyone in, then the window played; the standings' and the plain diffs' delays, the CPU over
+    the window, and the CPU a second while everyone was in and no one played."""
     connections = args.races * (args.seats + args.spectators) + args.plain_games * (1 + args.plain_spectators)
     extra = (
         f"--race-countdown {args.countdown} --races-per-player-per-hour off "
@@ -310,11 +311,14 @@ def run(args: argparse.Namespace, root: Path) -> tuple[Delays, Delays, float]:
         for _, pipe in drivers:
             if not pipe.poll(args.setup_timeout) or pipe.recv() != "ready":
                 raise RuntimeError(f"a driver did not get its races set up; the server log: {target.log}")
+        members = process_tree(target.process.pid)
+        idle_before = tree_cpu_seconds(members)
+        time.sleep(args.idle_seconds)  # everyone in, no one playing: the server's floor
+        idle = ((tree_cpu_seconds(members) or 0.0) - (idle_before or 0.0)) / args.idle_seconds
         start = time.monotonic() + 0.2
         window = (start + args.settle, start + args.settle + args.seconds)
         for _, pipe in drivers:
             pipe.send((start, window[1]))
-        members = process_tree(target.process.pid)
         time.sleep(max(0.0, window[0] - time.monotonic()))
         cpu_before = tree_cpu_seconds(members)
         time.sleep(max(0.0, window[1] - time.monotonic()))
@@ -336,10 +340,12 @@ def run(args: argparse.Namespace, root: Path) -> tuple[Delays, Delays, float]:
     arrivals = [arrival for result in results for arrival in result["arrivals"]]
     race = _delays("race", args.seats + args.spectators, sends, arrivals, window)
     plain = _delays("plain", args.plain_spectators, sends, arrivals, window)
-    return race, plain, (cpu_after or 0.0) - (cpu_before or 0.0)
+    return race, plain, (cpu_after or 0.0) - (cpu_before or 0.0), idle
 
 
-def report(race: Delays, plain: Delays, cpu: float, args: argparse.Namespace, command: str) -> None:
+def report(
+    race: Delays, plain: Delays, cpu: float, idle: float, args: argparse.Namespace, command: str
+) -> None:
     print(
         f"bench_races: {args.races} races x {args.seats} seats x {args.spectators} spectators, and "
         f"{args.plain_games} plain games x {args.plain_spectators} spectators, over {args.drivers} drivers; "
@@ -368,6 +374,11 @@ def report(race: Delays, plain: Delays, cpu: float, args: argparse.Namespace, co
         f"server CPU over the window: {cpu:.2f} s = {per_delivery:.1f} µs per race_diff delivered, "
         f"{per_action:.0f} µs per action (race and plain, {actions} actions)"
     )
+    above = (cpu - idle * args.seconds) / race.deliveries * 1e6 if race.deliveries else float("nan")
+    print(
+        f"server CPU with everyone in and no one playing: {idle * 1e3:.0f} ms/s; above that floor, "
+        f"{above:.1f} µs per race_diff delivered"
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -381,6 +392,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pace", type=float, default=1.0, help="each player's moves a second")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds of play before the window")
     parser.add_argument("--seconds", type=float, default=10.0, help="the measured window")
+    parser.add_argument("--idle-seconds", type=float, default=3.0, help="the floor's window, before play")
     parser.add_argument(
         "--countdown",
         type=float,
@@ -399,8 +411,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise_nofile_limit()
     command = " ".join([".venv/bin/python -m bench.bench_races", *(sys.argv[1:] if argv is None else argv)])
     with tempfile.TemporaryDirectory(prefix="eightoff-bench-races-") as tmp:
-        race, plain, cpu = run(args, Path(tmp))
-    report(race, plain, cpu, args, command)
+        race, plain, cpu, idle = run(args, Path(tmp))
+    report(race, plain, cpu, idle, args, command)
     return 0
 
 
