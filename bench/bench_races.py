@@ -8,7 +8,8 @@ Run from the project root::
 
 One target, ``eightoff serve`` (the working tree's code, as in ``bench_load``) on a fresh SQLite file
 on loopback, with the per-address, new-game and race limits lifted (every connection is a guest from
-127.0.0.1) and a short ``--race-countdown``. Over ``--drivers`` processes (multiprocessing spawn):
+127.0.0.1) and ``--race-countdown 0`` (a countdown's reveal can be lost to a timer that fires early:
+docs/benchmarks.md). Over ``--drivers`` processes (multiprocessing spawn):
 
 - ``--races`` races: a creator ``race_create``s, the other seats ``race_join`` by its code, every seat
   ``race_ready``, ``--spectators`` spectators ``race_watch``, the creator ``race_start``s. After the
@@ -24,8 +25,9 @@ action and when its ack came; a follower when each ``race_diff`` row (a seat's g
 ``diff`` (a game and ``v``) arrived. Joined afterwards, for the actions sent in the measured window:
 the standings' delay to every seat and spectator (from the send and from the ack, p50 / p99), the
 plain diff's delay to its spectators the same way, their ratios, and the server's CPU (every thread,
-over the window) per ``race_diff`` delivered. The window's CPU also pays for the plain games (a few
-percent of the actions).
+over the window) per ``race_diff`` delivered, beside its floor (everyone in, no one playing). The
+window's CPU also pays for the plain games (about 1% of the actions). The ack is the player's: a
+``race_diff`` to another process may be read before it, so a delay from the ack can be negative.
 
 Only loopback traffic; every process is stopped when the run ends. This is not a test: it asserts
 nothing.
