@@ -8,8 +8,7 @@ Run from the project root::
 
 One target, ``eightoff serve`` (the working tree's code, as in ``bench_load``) on a fresh SQLite file
 on loopback, with the per-address, new-game and race limits lifted (every connection is a guest from
-127.0.0.1) and ``--race-countdown 0`` (a countdown's reveal can be lost to a timer that fires early:
-docs/benchmarks.md). Over ``--drivers`` processes (multiprocessing spawn):
+127.0.0.1) and a short ``--race-countdown``. Over ``--drivers`` processes (multiprocessing spawn):
 
 - ``--races`` races: a creator ``race_create``s, the other seats ``race_join`` by its code, every seat
   ``race_ready``, ``--spectators`` spectators ``race_watch``, the creator ``race_start``s. After the
@@ -398,8 +397,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--countdown",
         type=float,
-        default=0.0,
-        help="the server's --race-countdown (over 0, a race may never reveal: see docs/benchmarks.md)",
+        default=0.5,
+        help="the server's --race-countdown",
     )
     parser.add_argument("--setup-timeout", type=float, default=300.0, help="seconds to get everyone in")
     args = parser.parse_args(argv)
