@@ -43,6 +43,8 @@ __all__ = [
     "OwnFoundation",
     "Period",
     "ProfileRequest",
+    "QuickRaceLeaveRequest",
+    "QuickRaceRequest",
     "RaceCreateRequest",
     "RaceJoinRequest",
     "RaceLeaveRequest",
@@ -427,6 +429,23 @@ class RaceReadyRequest(_Request):
     request_id: RequestId | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class QuickRaceRequest(_Request):
+    """``quick_race``: wait for a public race of ``cells``' variant with players near one's rating."""
+
+    TYPE: ClassVar[str] = "quick_race"
+    cells: int = 8
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuickRaceLeaveRequest(_Request):
+    """``quick_race_leave``: wait for a quick race no longer."""
+
+    TYPE: ClassVar[str] = "quick_race_leave"
+    request_id: RequestId | None = None
+
+
 #: Every race request.
 RaceRequest: TypeAlias = (
     RaceCreateRequest
@@ -435,6 +454,8 @@ RaceRequest: TypeAlias = (
     | RaceReadyRequest
     | RaceStartRequest
     | RaceLeaveRequest
+    | QuickRaceRequest
+    | QuickRaceLeaveRequest
 )
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
 ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
@@ -481,5 +502,7 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         RaceReadyRequest,
         RaceStartRequest,
         RaceLeaveRequest,
+        QuickRaceRequest,
+        QuickRaceLeaveRequest,
     )
 }

@@ -56,6 +56,8 @@ from protocol.messages import (
     Order,
     Period,
     ProfileRequest,
+    QuickRaceLeaveRequest,
+    QuickRaceRequest,
     RaceCreateRequest,
     RaceJoinRequest,
     RaceLeaveRequest,
@@ -526,6 +528,21 @@ def _race_ready(message: dict[object, object], rid: RequestId | None) -> RaceRea
     )
 
 
+_QUICK_RACE = frozenset({"type", "id", "cells"})
+_QUICK_RACE_LEAVE = frozenset({"type", "id"})
+
+
+def _quick_race(message: dict[object, object], rid: RequestId | None) -> QuickRaceRequest:
+    _check_fields(message, _QUICK_RACE, (), rid)
+    cells = message.get("cells", _MISSING)
+    return QuickRaceRequest(QuickRaceRequest().cells if cells is _MISSING else _cells(cells, rid), rid)
+
+
+def _quick_race_leave(message: dict[object, object], rid: RequestId | None) -> QuickRaceLeaveRequest:
+    _check_fields(message, _QUICK_RACE_LEAVE, (), rid)
+    return QuickRaceLeaveRequest(rid)
+
+
 _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMessage]] = {
     "hello": _hello,
     "new_game": _new_game,
@@ -549,6 +566,8 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "race_ready": _race_ready,
     "race_start": _race_only(RaceStartRequest),
     "race_leave": _race_only(RaceLeaveRequest),
+    "quick_race": _quick_race,
+    "quick_race_leave": _quick_race_leave,
 }
 
 

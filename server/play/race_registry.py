@@ -109,6 +109,39 @@ class RaceRegistry:
         self._metrics.races_made.inc()
         return self._add(room)
 
+    async def open_quick(
+        self, players: tuple[PlayerRef, ...], *, cells: int, time_limit: int
+    ) -> RaceRoomDriver:
+        """A public race formed by quick match: ``players`` seated and ready, its countdown begun;
+        returns once it is stored (its players then race_watch it: `server.play.quick_match`)."""
+        now = self.clock()
+        room = RaceRoom(
+            id=new_id(),
+            code=invite_code(),
+            creator=players[0],
+            cells=cells,
+            seats=len(players),
+            time_limit_s=time_limit,
+            public=True,
+            deal=self._winnable(cells),
+            created_at=now,
+            countdown_s=self._countdown,
+            board_delay_s=self._board_delay,
+            state="countdown",
+            seated={number: Seat(player, ready=True) for number, player in enumerate(players, 1)},
+            starts_at=now + dt.timedelta(seconds=self._countdown),
+            clock=self._now,
+        )
+        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
+        self._metrics.races_made.inc()
+        return self._add(room)
+
+    def seated_in_open_race(self, player_id: str) -> bool:
+        """``player_id`` holds a seat in a race of this node not over (quick match refuses it)."""
+        return any(
+            driver.is_open() and driver.room.seat_of(player_id) is not None for driver in self._rooms.values()
+        )
+
     async def find(self, race_id: str) -> RaceRoomDriver:
         """The race ``race_id``, read from the database when it is not in memory (a race over is not
         kept: it only answers its snapshot).
