@@ -20,6 +20,7 @@ __all__ = [
     "RaceReady",
     "RaceStart",
     "RaceWatch",
+    "RatingsLoaded",
     "SeatChanged",
     "SeatProgress",
     "Tick",
@@ -84,8 +85,16 @@ class SeatChanged(NamedTuple):
     progress: SeatProgress
 
 
+class RatingsLoaded(NamedTuple):
+    """The outcome of the room's `LoadRatings`: each rated player's shown rating (before, after),
+    empty when the race rated nobody; ``error`` when it could not be read (then shown nowhere)."""
+
+    shifts: dict[str, tuple[int, int]]
+    error: Exception | None = None
+
+
 class Tick(NamedTuple):
     """A time the race asked to be woken at (`Wake`) has come: the room reads its clock."""
 
 
-RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick
+RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick | RatingsLoaded

@@ -139,13 +139,22 @@ async def test_eight_seats_raced_to_a_win(race_app: App) -> None:
     assert updates >= 8 * (len(solution) + 7)  # every seat got every action's standings
     # Rated as one match of eight, in the transaction that finished the race (docs/ratings.md): each
     # player's first C8 race, the winner rated above every other.
+    # ... and the result told every follower each seat's shown rating before and after it
     ratings = {}
     for client in clients:
         profile = await client.request("profile")
         (rating,) = profile["ratings"]
         assert (rating["cells"], rating["races"]) == (8, 1), rating
         ratings[client] = rating["rating"]
+        for copy in copies:
+            assert copy.of(client)["rating"] == {"before": 1000, "after": rating["rating"]}
     assert all(ratings[winner] > rating for client, rating in ratings.items() if client is not winner)
+    # a race over is read from the database when watched: its rows carry the same changes
+    late = Standings(await winner.request("race_watch", race=winner_copy.race["race"]))
+    assert late.race["state"] == "finished"
+    assert {row["seat"]: row["rating"] for row in late.rows.values()} == {
+        row["seat"]: row["rating"] for row in winner_copy.rows.values()
+    }
     board = await winner.request("leaderboard", board="rating", cells=8)
     assert winner.player is not None and board["rows"][0]["player"]["id"] == winner.player["id"]
     await close_all(*clients)

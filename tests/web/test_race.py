@@ -200,7 +200,14 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     winner = page.locator('#race-places li[data-place="1"]')
     await expect(winner).to_contain_text("Bo")
     await expect(winner).to_contain_text(f"52/52 home · {len(line)} moves")
-    await expect(page.locator("#race .race-rating")).to_have_count(0)  # the server sent no rating change
+    # both guests were rated, newcomers at 1000 (the result's rows carry {before, after}): the winner up
+    await expect(page.locator("#race .race-rating")).to_have_count(2)
+    for rated in (winner, page.locator('#race-places li[data-mine="true"]')):
+        await expect(rated.locator(".race-rating")).to_have_attribute(
+            "title", re.compile(r"^rating 1000 → \d+$")
+        )
+    await expect(winner.locator(".race-rating")).to_have_class(re.compile(r"\bup\b"))
+    await expect(winner.locator(".race-rating")).to_have_text(re.compile(r"^\d+ \(\+\d+\)$"))
     await expect(page.locator("#game-over")).to_be_hidden()  # the race's result stands for the game's
     await screenshot(page, "desktop-race-result.png")
     types = [message["type"] for message in frames.received]
