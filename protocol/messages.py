@@ -399,10 +399,14 @@ class _RaceOnly(_Request):
 
 
 @dataclass(frozen=True, slots=True)
-class RaceWatchRequest(_RaceOnly):
-    """``race_watch``: the race's snapshot, then its diffs (a seat's connection, or a spectator)."""
+class RaceWatchRequest(_Request):
+    """``race_watch``: the race's snapshot, then its diffs (a seat's connection, or a spectator); the
+    race named by its id or by its invitation ``code`` (exactly one of them)."""
 
     TYPE: ClassVar[str] = "race_watch"
+    race: str | None = None
+    request_id: RequestId | None = None
+    code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -511,13 +511,26 @@ _RACE_READY = frozenset({"type", "id", "race", "ready"})
 
 
 def _race_only(
-    cls: type[RaceWatchRequest | RaceStartRequest | RaceLeaveRequest],
+    cls: type[RaceStartRequest | RaceLeaveRequest],
 ) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
     def parse(message: dict[object, object], rid: RequestId | None) -> ClientMessage:
         _check_fields(message, _RACE_ONLY, ("race",), rid)
         return cls(_game_id(message["race"], "race", rid), rid)
 
     return parse
+
+
+_RACE_WATCH = frozenset({"type", "id", "race", "code"})
+
+
+def _race_watch(message: dict[object, object], rid: RequestId | None) -> RaceWatchRequest:
+    _check_fields(message, _RACE_WATCH, (), rid)
+    race, code = message.get("race", _MISSING), message.get("code", _MISSING)
+    if (race is _MISSING) == (code is _MISSING):
+        _bad("race_watch: name the race by exactly one of race and code", rid)
+    if code is not _MISSING:
+        return RaceWatchRequest(None, rid, _pattern(code, "code", INVITE_PATTERN, INVITE_RULE, rid))
+    return RaceWatchRequest(_game_id(race, "race", rid), rid)
 
 
 def _race_ready(message: dict[object, object], rid: RequestId | None) -> RaceReadyRequest:
@@ -562,7 +575,7 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "games": _games,
     "race_create": _race_create,
     "race_join": _race_join,
-    "race_watch": _race_only(RaceWatchRequest),
+    "race_watch": _race_watch,
     "race_ready": _race_ready,
     "race_start": _race_only(RaceStartRequest),
     "race_leave": _race_only(RaceLeaveRequest),

@@ -427,9 +427,10 @@ class RequestHandler:
 
     async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
         player = _player(session)
+        race, code = request.race, request.code
         return await self._ask_race(
             session,
-            lambda: self._races.find(request.race),
+            lambda: self._races.find(race) if race is not None else self._races.find_by_code(str(code)),
             lambda to: RaceWatch(session, player, request.request_id, to),
         )
 

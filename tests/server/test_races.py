@@ -297,6 +297,30 @@ async def test_bad_race_requests_are_refused_clearly(race_app: App) -> None:
     await close_all(creator, other, late)
 
 
+async def test_a_stranger_with_the_code_watches_a_started_race(race_app: App) -> None:
+    """race_join of a started race is refused; race_watch with its code follows it as a spectator
+    (the standings live, no seat). Bad input tried: an unknown code, both race and code."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await lobby(url, 2, time_limit=600)
+    await start(clients, copies)
+    code, race_id = copies[0].race["code"], copies[0].race["race"]
+    stranger = await player(url, name="stranger")
+    assert (await stranger.request("race_join", code=code))["code"] == "illegal_move"
+    watched = Standings(await stranger.request("race_watch", code=code))
+    assert (watched.race["race"], watched.race["state"]) == (race_id, "running")
+    assert stranger.player is not None
+    assert all(row["player"]["id"] != stranger.player["id"] for row in watched.rows.values())
+    deal = Deal.from_code(watched.race["deal"])
+    game_id = copies[0].of(clients[0])["game"]
+    move = next(iter(Game(deal).legal_moves))
+    assert (await clients[0].request("move", game=game_id, **move_fields(move)))["type"] == "ack"
+    await follow_until(stranger, watched, lambda s: s.of(clients[0])["moves"] == 1)
+    assert (await stranger.request("race_watch", code="ABCDEFGH"))["code"] == "not_found"
+    both = await stranger.request("race_watch", race=race_id, code=code)
+    assert both["code"] == "bad_request"
+    await close_all(stranger, *clients)
+
+
 async def test_race_creation_loops_are_rate_limited(database_url: str) -> None:
     """A player creating races in a loop is refused once over its hourly allowance."""
     async with serverutil.running_app(database_url, races_per_player_per_hour=3, **RACE_SETTINGS) as app:

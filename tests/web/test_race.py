@@ -306,6 +306,38 @@ async def test_a_race_made_on_a_phone_ends_at_the_time_limit(chromium: Any, site
     assert errors == []
 
 
+async def test_a_link_to_a_started_race_watches_it(chromium: Any, site: str, race_app: App) -> None:
+    """A stranger opening the invitation link of a race under way cannot join it: the page says so
+    and watches it by its code (the standings of both seats, none of them the page's, live)."""
+    errors: list[str] = []
+    url = serverutil.ws_url(race_app)
+    bo, cy = await player(url, name="Bo"), await player(url, name="Cy")
+    race = await bo.request("race_create", seats=2, time_limit=300)
+    race_id, code = race["race"], race["code"]
+    assert (await cy.request("race_join", code=code))["type"] == "race"
+    for client in (bo, cy):
+        assert (await client.request("race_ready", race=race_id))["type"] == "ok"
+    assert (await bo.request("race_start", race=race_id))["type"] == "ok"
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_link(context, site, f"/r/{code}", errors)
+    panel = page.locator("#race")
+    await expect(page.locator("#race-message")).to_have_text(
+        "That race had already started: you are watching it."
+    )
+    await expect(panel).to_have_attribute("data-state", "running", timeout=15_000)
+    await expect(page.locator("#race-bars li")).to_have_count(2)
+    await expect(page.locator('#race-bars li[data-mine="true"]')).to_have_count(0)
+    running = await race_of(bo, race_id)
+    bo_game = game_of(running, bo)
+    move = next(iter(Game(Deal.from_code(running["deal"])).legal_moves))
+    assert (await bo.request("move", game=bo_game, **move_fields(move)))["type"] == "ack"
+    await expect(page.locator('#race-bars li[data-mine="false"]').first).to_have_attribute("data-moves", "1")
+    await bo.close()
+    await cy.close()
+    await context.close()
+    assert errors == []
+
+
 async def test_bad_race_links_and_codes_say_what_is_wrong(chromium: Any, site: str) -> None:
     errors: list[str] = []
     context = await chromium.new_context(viewport=DESKTOP)
