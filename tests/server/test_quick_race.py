@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
+from sqlalchemy import insert
+
 from server.app import App
+from server.storage.tables import ratings
 from tests.server.test_races import RACE_SETTINGS, Standings, close_all, follow_until
 from tests.support import serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import SUBPROTOCOLS, WsClient, player
+
+NOW = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.UTC)
 
 
 async def formed(client: WsClient) -> Standings:
@@ -107,3 +113,39 @@ async def test_bad_quick_race_requests_are_refused_clearly(database_url: str) ->
         assert in_race["code"] == "illegal_move" and "seat" in in_race["message"]
         assert not waiting(app, client) and not waiting(app, seated)
         await close_all(client, seated)
+
+
+async def test_players_are_matched_by_their_stored_rating(database_url: str) -> None:
+    """With no band widening and a long wait, a player rated far above the newcomers (2480 shown)
+    is not raced with them; two newcomers (1000) are matched with each other."""
+    settings: dict[str, Any] = {
+        **RACE_SETTINGS,
+        "quick_match_enough": 2,
+        "quick_match_band": 50.0,
+        "quick_match_widening": 0.0,
+        "quick_match_wait": 600.0,
+    }
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        strong, first, second = [await player(url, name=name) for name in ("strong", "first", "second")]
+        assert strong.player is not None
+        async with app.database.transaction() as conn:
+            await conn.execute(
+                insert(ratings).values(
+                    player_id=strong.player["id"],
+                    cells=8,
+                    mu=40.0,
+                    sigma=1.0,
+                    races=30,
+                    sort_key=-2480,
+                    updated_at=NOW,
+                )
+            )
+        for client in (strong, first):
+            assert (await client.request("quick_race", cells=8))["type"] == "ok"
+        assert waiting(app, strong) and waiting(app, first)  # 1480 apart: no race
+        assert (await second.request("quick_race", cells=8))["type"] == "ok"
+        copies = [await formed(client) for client in (first, second)]
+        assert copies[0].race["race"] == copies[1].race["race"]
+        assert waiting(app, strong)
+        await close_all(strong, first, second)
