@@ -55,6 +55,7 @@ class QuickMatch:
         self._waiting: dict[str, tuple[Session, PlayerRef]] = {}  # player id → its connection
         self._timer: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._opening: set[Session] = set()  # connections of races being opened (formed, not yet followed)
 
     def is_waiting(self, player_id: str) -> bool:
         return self._matchmaker.is_waiting(player_id)
@@ -87,6 +88,7 @@ class QuickMatch:
         """``session``'s connection closed: its player waits no longer (when it waited from there)."""
         if session.player is not None and self._waiting.get(session.player.id, (None,))[0] is session:
             self.leave(session.player.id)
+        self._opening.discard(session)  # its race keeps the seat: the player race_watches it again
 
     async def close(self) -> None:
         """Stop the timer and the races being opened (the node stops)."""
@@ -107,6 +109,7 @@ class QuickMatch:
     def _form(self, formed: list[FormRace]) -> None:
         for race in formed:
             seats = [self._waiting.pop(waiting.player) for waiting in race.players]
+            self._opening.update(session for session, _ in seats)
             task = asyncio.get_running_loop().create_task(self._open(race.cells, seats))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -119,8 +122,12 @@ class QuickMatch:
             )
         except Exception:
             logger.exception("a quick race of %s could not be opened", [p.id for _, p in seats])
+            self._opening.difference_update(session for session, _ in seats)
             return
         for session, player in seats:
+            if session not in self._opening:
+                continue  # closed meanwhile: a connection gone follows nothing
+            self._opening.discard(session)
             session.watch(race)
             replies = await race.ask(partial(RaceWatch, session, player, None))
             if isinstance(replies, list):
