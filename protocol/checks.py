@@ -414,7 +414,9 @@ _RACE_SEAT = _record(
         "score": _count,
         "time_ms": _count,
         "place": _nullable(_integer(1, RACE_SEATS[1])),
-    }
+        "rating": _record({"before": _rating, "after": _rating}),
+    },
+    frozenset({"rating"}),
 )
 #: The fields a ``race`` and a ``race_diff`` share (the race as it is now).
 _RACE_NOW: Final[dict[str, _Check]] = {

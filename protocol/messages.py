@@ -43,6 +43,8 @@ __all__ = [
     "OwnFoundation",
     "Period",
     "ProfileRequest",
+    "QuickRaceLeaveRequest",
+    "QuickRaceRequest",
     "RaceCreateRequest",
     "RaceJoinRequest",
     "RaceLeaveRequest",
@@ -397,10 +399,14 @@ class _RaceOnly(_Request):
 
 
 @dataclass(frozen=True, slots=True)
-class RaceWatchRequest(_RaceOnly):
-    """``race_watch``: the race's snapshot, then its diffs (a seat's connection, or a spectator)."""
+class RaceWatchRequest(_Request):
+    """``race_watch``: the race's snapshot, then its diffs (a seat's connection, or a spectator); the
+    race named by its id or by its invitation ``code`` (exactly one of them)."""
 
     TYPE: ClassVar[str] = "race_watch"
+    race: str | None = None
+    request_id: RequestId | None = None
+    code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,6 +433,23 @@ class RaceReadyRequest(_Request):
     request_id: RequestId | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class QuickRaceRequest(_Request):
+    """``quick_race``: wait for a public race of ``cells``' variant with players near one's rating."""
+
+    TYPE: ClassVar[str] = "quick_race"
+    cells: int = 8
+    request_id: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuickRaceLeaveRequest(_Request):
+    """``quick_race_leave``: wait for a quick race no longer."""
+
+    TYPE: ClassVar[str] = "quick_race_leave"
+    request_id: RequestId | None = None
+
+
 #: Every race request.
 RaceRequest: TypeAlias = (
     RaceCreateRequest
@@ -435,6 +458,8 @@ RaceRequest: TypeAlias = (
     | RaceReadyRequest
     | RaceStartRequest
     | RaceLeaveRequest
+    | QuickRaceRequest
+    | QuickRaceLeaveRequest
 )
 #: The game actions: each has ``action(game)`` giving the engine action, and an optional ``v``.
 ActionRequest: TypeAlias = MoveRequest | TapRequest | AutoRequest | UndoRequest
@@ -481,5 +506,7 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         RaceReadyRequest,
         RaceStartRequest,
         RaceLeaveRequest,
+        QuickRaceRequest,
+        QuickRaceLeaveRequest,
     )
 }

@@ -56,6 +56,8 @@ from protocol.messages import (
     Order,
     Period,
     ProfileRequest,
+    QuickRaceLeaveRequest,
+    QuickRaceRequest,
     RaceCreateRequest,
     RaceJoinRequest,
     RaceLeaveRequest,
@@ -509,7 +511,7 @@ _RACE_READY = frozenset({"type", "id", "race", "ready"})
 
 
 def _race_only(
-    cls: type[RaceWatchRequest | RaceStartRequest | RaceLeaveRequest],
+    cls: type[RaceStartRequest | RaceLeaveRequest],
 ) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
     def parse(message: dict[object, object], rid: RequestId | None) -> ClientMessage:
         _check_fields(message, _RACE_ONLY, ("race",), rid)
@@ -518,12 +520,40 @@ def _race_only(
     return parse
 
 
+_RACE_WATCH = frozenset({"type", "id", "race", "code"})
+
+
+def _race_watch(message: dict[object, object], rid: RequestId | None) -> RaceWatchRequest:
+    _check_fields(message, _RACE_WATCH, (), rid)
+    race, code = message.get("race", _MISSING), message.get("code", _MISSING)
+    if (race is _MISSING) == (code is _MISSING):
+        _bad("race_watch: name the race by exactly one of race and code", rid)
+    if code is not _MISSING:
+        return RaceWatchRequest(None, rid, _pattern(code, "code", INVITE_PATTERN, INVITE_RULE, rid))
+    return RaceWatchRequest(_game_id(race, "race", rid), rid)
+
+
 def _race_ready(message: dict[object, object], rid: RequestId | None) -> RaceReadyRequest:
     _check_fields(message, _RACE_READY, ("race",), rid)
     ready = message.get("ready", _MISSING)
     return RaceReadyRequest(
         _game_id(message["race"], "race", rid), True if ready is _MISSING else _bool(ready, "ready", rid), rid
     )
+
+
+_QUICK_RACE = frozenset({"type", "id", "cells"})
+_QUICK_RACE_LEAVE = frozenset({"type", "id"})
+
+
+def _quick_race(message: dict[object, object], rid: RequestId | None) -> QuickRaceRequest:
+    _check_fields(message, _QUICK_RACE, (), rid)
+    cells = message.get("cells", _MISSING)
+    return QuickRaceRequest(QuickRaceRequest().cells if cells is _MISSING else _cells(cells, rid), rid)
+
+
+def _quick_race_leave(message: dict[object, object], rid: RequestId | None) -> QuickRaceLeaveRequest:
+    _check_fields(message, _QUICK_RACE_LEAVE, (), rid)
+    return QuickRaceLeaveRequest(rid)
 
 
 _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMessage]] = {
@@ -545,10 +575,12 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "games": _games,
     "race_create": _race_create,
     "race_join": _race_join,
-    "race_watch": _race_only(RaceWatchRequest),
+    "race_watch": _race_watch,
     "race_ready": _race_ready,
     "race_start": _race_only(RaceStartRequest),
     "race_leave": _race_only(RaceLeaveRequest),
+    "quick_race": _quick_race,
+    "quick_race_leave": _quick_race_leave,
 }
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "RaceDiff",
     "RaceSeat",
     "RatingRow",
+    "RatingShift",
     "Replay",
     "ReplayStep",
     "ServerInfo",
@@ -669,12 +670,22 @@ class ErrorReply(_Value):
 
 @_wire_value
 @dataclass(frozen=True, slots=True)
+class RatingShift(_Value):
+    """What a finished race did to a seat's shown rating in its variant (protocol/README.md, race)."""
+
+    before: int
+    after: int
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
 class RaceSeat(_Value):
     """One seat of a race's standings: who sits there and how far they are (protocol/README.md, race).
 
     ``status``: ``waiting`` (before the reveal), ``playing``, ``won``, ``resigned`` or ``left``;
     ``game`` is the seat's game from the reveal on (null before); ``time_ms`` is the time from the
-    reveal to the seat's last action; ``place`` is set once the race is over (ties share one)."""
+    reveal to the seat's last action; ``place`` is set once the race is over (ties share one);
+    ``rating``, once the race is over, for a seat whose player it rated (left out otherwise)."""
 
     seat: int
     player: Player
@@ -686,6 +697,7 @@ class RaceSeat(_Value):
     score: int
     time_ms: int
     place: int | None
+    rating: RatingShift | None = None
 
 
 @_wire_value

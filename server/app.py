@@ -142,6 +142,7 @@ class Services:
 
     async def stop(self) -> None:
         """Commit what was submitted, leave the bus, close the database."""
+        await self.handler.quick_match.close()
         await self.committer.stop()
         self.metrics.flush()  # a worker's last observations into the node's sums
         await self.registry.remote.close()

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import protocol
 from engine import Deal, Status
+from protocol.limits import DEFAULT_RACE_TIME_LIMIT
 from server.clock import utc_now
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
@@ -33,6 +34,7 @@ from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
+from server.play.quick_match import QuickMatch
 from server.play.race_commands import RaceCommand, RaceJoin, RaceLeave, RaceReady, RaceStart, RaceWatch
 from server.play.race_registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
@@ -87,6 +89,9 @@ class RequestHandler:
         self._races = races
         self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
         self._race_joins = _per_player(settings.race_joins_per_player_per_minute, 60)
+        self.quick_match = QuickMatch(
+            database, races, settings.match_rules(), time_limit=DEFAULT_RACE_TIME_LIMIT
+        )
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
         self._new_games = NewGames(
@@ -113,6 +118,8 @@ class RequestHandler:
             protocol.RaceReadyRequest: self._race_ready,
             protocol.RaceStartRequest: self._race_start,
             protocol.RaceLeaveRequest: self._race_leave,
+            protocol.QuickRaceRequest: self._quick_race,
+            protocol.QuickRaceLeaveRequest: self._quick_race_leave,
         }
 
     def serve(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
@@ -420,9 +427,10 @@ class RequestHandler:
 
     async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
         player = _player(session)
+        race, code = request.race, request.code
         return await self._ask_race(
             session,
-            lambda: self._races.find(request.race),
+            lambda: self._races.find(race) if race is not None else self._races.find_by_code(str(code)),
             lambda to: RaceWatch(session, player, request.request_id, to),
         )
 
@@ -452,6 +460,17 @@ class RequestHandler:
         )
         session.watching.pop(request.race, None)  # the room let this connection go already
         return replies
+
+    async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Reply:
+        player = _player(session)
+        _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
+        await self.quick_match.enqueue(session, player, request.cells)
+        return [protocol.Ok(request_id=request.request_id)]
+
+    async def _quick_race_leave(self, session: Session, request: protocol.QuickRaceLeaveRequest) -> Reply:
+        if not self.quick_match.leave(_player(session).id):
+            raise Refusal(ErrorCode.NOT_FOUND, "you do not wait for a quick race")
+        return [protocol.Ok(request_id=request.request_id)]
 
     async def _ask_race(
         self,

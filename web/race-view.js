@@ -38,6 +38,7 @@ export class RaceView {
     this.drawn = null;
     this.opened = null;     // the seat's game already put on the board
     this.leaveArmed = false;  // Leave was tapped once mid-race: a second tap within 3 s gives the seat up
+    this.watchNote = null;  // what to say once a race that could not be joined is watched instead
   }
 
   // Session -----------------------------------------------------------------------------------------
@@ -78,7 +79,8 @@ export class RaceView {
 
   follow(message) {
     this.race = raceFromSnapshot(message);
-    this.message = null;
+    this.message = this.watchNote;
+    this.watchNote = null;
     storeRace({ race: this.race.race, code: this.race.code });
     if (location.pathname !== `/r/${this.race.code}`) history.replaceState(null, "", `/r/${this.race.code}`);
     this.openSeatGame();
@@ -93,6 +95,14 @@ export class RaceView {
 
   refused(request, error) {
     this.message = raceRefusal(request.type, error);
+    if (request.type === "race_join" && error.code === "illegal_move" && !/full/.test(error.message)) {
+      // Started or over: a stranger with the link watches it instead, by its code.
+      this.watchNote = /started/.test(error.message)
+        ? "That race had already started: you are watching it."
+        : "That race is over: here is how it ended.";
+      this.request("race_watch", { code: request.fields.code });
+      return;
+    }
     if (error.code === "not_found" && request.type === "race_watch") {
       // The stored race is gone: start again from the link, if the page has one.
       storeRace(null);

@@ -75,9 +75,9 @@ export function ordinal(n) {
 }
 
 /**
- * A seat's rating change, if the server sent one (issue 19 item 5; the field is not in the protocol
- * yet, so the shapes a server may send are read plainly): `rating: {before, after}`, or
- * `rating_before` / `rating_after`. Null when there is none: nothing is shown.
+ * A seat's rating change, when the server sent one: `rating: {before, after}` of a finished race's
+ * row (protocol/README.md, race; older shapes `rating_before` / `rating_after` are read too). Null
+ * when there is none (a bot, or an unrated race): nothing is shown.
  */
 export function ratingChange(row) {
   const rating = row.rating && typeof row.rating === "object" ? row.rating : null;

@@ -88,6 +88,7 @@ class Connections:
         """The one place a connection lets go of everything its session held."""
         self.clients.discard(client)
         client.release()
+        self._handler.quick_match.released(client)
         self._metrics.connections.dec()
 
     def serve(self, client: Session, frame: bytes | str, within_rate: bool) -> None:

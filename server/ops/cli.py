@@ -177,18 +177,19 @@ class _ProgressBar:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from server.ops.verify import verify_games, verify_ratings
+    from server.ops.verify import verify_games, verify_races, verify_ratings
     from server.storage import Database, current_revision
 
     settings = settings_from_args(args)
     bar = _ProgressBar(sys.stderr, "verify")
 
-    async def run() -> tuple[int, list[Any], int, list[Any]]:
+    async def run() -> tuple[int, list[Any], int, list[Any], int, list[Any]]:
         database = Database.create(settings.database_url)
         try:
             checked, mismatches = await verify_games(database, batch=args.batch, progress=bar)
             races, rating_mismatches = await verify_ratings(database, batch=args.batch)
-            return checked, mismatches, races, rating_mismatches
+            finished, race_mismatches = await verify_races(database, batch=args.batch)
+            return checked, mismatches, races, rating_mismatches, finished, race_mismatches
         finally:
             await database.dispose()
 
@@ -196,7 +197,7 @@ def _verify(args: argparse.Namespace) -> int:
         if current_revision(settings.database_url) is None:
             print("eightoff verify: the database has no schema (run `eightoff db upgrade`)", file=sys.stderr)
             return 2
-        checked, mismatches, races, rating_mismatches = asyncio.run(run())
+        checked, mismatches, races, rating_mismatches, finished, race_mismatches = asyncio.run(run())
     bar.finish()
     for mismatch in mismatches:
         print(f"MISMATCH {mismatch.game_id}: {mismatch.problem}")
@@ -204,7 +205,10 @@ def _verify(args: argparse.Namespace) -> int:
     for mismatch in rating_mismatches:
         print(f"RATING MISMATCH {mismatch.game_id}: {mismatch.problem}")
     print(f"verified the ratings of {races:,} rated races: {len(rating_mismatches):,} mismatch(es)")
-    return 1 if mismatches or rating_mismatches else 0
+    for mismatch in race_mismatches:
+        print(f"RACE MISMATCH {mismatch.game_id}: {mismatch.problem}")
+    print(f"verified {finished:,} finished races: {len(race_mismatches):,} mismatch(es)")
+    return 1 if mismatches or rating_mismatches or race_mismatches else 0
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """``eightoff verify``: every stored game replayed through the engine must end as stored, since only
 games played on the server may count on the boards; and every stored rating must be what its races
-made it (`verify_ratings`)."""
+made it (`verify_ratings`); every finished race's places follow from its seats' stored figures and
+every seat's game is stored with the race's deal (`verify_races`)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine import InvalidCodeError, Status
+from server.play.race_places import Figures, places
 from server.play.replay import UnreplayableAction, replay_stored
 from server.services.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, StoredGame, repository
+from server.storage import races as stored_races
 from server.storage import ratings as stored_ratings
-from server.storage.records import RatedRace, Rating, RatingChange
+from server.storage.records import RaceRecord, RatedRace, Rating, RatingChange
 from server.storage.unfinished import ABANDONED
 
 __all__ = [
     "Mismatch",
+    "check_finished_race",
     "check_rated_race",
     "check_rating_history",
     "check_stored_game",
     "verify_games",
+    "verify_races",
     "verify_ratings",
 ]
 
@@ -182,4 +187,55 @@ async def verify_ratings(database: Database, *, batch: int = 500) -> tuple[int, 
             if problem is not None:
                 mismatches.append(Mismatch(f"{player}/C{cells}", problem))
         key = histories[-1][0], histories[-1][1]
+    return checked, mismatches
+
+
+def check_finished_race(race: RaceRecord, games: dict[str, tuple[str, str, str | None]]) -> str | None:
+    """Why a finished race is not what its seats say (None: it is): its places are not the ones
+    `server.play.race_places.places` gives its seats' stored figures, or a seat's game is missing, of
+    another player, of another race or of another deal. ``games``: `races.games_of_races`."""
+    figures = {s.seat: Figures(s.status, s.cards_home, s.moves, s.time_ms) for s in race.seated}
+    expected = dict(sorted(places(figures).items()))
+    stored = {seat.seat: seat.place for seat in sorted(race.seated, key=lambda seat: seat.seat)}
+    if stored != expected:
+        return f"places stored {stored}, the seats' figures give {expected}"
+    for seat in race.seated:
+        if seat.game_id is None:
+            if seat.status not in ("left", "waiting"):
+                return f"seat {seat.seat} ({seat.status}) has no game"
+            continue
+        game = games.get(seat.game_id)
+        if game is None:
+            return f"seat {seat.seat}'s game {seat.game_id} is not stored"
+        code, player_id, race_id = game
+        if (code, player_id, race_id) != (race.deal_code, seat.player_id, race.id):
+            return (
+                f"seat {seat.seat}'s game {seat.game_id} is of deal {code}, player {player_id}, race"
+                f" {race_id}; the race's deal is {race.deal_code}, the seat's player {seat.player_id}"
+            )
+    return None
+
+
+async def verify_races(database: Database, *, batch: int = 500) -> tuple[int, list[Mismatch]]:
+    """Check every finished race (`check_finished_race`), ``batch`` at a time.
+
+    Returns:
+        The number of finished races checked, and the mismatches (``game_id`` naming the race).
+    """
+    mismatches: list[Mismatch] = []
+    checked = 0
+    after: str | None = None
+    while True:
+        async with database.snapshot() as conn:
+            races = await stored_races.finished_races_after(conn, after, batch)
+            game_ids = [seat.game_id for race in races for seat in race.seated if seat.game_id is not None]
+            games = await stored_races.games_of_races(conn, game_ids)
+        if not races:
+            break
+        for race in races:
+            problem = check_finished_race(race, games)
+            if problem is not None:
+                mismatches.append(Mismatch(race.id, problem))
+        checked += len(races)
+        after = races[-1].id
     return checked, mismatches

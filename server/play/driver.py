@@ -25,9 +25,21 @@ from engine import Game
 from protocol import ServerMessage
 from server.play.bus import BusEvent
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
-from server.play.effects import Commit, Effect, Leave, Load, Observe, Publish, Push, Rebuild, Reply, Wake
+from server.play.effects import (
+    Commit,
+    Effect,
+    Leave,
+    Load,
+    LoadRatings,
+    Observe,
+    Publish,
+    Push,
+    Rebuild,
+    Reply,
+    Wake,
+)
 from server.play.game_room import PlayerRef
-from server.play.race_commands import RaceCommand, SeatProgress, Tick
+from server.play.race_commands import RaceCommand, RatingsLoaded, SeatProgress, Tick
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
@@ -36,7 +48,7 @@ __all__ = ["Done", "Pusher", "RoomDriver", "RoomServices", "WriteSink"]
 
 logger = logging.getLogger(__name__)
 
-_OUTCOMES = (Committed, Loaded, Rebuilt)
+_OUTCOMES = (Committed, Loaded, Rebuilt, RatingsLoaded)
 
 #: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
 Done = Callable[[Exception | None], None]
@@ -97,6 +109,8 @@ class RoomServices:
     idle: Callable[[Any], None]
     #: Tells a race of its seat's commit (None: the node has no races).
     observe: Callable[[str, SeatProgress], None] | None = None
+    #: Reads a finished race's rating changes: player id → shown rating (before, after).
+    load_ratings: Callable[[str], Awaitable[dict[str, tuple[int, int]]]] | None = None
 
 
 class RoomDriver(Generic[Room]):
@@ -151,7 +165,7 @@ class RoomDriver(Generic[Room]):
 
     # ------------------------------------------------------------------ the loop
 
-    def _outcome(self, outcome: Outcome) -> None:
+    def _outcome(self, outcome: Outcome | RatingsLoaded) -> None:
         """An outcome the room waits for: it goes before every queued request."""
         self._queue.appendleft(outcome)
         self._drain()
@@ -196,6 +210,8 @@ class RoomDriver(Generic[Room]):
                     asyncio.get_running_loop().call_later(effect.delay, self.send, Tick(effect.at))
                 elif isinstance(effect, Load):
                     self._start(self._load())
+                elif isinstance(effect, LoadRatings):
+                    self._start(self._load_ratings(effect.race))
                 else:
                     self._start(self._rebuild(effect))
             except Exception:  # a bug in what an effect calls: the room's other effects still run
@@ -213,7 +229,7 @@ class RoomDriver(Generic[Room]):
     def _committed(self, error: Exception | None) -> None:
         self._outcome(Committed(error))
 
-    def _start(self, work: Awaitable[Outcome]) -> None:
+    def _start(self, work: Awaitable[Outcome | RatingsLoaded]) -> None:
         async def run() -> None:
             outcome = await work
             self._task = None
@@ -232,6 +248,14 @@ class RoomDriver(Generic[Room]):
             logger.warning("reading game %s as stored failed", self.room.id, exc_info=True)
             return Loaded(None, error=exc)
         return Loaded(game, stored.finished_at)
+
+    async def _load_ratings(self, race_id: str) -> RatingsLoaded:
+        try:
+            assert self.services.load_ratings is not None, "a race room on services that read no ratings"
+            return RatingsLoaded(await self.services.load_ratings(race_id))
+        except Exception as exc:
+            logger.warning("reading race %s's rating changes failed", race_id, exc_info=True)
+            return RatingsLoaded({}, error=exc)
 
     async def _rebuild(self, effect: Rebuild) -> Rebuilt:
         try:

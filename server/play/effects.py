@@ -24,6 +24,7 @@ __all__ = [
     "HintSpot",
     "Leave",
     "Load",
+    "LoadRatings",
     "Observe",
     "Publish",
     "Push",
@@ -72,6 +73,13 @@ class Load(NamedTuple):
     """Read the game as stored and rebuild it (off the event loop); the outcome comes back as `Loaded`."""
 
 
+class LoadRatings(NamedTuple):
+    """Read what race ``race``'s finishing write did to its players' ratings (the commit backend rated
+    it in that transaction); the outcome comes back as `server.play.race_commands.RatingsLoaded`."""
+
+    race: str
+
+
 class Rebuild(NamedTuple):
     """Replay ``log`` from ``deal`` off the event loop (a long game's refused action taken back); the
     outcome comes back as `Rebuilt`."""
@@ -101,4 +109,4 @@ class Observe(NamedTuple):
     progress: SeatProgress
 
 
-Effect = Commit | Reply | Push | Publish | Load | Rebuild | Leave | Wake | Observe
+Effect = Commit | Reply | Push | Publish | Load | LoadRatings | Rebuild | Leave | Wake | Observe

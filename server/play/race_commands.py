@@ -20,6 +20,7 @@ __all__ = [
     "RaceReady",
     "RaceStart",
     "RaceWatch",
+    "RatingsLoaded",
     "SeatChanged",
     "SeatProgress",
     "Tick",
@@ -84,6 +85,14 @@ class SeatChanged(NamedTuple):
     progress: SeatProgress
 
 
+class RatingsLoaded(NamedTuple):
+    """The outcome of the room's `LoadRatings`: each rated player's shown rating (before, after),
+    empty when the race rated nobody; ``error`` when it could not be read (then shown nowhere)."""
+
+    shifts: dict[str, tuple[int, int]]
+    error: Exception | None = None
+
+
 class Tick(NamedTuple):
     """A time the race asked to be woken at (`Wake`) has come, about (its timer may fire a little
     early: the room reads its clock); ``at`` is None for a Tick no Wake asked for (a race taken up)."""
@@ -91,4 +100,4 @@ class Tick(NamedTuple):
     at: dt.datetime | None = None
 
 
-RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick
+RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick | RatingsLoaded

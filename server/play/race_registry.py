@@ -27,7 +27,7 @@ from server.play.race_commands import SeatChanged, SeatProgress, Tick
 from server.play.race_room import RaceRoom, Seat
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
-from server.storage import Database, races, repository
+from server.storage import Database, races, ratings, repository
 from server.storage.committer import Committer, Write
 from server.storage.records import RaceRecord, RaceWrite
 
@@ -80,6 +80,7 @@ class RaceRegistry:
             load=games.services.load,  # never asked: a race room loads nothing
             left=self._left,
             idle=lambda room: None,  # an open race stays: its timers run here
+            load_ratings=self._rating_shifts,
         )
         games.observe = self.observe
 
@@ -108,6 +109,39 @@ class RaceRegistry:
         await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
         self._metrics.races_made.inc()
         return self._add(room)
+
+    async def open_quick(
+        self, players: tuple[PlayerRef, ...], *, cells: int, time_limit: int
+    ) -> RaceRoomDriver:
+        """A public race formed by quick match: ``players`` seated and ready, its countdown begun;
+        returns once it is stored (its players then race_watch it: `server.play.quick_match`)."""
+        now = self.clock()
+        room = RaceRoom(
+            id=new_id(),
+            code=invite_code(),
+            creator=players[0],
+            cells=cells,
+            seats=len(players),
+            time_limit_s=time_limit,
+            public=True,
+            deal=self._winnable(cells),
+            created_at=now,
+            countdown_s=self._countdown,
+            board_delay_s=self._board_delay,
+            state="countdown",
+            seated={number: Seat(player, ready=True) for number, player in enumerate(players, 1)},
+            starts_at=now + dt.timedelta(seconds=self._countdown),
+            clock=self._now,
+        )
+        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
+        self._metrics.races_made.inc()
+        return self._add(room)
+
+    def seated_in_open_race(self, player_id: str) -> bool:
+        """``player_id`` holds a seat in a race of this node not over (quick match refuses it)."""
+        return any(
+            driver.is_open() and driver.room.seat_of(player_id) is not None for driver in self._rooms.values()
+        )
 
     async def find(self, race_id: str) -> RaceRoomDriver:
         """The race ``race_id``, read from the database when it is not in memory (a race over is not
@@ -181,8 +215,18 @@ class RaceRegistry:
             if room.state in ("finished", "cancelled"):  # else let go after a conflict
                 self._metrics.races_ended.labels(_how(room)).inc()
 
+    async def _rating_shifts(self, race_id: str) -> dict[str, tuple[int, int]]:
+        """What race ``race_id`` did to its players' shown ratings, as stored with its result."""
+        async with self._database.connection() as conn:
+            rated = await ratings.load_race_rating_changes(conn, race_id)
+        if rated is None:
+            return {}
+        return {change.player_id: (change.before.display, change.after.display) for change in rated.changes}
+
     async def _room_of(self, record: RaceRecord) -> RaceRoom:
-        """The race as stored; a running race's seats take their games' figures as stored."""
+        """The race as stored; a running race's seats take their games' figures as stored, a finished
+        one's its rating changes."""
+        shifts = await self._rating_shifts(record.id) if record.state == "finished" else {}
         seated = {}
         for stored in record.seated:
             player = PlayerRef.of(stored.player_id, stored.player_name, bot=stored.player_bot)
@@ -196,6 +240,7 @@ class RaceRegistry:
                 score=stored.score,
                 time_ms=stored.time_ms,
                 place=stored.place,
+                rating=shifts.get(stored.player_id),
             )
         creator = next(
             (seat.player for seat in seated.values() if seat.player.id == record.creator_id),

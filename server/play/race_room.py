@@ -22,13 +22,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine import Deal, Status
-from protocol import Foundations, Ok, Race, RaceBoard, RaceDiff, RaceSeat, ServerMessage, Snapshot
+from protocol import (
+    Foundations,
+    Ok,
+    Race,
+    RaceBoard,
+    RaceDiff,
+    RaceSeat,
+    RatingShift,
+    ServerMessage,
+    Snapshot,
+)
 from protocol.errors import RequestId
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
 from server.play.commands import Committed, Follower, ReplyTo, Unfollow
-from server.play.effects import Commit, Effect, Leave, Push, Reply, Wake
+from server.play.effects import Commit, Effect, Leave, LoadRatings, Push, Reply, Wake
 from server.play.game_room import PlayerRef
 from server.play.race_boards import DelayedBoards
 from server.play.race_commands import (
@@ -38,6 +48,7 @@ from server.play.race_commands import (
     RaceReady,
     RaceStart,
     RaceWatch,
+    RatingsLoaded,
     SeatChanged,
     SeatProgress,
     Tick,
@@ -70,6 +81,7 @@ class Seat:
     time_ms: int = 0
     place: int | None = None
     progress: SeatProgress | None = None  # the game's last commit seen
+    rating: tuple[int, int] | None = None  # shown rating before and after, once the race rated it
 
     def row(self, number: int) -> RaceSeat:
         return RaceSeat(
@@ -83,6 +95,7 @@ class Seat:
             self.score,
             self.time_ms,
             self.place,
+            None if self.rating is None else RatingShift(*self.rating),
         )
 
     def copy(self) -> Seat:
@@ -187,6 +200,8 @@ class RaceRoom:
         A room let go (``replaced``) takes nothing more: its callers find the race again."""
         if isinstance(command, Committed):
             return self._committed(command.error)
+        if isinstance(command, RatingsLoaded):
+            return self._rated(command.shifts)
         if isinstance(command, Unfollow):
             self.followers.pop(command.follower, None)
             return []
@@ -438,6 +453,23 @@ class RaceRoom:
         if error is not None:
             self.revision -= 1
             return self._restore(pending, error)
+        if self.state == "finished":  # rated in the same write: its changes go out with the result
+            self.awaiting = pending
+            return [LoadRatings(self.id)]
+        return self._stored(pending)
+
+    def _rated(self, shifts: dict[str, tuple[int, int]]) -> list[Effect]:
+        """The finishing write's rating changes were read (none when it could not be): the seats of
+        rated players carry them in the result."""
+        pending = self.awaiting
+        assert pending is not None, "ratings read with no finishing write awaited"
+        self.awaiting = None
+        for seat in self.seated.values():
+            seat.rating = shifts.get(seat.player.id)
+        return self._stored(pending)
+
+    def _stored(self, pending: _Pending) -> list[Effect]:
+        """A change is stored: its diff, its reply, its timer; at the end the boards open."""
         diff = self._announce(pending.skip)  # first: a snapshot in the reply has this change's v
         effects: list[Effect] = []
         if pending.reply_to is not None and pending.reply is not None:

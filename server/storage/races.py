@@ -18,7 +18,9 @@ from server.storage.tables import games, players, race_seats, races
 
 __all__ = [
     "RaceConflict",
+    "finished_races_after",
     "game_race",
+    "games_of_races",
     "load_race",
     "open_race_ids",
     "race_id_by_code",
@@ -130,6 +132,39 @@ async def races_not_over(conn: AsyncConnection, race_ids: Iterable[str]) -> froz
         select(races.c.id).where(races.c.id.in_(wanted), races.c.state.in_(_OPEN_STATES))
     )
     return frozenset(found)
+
+
+async def finished_races_after(conn: AsyncConnection, after: str | None, limit: int) -> list[RaceRecord]:
+    """Up to ``limit`` finished races with their seats, by id after ``after`` (``verify`` pages them)."""
+    query = select(races).where(races.c.state == "finished").order_by(races.c.id).limit(limit)
+    if after is not None:
+        query = query.where(races.c.id > after)
+    rows = (await conn.execute(query)).all()
+    if not rows:
+        return []
+    seated = await conn.execute(
+        select(race_seats, players.c.name, players.c.bot)
+        .join(players, players.c.id == race_seats.c.player_id)
+        .where(race_seats.c.race_id.in_([row.id for row in rows]))
+        .order_by(race_seats.c.race_id, race_seats.c.seat)
+    )
+    by_race: dict[str, list[RaceSeatRecord]] = {}
+    for seat in seated:
+        by_race.setdefault(seat.race_id, []).append(_seat(seat))
+    return [_race(row, tuple(by_race.get(row.id, ()))) for row in rows]
+
+
+async def games_of_races(
+    conn: AsyncConnection, game_ids: Iterable[str]
+) -> dict[str, tuple[str, str, str | None]]:
+    """Game id → (its deal's code, its player, its race) of those of ``game_ids`` that are stored."""
+    wanted = sorted(set(game_ids))
+    if not wanted:
+        return {}
+    rows = await conn.execute(
+        select(games.c.id, games.c.code, games.c.player_id, games.c.race_id).where(games.c.id.in_(wanted))
+    )
+    return {row.id: (row.code, row.player_id, row.race_id) for row in rows}
 
 
 def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:

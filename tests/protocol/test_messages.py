@@ -134,6 +134,7 @@ def test_client_message_types_in_readme_order() -> None:
         "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "replay",
         "hint", "live", "leaderboard", "profile", "games",
         "race_create", "race_join", "race_watch", "race_ready", "race_start", "race_leave",
+        "quick_race", "quick_race_leave",
     ]  # fmt: skip
 
 

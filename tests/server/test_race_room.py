@@ -27,6 +27,7 @@ from server.play.race_commands import (
     RaceReady,
     RaceStart,
     RaceWatch,
+    RatingsLoaded,
     SeatChanged,
     SeatProgress,
     Tick,
@@ -218,14 +219,33 @@ def test_a_winner_ends_the_race_and_the_boards_open() -> None:
     won.status = Status.WON  # what the seat's game room says of a winning commit
     effects = harness.play(2, won)
     assert effects == ["Commit"] and harness.room.state == "finished"
-    assert harness.committed() == [
+    # the finishing write rated the race: its changes are read before the result goes out, and
+    # requests wait meanwhile (the driver holds them while the room awaits)
+    assert harness.committed() == ["LoadRatings"] and harness.room.awaiting is not None
+    assert harness.handle(RatingsLoaded({BO.id: (1000, 1021), ANN.id: (1000, 990)})) == [
         "Push(race_diff -> ann, ann2, bo, spec)",
         "Push(race_board -> ann, ann2, bo, spec)",
         "Leave",
     ]
     rows = {row.seat: row for row in harness.room.snapshot(None).rows}
     assert (rows[2].place, rows[2].status, rows[1].place) == (1, "won", 2)
+    final = next(message for _, message in reversed(harness.pushed) if message["type"] == "race_diff")
+    shifts = {row["seat"]: row.get("rating") for row in final["rows"]}
+    assert shifts == {1: {"before": 1000, "after": 990}, 2: {"before": 1000, "after": 1021}}
     assert not harness.room.is_open()
+
+
+def test_a_result_whose_ratings_could_not_be_read_goes_out_without_them() -> None:
+    """Reading the rating changes failed (or the race rated nobody): the result carries no rating."""
+    harness = Harness().running()
+    won = Game(DEAL)
+    won.status = Status.WON
+    harness.play(1, won)
+    assert harness.committed() == ["LoadRatings"]
+    effects = harness.handle(RatingsLoaded({}, error=OSError("the database went away")))
+    assert effects[0] == "Push(race_diff -> ann, ann2, bo, spec)" and effects[-1] == "Leave"
+    assert all(row.rating is None for row in harness.room.snapshot(None).rows)
+    assert all("rating" not in row.to_wire() for row in harness.room.snapshot(None).rows)
 
 
 def test_the_time_limit_ends_the_race_on_the_standings() -> None:

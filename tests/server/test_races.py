@@ -139,13 +139,22 @@ async def test_eight_seats_raced_to_a_win(race_app: App) -> None:
     assert updates >= 8 * (len(solution) + 7)  # every seat got every action's standings
     # Rated as one match of eight, in the transaction that finished the race (docs/ratings.md): each
     # player's first C8 race, the winner rated above every other.
+    # ... and the result told every follower each seat's shown rating before and after it
     ratings = {}
     for client in clients:
         profile = await client.request("profile")
         (rating,) = profile["ratings"]
         assert (rating["cells"], rating["races"]) == (8, 1), rating
         ratings[client] = rating["rating"]
+        for copy in copies:
+            assert copy.of(client)["rating"] == {"before": 1000, "after": rating["rating"]}
     assert all(ratings[winner] > rating for client, rating in ratings.items() if client is not winner)
+    # a race over is read from the database when watched: its rows carry the same changes
+    late = Standings(await winner.request("race_watch", race=winner_copy.race["race"]))
+    assert late.race["state"] == "finished"
+    assert {row["seat"]: row["rating"] for row in late.rows.values()} == {
+        row["seat"]: row["rating"] for row in winner_copy.rows.values()
+    }
     board = await winner.request("leaderboard", board="rating", cells=8)
     assert winner.player is not None and board["rows"][0]["player"]["id"] == winner.player["id"]
     await close_all(*clients)
@@ -286,6 +295,30 @@ async def test_bad_race_requests_are_refused_clearly(race_app: App) -> None:
     twice = await other.request("race_leave", race=race_id)
     assert twice["code"] == "illegal_move" and "no seat" in twice["message"]
     await close_all(creator, other, late)
+
+
+async def test_a_stranger_with_the_code_watches_a_started_race(race_app: App) -> None:
+    """race_join of a started race is refused; race_watch with its code follows it as a spectator
+    (the standings live, no seat). Bad input tried: an unknown code, both race and code."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await lobby(url, 2, time_limit=600)
+    await start(clients, copies)
+    code, race_id = copies[0].race["code"], copies[0].race["race"]
+    stranger = await player(url, name="stranger")
+    assert (await stranger.request("race_join", code=code))["code"] == "illegal_move"
+    watched = Standings(await stranger.request("race_watch", code=code))
+    assert (watched.race["race"], watched.race["state"]) == (race_id, "running")
+    assert stranger.player is not None
+    assert all(row["player"]["id"] != stranger.player["id"] for row in watched.rows.values())
+    deal = Deal.from_code(watched.race["deal"])
+    game_id = copies[0].of(clients[0])["game"]
+    move = next(iter(Game(deal).legal_moves))
+    assert (await clients[0].request("move", game=game_id, **move_fields(move)))["type"] == "ack"
+    await follow_until(stranger, watched, lambda s: s.of(clients[0])["moves"] == 1)
+    assert (await stranger.request("race_watch", code="ABCDEFGH"))["code"] == "not_found"
+    both = await stranger.request("race_watch", race=race_id, code=code)
+    assert both["code"] == "bad_request"
+    await close_all(stranger, *clients)
 
 
 async def test_race_creation_loops_are_rate_limited(database_url: str) -> None:

@@ -50,6 +50,8 @@ REPLIES = {
     "race_ready": "ok",
     "race_start": "ok",
     "race_leave": "ok",
+    "quick_race": "ok",
+    "quick_race_leave": "ok",
 }
 #: The errors a valid vector may get as it stands: about what it names (its game `7Kq2XwbT9m-Ls4fR`,
 #: player `3fQ9Lk2vBn8sZ1wD`, race `Rc4Vn8Lq2Ztp0aXe`, invitation code and token do not exist on a
@@ -78,12 +80,19 @@ async def served_reply(client: WsClient, case: dict[str, Any], message: dict[str
 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)
 async def test_valid_vectors_are_served_never_refused_as_bad_request(url: str, subprotocol: str) -> None:
-    """Each `hello` on a connection of its own; every other vector on one that said hello, as it is
-    and, when it names a game, once more on a fresh game of the player's own."""
+    """Each `hello` on a connection of its own; the quick match vectors on one of a player in no race
+    (the served player holds seats of the `race_create` vectors, and quick match refuses a seated
+    player); every other vector on one that said hello, as it is and, when it names a game, once
+    more on a fresh game of the player's own."""
     served = await WsClient.open(url, subprotocol)
     await served.hello()
+    quick = await WsClient.open(url, subprotocol)
+    await quick.hello()
     for case in VECTORS["valid"]:
         message = case["message"]
+        if message["type"] in ("quick_race", "quick_race_leave"):
+            await served_reply(quick, case, message)
+            continue
         if message["type"] == "hello":
             newcomer = await WsClient.open(url, subprotocol)
             await served_reply(newcomer, case, message)
@@ -100,6 +109,7 @@ async def test_valid_vectors_are_served_never_refused_as_bad_request(url: str, s
             await served.request("unwatch", game=reply["game"])
     assert (await served.request("live"))["type"] == "live"  # still serving
     await served.close()
+    await quick.close()
 
 
 @pytest.mark.parametrize("subprotocol", SUBPROTOCOLS)

@@ -201,7 +201,14 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     winner = page.locator('#race-places li[data-place="1"]')
     await expect(winner).to_contain_text("Bo")
     await expect(winner).to_contain_text(f"52/52 home · {len(line)} moves")
-    await expect(page.locator("#race .race-rating")).to_have_count(0)  # the server sent no rating change
+    # both guests were rated, newcomers at 1000 (the result's rows carry {before, after}): the winner up
+    await expect(page.locator("#race .race-rating")).to_have_count(2)
+    for rated in (winner, page.locator('#race-places li[data-mine="true"]')):
+        await expect(rated.locator(".race-rating")).to_have_attribute(
+            "title", re.compile(r"^rating 1000 → \d+$")
+        )
+    await expect(winner.locator(".race-rating")).to_have_class(re.compile(r"\bup\b"))
+    await expect(winner.locator(".race-rating")).to_have_text(re.compile(r"^\d+ \(\+\d+\)$"))
     await expect(page.locator("#game-over")).to_be_hidden()  # the race's result stands for the game's
     await screenshot(page, "desktop-race-result.png")
     types = [message["type"] for message in frames.received]
@@ -296,6 +303,38 @@ async def test_a_race_made_on_a_phone_ends_at_the_time_limit(chromium: Any, site
     await expect(page.locator("#race-code-shown")).not_to_have_text(code)
     await expect(panel.locator(".race-what")).to_have_text("4 cells · 1:00 · private")
     await bo.close()
+    await context.close()
+    assert errors == []
+
+
+async def test_a_link_to_a_started_race_watches_it(chromium: Any, site: str, race_app: App) -> None:
+    """A stranger opening the invitation link of a race under way cannot join it: the page says so
+    and watches it by its code (the standings of both seats, none of them the page's, live)."""
+    errors: list[str] = []
+    url = serverutil.ws_url(race_app)
+    bo, cy = await player(url, name="Bo"), await player(url, name="Cy")
+    race = await bo.request("race_create", seats=2, time_limit=300)
+    race_id, code = race["race"], race["code"]
+    assert (await cy.request("race_join", code=code))["type"] == "race"
+    for client in (bo, cy):
+        assert (await client.request("race_ready", race=race_id))["type"] == "ok"
+    assert (await bo.request("race_start", race=race_id))["type"] == "ok"
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_link(context, site, f"/r/{code}", errors)
+    panel = page.locator("#race")
+    await expect(page.locator("#race-message")).to_have_text(
+        "That race had already started: you are watching it."
+    )
+    await expect(panel).to_have_attribute("data-state", "running", timeout=15_000)
+    await expect(page.locator("#race-bars li")).to_have_count(2)
+    await expect(page.locator('#race-bars li[data-mine="true"]')).to_have_count(0)
+    running = await race_of(bo, race_id)
+    bo_game = game_of(running, bo)
+    move = next(iter(Game(Deal.from_code(running["deal"])).legal_moves))
+    assert (await bo.request("move", game=bo_game, **move_fields(move)))["type"] == "ack"
+    await expect(page.locator('#race-bars li[data-mine="false"]').first).to_have_attribute("data-moves", "1")
+    await bo.close()
+    await cy.close()
     await context.close()
     assert errors == []
 
