@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -258,10 +259,19 @@ class ReplyDelay:
             self._pump.cancel()
 
 
-async def _touch_tap(cdp: CDPSession, x: float, y: float) -> None:
+async def _touch_tap(cdp: CDPSession, x: float, y: float, at: float | None = None) -> None:
+    """A finger down and up at (x, y); ``at`` (seconds since the epoch) is the time the events carry."""
+    stamp = {} if at is None else {"timestamp": at}
     touch = [{"x": x, "y": y, "radiusX": 4, "radiusY": 4, "force": 1, "id": 1}]
-    await cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": touch})
-    await cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    await cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": touch, **stamp})
+    await cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": [], **stamp})
+
+
+async def _mouse_click(cdp: CDPSession, x: float, y: float, at: float, count: int) -> None:
+    """The left button pressed and released at (x, y), the ``count``-th click of a gesture, at ``at``."""
+    for kind in ("mousePressed", "mouseReleased"):
+        event = {"type": kind, "x": x, "y": y, "button": "left", "clickCount": count, "timestamp": at}
+        await cdp.send("Input.dispatchMouseEvent", event)
 
 
 async def touch_tap(page: Page, point: tuple[float, float]) -> None:
@@ -273,14 +283,16 @@ async def touch_tap(page: Page, point: tuple[float, float]) -> None:
 
 async def double_tap(page: Page, point: tuple[float, float], interval_ms: int, *, touch: bool) -> None:
     """Two taps at one point, ``interval_ms`` apart (from the first release to the second press),
-    with a finger or the mouse."""
-    cdp = await page.context.new_cdp_session(page) if touch else None
-    for index in range(2):
-        if index:
-            await asyncio.sleep(interval_ms / 1000)
-        if cdp is not None:
-            await _touch_tap(cdp, *point)
+    with a finger or the mouse. Each event carries the time it is meant for (CDP's ``timestamp``),
+    as a device stamps its input: on a loaded machine the second tap may reach the page later than
+    that (as on a slow phone), but the page sees the gesture's own gap, not the test's lateness."""
+    cdp = await page.context.new_cdp_session(page)
+    first = time.time()
+    for index, at in enumerate((first, first + interval_ms / 1000)):
+        if index:  # the second tap is sent no sooner than its time: the page is never told of the future
+            await asyncio.sleep(max(0.0, at - time.time()))
+        if touch:
+            await _touch_tap(cdp, *point, at=at)
         else:
-            await page.mouse.click(*point)
-    if cdp is not None:
-        await cdp.detach()
+            await _mouse_click(cdp, *point, at, index + 1)
+    await cdp.detach()
