@@ -59,7 +59,6 @@ import asyncio
 import base64
 import contextlib
 import itertools
-import math
 import multiprocessing
 import os
 import socket
@@ -77,7 +76,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 
-from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, rss_bytes, start_target, stop_process
+from bench.bench_load import CODE, SUBPROTOCOL, cpu_seconds, percentile, rss_bytes, start_target, stop_process
 from bench.bystander import paced_round_trips
 from bench.echo_server import raise_nofile_limit
 from server.ops.runtime import fast_event_loop
@@ -554,8 +553,8 @@ async def _hints(url: str, tally: Tally, until: float) -> None:
     await _hint_loop(bystander, until - START_MARGIN / 2, bystander_saw)
     await asyncio.gather(*flood)
     trips.sort()
-    tally.counts["bystander hint p50 ms"] = round(_percentile(trips, 0.5) * 1000)
-    tally.counts["bystander hint p99 ms"] = round(_percentile(trips, 0.99) * 1000)
+    tally.counts["bystander hint p50 ms"] = round(percentile(trips, 0.5) * 1000)
+    tally.counts["bystander hint p99 ms"] = round(percentile(trips, 0.99) * 1000)
     for ws in (*flooders, bystander):
         await ws.close()
 
@@ -636,12 +635,6 @@ def attack_main(name: str, url: str, seconds: float, niceness: int, pipe: Connec
 # --------------------------------------------------------------------------- the run
 
 
-def _percentile(ordered: Sequence[float], fraction: float) -> float:
-    if not ordered:
-        return float("nan")
-    return ordered[max(1, min(len(ordered), math.ceil(fraction * len(ordered)))) - 1]
-
-
 def _spawn(target: Callable[..., None], *args: Any) -> tuple[multiprocessing.process.BaseProcess, Connection]:
     receiver, sender = multiprocessing.get_context("spawn").Pipe(duplex=False)
     process = multiprocessing.get_context("spawn").Process(target=target, args=(*args, sender), daemon=True)
@@ -683,13 +676,13 @@ Row = tuple[str, list[float], dict[str, int], float, int]
 
 def report(rows: list[Row], command: str) -> None:
     calm = next((latencies for name, latencies, *_ in rows if name == "calm"), [])
-    calm_p50, calm_p99 = _percentile(calm, 0.5), _percentile(calm, 0.99)
+    calm_p50, calm_p99 = percentile(calm, 0.5), percentile(calm, 0.99)
     print(
         f"{'attack':<9} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
         f"{'server CPU':>10} {'RSS +MiB':>8} {'max ms':>8}"
     )
     for name, latencies, _, server_cpu, rss_growth in rows:
-        p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+        p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         most = latencies[-1] if latencies else float("nan")
         print(
             f"{name:<9} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "

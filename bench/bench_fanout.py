@@ -54,6 +54,7 @@ from bench.bench_load import (
     ROOT,
     START_TIMEOUT,
     SUBPROTOCOL,
+    percentile,
     process_tree,
     start_target,
     stop_process,
@@ -235,10 +236,6 @@ class Result:
     delay_p99_ms: float
 
 
-def _percentile(ordered: Sequence[float], fraction: float) -> float:
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
-
-
 def measure(kind: str, url: str, pid: int, args: argparse.Namespace) -> Result:
     """Spectators watch, the player plays; the server's CPU over the window after ``SETTLE``."""
     runner = asyncio.Runner(loop_factory=fast_event_loop())
@@ -279,8 +276,8 @@ def measure(kind: str, url: str, pid: int, args: argparse.Namespace) -> Result:
         len(sent),
         len(delays),
         cpu / len(delays) * 1e6 if delays else float("nan"),
-        _percentile(delays, 0.5) * 1e3,
-        _percentile(delays, 0.99) * 1e3,
+        percentile(delays, 0.5) * 1e3,
+        percentile(delays, 0.99) * 1e3,
     )
 
 

@@ -621,8 +621,8 @@ def _loop_cpu_per_reply(measurement: Measurement) -> float:
     return measurement.loop_cpu / measurement.rate * 1e6
 
 
-def _percentile(ordered: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of sorted values."""
+def percentile(ordered: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile of sorted values (every bench reports its percentiles by this one)."""
     if not ordered:
         return float("nan")
     rank = max(1, min(len(ordered), math.ceil(fraction * len(ordered))))
@@ -753,8 +753,8 @@ def measure(
         kind=target.kind,
         n=n,
         rate=len(ordered) / elapsed,
-        p50_ms=_percentile(ordered, 0.50) * 1000,
-        p99_ms=_percentile(ordered, 0.99) * 1000,
+        p50_ms=percentile(ordered, 0.50) * 1000,
+        p99_ms=percentile(ordered, 0.99) * 1000,
         samples=len(ordered),
         errors=errors,
         first_error=first_error,

@@ -51,7 +51,15 @@ import msgpack  # type: ignore[import-untyped]
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from bench.bench_load import CODE, SUBPROTOCOL, process_tree, start_target, stop_process, tree_cpu_seconds
+from bench.bench_load import (
+    CODE,
+    SUBPROTOCOL,
+    percentile,
+    process_tree,
+    start_target,
+    stop_process,
+    tree_cpu_seconds,
+)
 from bench.echo_server import raise_nofile_limit
 from engine import Deal, Game, Move
 from server.ops.runtime import fast_event_loop
@@ -242,10 +250,6 @@ def driver_main(plan: DriverPlan, pipe: Connection) -> None:
 # --------------------------------------------------------------------------- the run and its report
 
 
-def _percentile(ordered: Sequence[float], fraction: float) -> float:
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
-
-
 @dataclass
 class Delays:
     kind: str
@@ -256,7 +260,7 @@ class Delays:
     from_ack: list[float]
 
     def p(self, which: str, fraction: float) -> float:
-        return _percentile(self.from_send if which == "send" else self.from_ack, fraction) * 1e3
+        return percentile(self.from_send if which == "send" else self.from_ack, fraction) * 1e3
 
 
 def _delays(
