@@ -6,8 +6,11 @@ every seat's game is stored with the race's deal (`verify_races`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engine import InvalidCodeError, Status
 from server.play.race_places import Figures, places
@@ -29,6 +32,13 @@ __all__ = [
     "verify_races",
     "verify_ratings",
 ]
+
+_Row = TypeVar("_Row")
+_Key = TypeVar("_Key")
+#: A player's rating in one variant and its changes (`stored_ratings.rating_histories_after`).
+_History = tuple[str, int, Rating | None, tuple[RatingChange, ...]]
+#: Game id → (deal code, player, race) (`stored_races.games_of_races`).
+_Games = dict[str, tuple[str, str, str | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,23 +105,40 @@ async def verify_games(
     """
     async with database.connection() as conn:
         total = await repository.count_games(conn)
+
+    async def read(conn: AsyncConnection, after: str | None) -> Sequence[StoredGame]:
+        return await repository.load_games_after(conn, after, batch)
+
+    def check(stored: StoredGame) -> Mismatch | None:
+        problem = check_stored_game(stored)
+        return None if problem is None else Mismatch(stored.id, problem)
+
+    shown = None if progress is None else lambda checked: progress(checked, total)
+    return await _walk(database, read, lambda stored: stored.id, check, shown)
+
+
+async def _walk(
+    database: Database,
+    read: Callable[[AsyncConnection, _Key | None], Awaitable[Sequence[_Row]]],
+    key: Callable[[_Row], _Key],
+    check: Callable[[_Row], Mismatch | None],
+    progress: Callable[[int], None] | None = None,
+) -> tuple[int, list[Mismatch]]:
+    """Every stored row, a page after the key of the one before (each page read as of one moment:
+    a game and its actions, a race and its games), checked: how many, and the mismatches."""
     checked = 0
     mismatches: list[Mismatch] = []
-    after: str | None = None
+    after: _Key | None = None
     while True:
-        async with database.snapshot() as conn:  # a game and its actions as of one moment
-            stored_games = await repository.load_games_after(conn, after, batch)
-        if not stored_games:
-            break
-        for stored in stored_games:
-            problem = check_stored_game(stored)
-            if problem is not None:
-                mismatches.append(Mismatch(stored.id, problem))
-        checked += len(stored_games)
-        after = stored_games[-1].id
+        async with database.snapshot() as conn:
+            page = await read(conn, after)
+        if not page:
+            return checked, mismatches
+        mismatches += [mismatch for mismatch in map(check, page) if mismatch is not None]
+        checked += len(page)
+        after = key(page[-1])
         if progress is not None:
-            progress(checked, total)
-    return checked, mismatches
+            progress(checked)
 
 
 def _same(stored: Rating, expected: Rating) -> bool:
@@ -162,35 +189,30 @@ async def verify_ratings(database: Database, *, batch: int = 500) -> tuple[int, 
         The number of rated races checked, and the mismatches (``game_id`` naming the race, or the
         player and variant as ``player/C8``).
     """
-    mismatches: list[Mismatch] = []
-    checked = 0
-    after: str | None = None
-    while True:
-        async with database.snapshot() as conn:
-            races = await stored_ratings.rated_races_after(conn, after, batch)
-        if not races:
-            break
-        for race in races:
-            problem = check_rated_race(race)
-            if problem is not None:
-                mismatches.append(Mismatch(race.race_id, problem))
-        checked += len(races)
-        after = races[-1].race_id
-    key: tuple[str, int] | None = None
-    while True:
-        async with database.snapshot() as conn:
-            histories = await stored_ratings.rating_histories_after(conn, key, batch)
-        if not histories:
-            break
-        for player, cells, rating, changes in histories:
-            problem = check_rating_history(rating, changes)
-            if problem is not None:
-                mismatches.append(Mismatch(f"{player}/C{cells}", problem))
-        key = histories[-1][0], histories[-1][1]
-    return checked, mismatches
+
+    async def races(conn: AsyncConnection, after: str | None) -> Sequence[RatedRace]:
+        return await stored_ratings.rated_races_after(conn, after, batch)
+
+    def check_race(race: RatedRace) -> Mismatch | None:
+        problem = check_rated_race(race)
+        return None if problem is None else Mismatch(race.race_id, problem)
+
+    async def histories(conn: AsyncConnection, after: tuple[str, int] | None) -> Sequence[_History]:
+        return await stored_ratings.rating_histories_after(conn, after, batch)
+
+    def check_history(history: _History) -> Mismatch | None:
+        player, cells, rating, changes = history
+        problem = check_rating_history(rating, changes)
+        return None if problem is None else Mismatch(f"{player}/C{cells}", problem)
+
+    checked, mismatches = await _walk(database, races, lambda race: race.race_id, check_race)
+    _, history_mismatches = await _walk(
+        database, histories, lambda history: (history[0], history[1]), check_history
+    )
+    return checked, mismatches + history_mismatches
 
 
-def check_finished_race(race: RaceRecord, games: dict[str, tuple[str, str, str | None]]) -> str | None:
+def check_finished_race(race: RaceRecord, games: _Games) -> str | None:
     """Why a finished race is not what its seats say (None: it is): its places are not the ones
     `server.play.race_places.places` gives its seats' stored figures, or a seat's game is missing, of
     another player, of another race or of another deal. ``games``: `races.games_of_races`."""
@@ -222,20 +244,16 @@ async def verify_races(database: Database, *, batch: int = 500) -> tuple[int, li
     Returns:
         The number of finished races checked, and the mismatches (``game_id`` naming the race).
     """
-    mismatches: list[Mismatch] = []
-    checked = 0
-    after: str | None = None
-    while True:
-        async with database.snapshot() as conn:
-            races = await stored_races.finished_races_after(conn, after, batch)
-            game_ids = [seat.game_id for race in races for seat in race.seated if seat.game_id is not None]
-            games = await stored_races.games_of_races(conn, game_ids)
-        if not races:
-            break
-        for race in races:
-            problem = check_finished_race(race, games)
-            if problem is not None:
-                mismatches.append(Mismatch(race.id, problem))
-        checked += len(races)
-        after = races[-1].id
-    return checked, mismatches
+
+    async def read(conn: AsyncConnection, after: str | None) -> Sequence[tuple[RaceRecord, _Games]]:
+        races = await stored_races.finished_races_after(conn, after, batch)
+        game_ids = [seat.game_id for race in races for seat in race.seated if seat.game_id is not None]
+        games = await stored_races.games_of_races(conn, game_ids)
+        return [(race, games) for race in races]
+
+    def check(race_and_games: tuple[RaceRecord, _Games]) -> Mismatch | None:
+        race, games = race_and_games
+        problem = check_finished_race(race, games)
+        return None if problem is None else Mismatch(race.id, problem)
+
+    return await _walk(database, read, lambda race_and_games: race_and_games[0].id, check)
