@@ -257,10 +257,11 @@ def _check_rows(message: dict[str, object]) -> None:
     previous = 0
     for index, row in enumerate(rows):
         path = f"leaderboard.rows[{index}]"
-        if _row_kind(row) == "player":
+        kind = _row_kind(row)
+        if kind == "player":
             _fields_of(row, path, _PLAYER_ROW, frozenset())
             _check_won_played(row, path)
-        elif _row_kind(row) == "rating":
+        elif kind == "rating":
             _fields_of(row, path, _RATING_ROW, frozenset())
         else:
             _fields_of(row, path, _GAME_ROW, frozenset())
@@ -431,11 +432,6 @@ _RACE_NOW: Final[dict[str, _Check]] = {
 }
 
 
-def _record_any(value: object, path: str) -> None:
-    if type(value) is not dict:
-        _fail(path, f"expected a map, got {value!r}")
-
-
 def _check_race_board(message: dict[str, object]) -> None:
     board = cast("dict[str, object]", message["board"])
     if board.get("type") != "snapshot":
@@ -527,7 +523,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
     ),
     "race_diff": ({**_RACE_NOW, "gone": _array(_SEAT_NUMBER, 0, RACE_SEATS[1])}, frozenset(), None),
     "race_board": (
-        {"race": _game_id, "seat": _SEAT_NUMBER, "board": _record_any},
+        {"race": _game_id, "seat": _SEAT_NUMBER, "board": _any_row},
         frozenset(),
         _check_race_board,
     ),

@@ -129,4 +129,4 @@ class HttpEndpoints:
         so; whether the game exists is the ``replay`` request's answer)."""
         if ID_PATTERN.fullmatch(game_id) is not None:
             return self._static.respond("/replay.html", request.headers)
-        return http_response(HTTPStatus.BAD_REQUEST, (WEB_ROOT / "replay.html").read_bytes(), TYPES[".html"])
+        return http_response(HTTPStatus.BAD_REQUEST, self._static.body("/replay.html"), TYPES[".html"])

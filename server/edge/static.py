@@ -45,8 +45,8 @@ class StaticFile:
     @classmethod
     def read(cls, path: Path) -> StaticFile:
         body = path.read_bytes()
-        packed = gzip.compress(body, compresslevel=9, mtime=0)
-        small = len(body) < MIN_GZIP_BYTES or len(packed) >= len(body)
+        packed = gzip.compress(body, compresslevel=9, mtime=0) if len(body) >= MIN_GZIP_BYTES else body
+        small = len(packed) >= len(body)
         modified = datetime.fromtimestamp(int(path.stat().st_mtime), UTC)
         tag = hashlib.sha256(body).hexdigest()[:20]
         return cls(body, None if small else packed, TYPES[path.suffix], f'"{tag}"', modified)
@@ -62,6 +62,10 @@ class StaticFiles:
             if path.is_file() and path.suffix in TYPES and "__pycache__" not in path.parts
         }
         self._files["/"] = self._files["/index.html"]
+
+    def body(self, path: str) -> bytes:
+        """The bytes of the file at ``path``, as read at start (a page served with another status)."""
+        return self._files[path].body
 
     def respond(self, path: str, headers: Headers) -> Response:
         """The file at ``path``: 304 when the client's copy is current, gzipped when it accepts it."""

@@ -17,6 +17,7 @@ only; a spectator who holds none gets each seat's board ``board_delay`` seconds 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -99,7 +100,7 @@ class Seat:
         )
 
     def copy(self) -> Seat:
-        return Seat(**{name: getattr(self, name) for name in Seat.__slots__})
+        return dataclasses.replace(self)
 
 
 @dataclass(slots=True)
@@ -228,8 +229,6 @@ class RaceRoom:
     # ------------------------------------------------------------------ requests
 
     def _watch(self, command: RaceWatch) -> list[Effect]:
-        if self.replaced:
-            return [Reply(command.reply_to, None)]  # let go: find the race again
         self.followers[command.follower] = command.player.id
         replies: list[ServerMessage] = [self.snapshot(command.request_id)]
         if self.state in _OVER or self.seat_of(command.player.id) is None:
