@@ -56,6 +56,7 @@ from bench.bench_load import (
     SUBPROTOCOL,
     percentile,
     process_tree,
+    split,
     start_target,
     stop_process,
     tree_cpu_seconds,
@@ -242,14 +243,12 @@ def measure(kind: str, url: str, pid: int, args: argparse.Namespace) -> Result:
     player = runner.run(_player(url))
     game = player.game
     context = multiprocessing.get_context("spawn")
-    shares = [
-        args.spectators // args.drivers + (i < args.spectators % args.drivers) for i in range(args.drivers)
-    ]
     drivers = []
-    for share in shares:
+    for share in split(args.spectators, args.drivers):
         ours, theirs = context.Pipe()
         process = context.Process(target=spectator_main, args=(SpectatorPlan(url, game, share), theirs))
         process.start()
+        theirs.close()  # the driver's end is the driver's: a driver that dies then ends our recv
         drivers.append((process, ours))
     try:
         for _, pipe in drivers:

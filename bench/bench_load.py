@@ -656,7 +656,8 @@ def _py_spy(pid: int, seconds: float, output: Path, fmt: str) -> subprocess.Pope
     )
 
 
-def _split(total: int, parts: int) -> list[int]:
+def split(total: int, parts: int) -> list[int]:
+    """``total`` shared among ``parts`` as evenly as whole numbers allow (the first ones get one more)."""
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
@@ -677,8 +678,8 @@ def measure(
     its share of it (equal load); 0: closed loops, as fast as the target answers (saturated)."""
     context = multiprocessing.get_context("spawn")
     drivers = max(1, min(max(args.drivers, _drivers_needed(n)), n))
-    shares = _split(n, drivers)
-    actives: list[int | None] = [None] * drivers if active is None else list(_split(min(active, n), drivers))
+    shares = split(n, drivers)
+    actives: list[int | None] = [None] * drivers if active is None else list(split(min(active, n), drivers))
     staged = active is not None
     playing = min(n if active is None else active, n)
     interval = playing / offered if offered else 0.0

@@ -56,6 +56,7 @@ from bench.bench_load import (
     SUBPROTOCOL,
     percentile,
     process_tree,
+    split,
     start_target,
     stop_process,
     tree_cpu_seconds,
@@ -279,10 +280,6 @@ def _delays(
     )
 
 
-def _split(total: int, parts: int) -> list[int]:
-    return [total // parts + (i < total % parts) for i in range(parts)]
-
-
 def run(args: argparse.Namespace, root: Path) -> tuple[Delays, Delays, float, float]:
     """Everyone in, then the window played; the standings' and the plain diffs' delays, the CPU over
     the window, and the CPU a second while everyone was in and no one played."""
@@ -296,7 +293,7 @@ def run(args: argparse.Namespace, root: Path) -> tuple[Delays, Delays, float, fl
     drivers = []
     try:
         for index, (races, plains) in enumerate(
-            zip(_split(args.races, args.drivers), _split(args.plain_games, args.drivers), strict=True)
+            zip(split(args.races, args.drivers), split(args.plain_games, args.drivers), strict=True)
         ):
             plan = DriverPlan(
                 target.url,
