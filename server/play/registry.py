@@ -151,7 +151,8 @@ class RoomRegistry:
         async with self._database.connection() as conn:
             stored = await repository.load_game(conn, game_id)
             player = await repository.get_player(conn, stored.player_id) if stored else None
-            race = await races.load_race(conn, stored.race_id) if stored and stored.race_id else None
+            race_id = stored.race_id if stored else None
+            closes_at = await races.race_ends_at(conn, race_id) if race_id else None
         if stored is None or player is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no game {game_id}")
         owner = PlayerRef.of(player.id, player.name, bot=player.bot)
@@ -161,8 +162,8 @@ class RoomRegistry:
             self._cache(finished)
             return finished
         room = self._room(GameRoom(stored.id, game, owner, stored.started_at))
-        if race is not None:  # a race seat's game: it tells the race, and closes at the time limit
-            room.room.race, room.room.closes_at = race.id, race.ends_at
+        if race_id is not None:  # a race seat's game: it tells the race, and closes at the time limit
+            room.room.race, room.room.closes_at = race_id, closes_at
         self._add(room)
         for event in self.remote.take_early(game_id):
             room.send(RemoteCommit(event))

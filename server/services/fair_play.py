@@ -70,10 +70,9 @@ class FairPlay:
         """A race seat's game: sealed to everyone else until the race is over. Its seats hold the
         deal (standing: playing) until then, even once their own game is over; the others see its
         boards through the race, late (race_board)."""
+        assert daily.race_id is not None
         async with self._database.connection() as conn:
-            race = await races.game_race(conn, game_id)
-        if race is None:
-            return
+            race = await races.race_seating(conn, daily.race_id)  # the game's race is known: no re-read
         over = race.state in ("finished", "cancelled")
         closes_at = now if over else (race.ends_at or dt.datetime.max.replace(tzinfo=dt.UTC))
         sealed = seal(

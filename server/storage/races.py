@@ -6,6 +6,7 @@ write replaces its seats rather than diffing them. Never commits (the caller's t
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +24,9 @@ __all__ = [
     "games_of_races",
     "load_race",
     "open_race_ids",
+    "race_ends_at",
     "race_id_by_code",
+    "race_seating",
     "races_not_over",
     "store_race",
 ]
@@ -116,11 +119,19 @@ async def open_race_ids(conn: AsyncConnection) -> list[str]:
 async def game_race(conn: AsyncConnection, game_id: str) -> GameRace | None:
     """The race ``game_id`` is a seat of, its state and its players; None for a game of no race."""
     race_id = await conn.scalar(select(games.c.race_id).where(games.c.id == game_id))
-    if race_id is None:
-        return None
+    return None if race_id is None else await race_seating(conn, race_id)
+
+
+async def race_seating(conn: AsyncConnection, race_id: str) -> GameRace:
+    """Race ``race_id``'s state, end and players (a caller that knows a game's race asks this)."""
     race = (await conn.execute(select(races.c.state, races.c.ends_at).where(races.c.id == race_id))).one()
     seated = await conn.scalars(select(race_seats.c.player_id).where(race_seats.c.race_id == race_id))
     return GameRace(race_id, race.state, frozenset(seated), race.ends_at)
+
+
+async def race_ends_at(conn: AsyncConnection, race_id: str) -> dt.datetime | None:
+    """When race ``race_id`` ends (None before its reveal): what a seat's game closes at."""
+    return await conn.scalar(select(races.c.ends_at).where(races.c.id == race_id))
 
 
 async def races_not_over(conn: AsyncConnection, race_ids: Iterable[str]) -> frozenset[str]:
