@@ -343,7 +343,6 @@ def _auto(message: dict[object, object], rid: RequestId | None) -> AutoRequest:
 
 
 _UNDO = frozenset({"type", "id", "game", "v"})
-_GAME_ONLY = frozenset({"type", "id", "game"})
 _GAME = ("game",)
 
 
@@ -352,12 +351,24 @@ def _undo(message: dict[object, object], rid: RequestId | None) -> UndoRequest:
     return UndoRequest(_game_id(message["game"], "game", rid), _version(message, rid), rid)
 
 
-def _game_only(
-    cls: type[ResignRequest | ResumeRequest | WatchRequest | UnwatchRequest | HintRequest],
+def _id_only(
+    cls: type[
+        ResignRequest
+        | ResumeRequest
+        | WatchRequest
+        | UnwatchRequest
+        | HintRequest
+        | RaceStartRequest
+        | RaceLeaveRequest
+    ],
+    field: str = "game",
 ) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
+    """A request whose one field is the id of a game (or of a race: ``field``)."""
+    allowed = frozenset({"type", "id", field})
+
     def parse(message: dict[object, object], rid: RequestId | None) -> ClientMessage:
-        _check_fields(message, _GAME_ONLY, _GAME, rid)
-        return cls(_game_id(message["game"], "game", rid), rid)
+        _check_fields(message, allowed, (field,), rid)
+        return cls(_game_id(message[field], field, rid), rid)
 
     return parse
 
@@ -506,18 +517,7 @@ def _race_join(message: dict[object, object], rid: RequestId | None) -> RaceJoin
     return RaceJoinRequest(_pattern(message["code"], "code", INVITE_PATTERN, INVITE_RULE, rid), rid)
 
 
-_RACE_ONLY = frozenset({"type", "id", "race"})
 _RACE_READY = frozenset({"type", "id", "race", "ready"})
-
-
-def _race_only(
-    cls: type[RaceStartRequest | RaceLeaveRequest],
-) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
-    def parse(message: dict[object, object], rid: RequestId | None) -> ClientMessage:
-        _check_fields(message, _RACE_ONLY, ("race",), rid)
-        return cls(_game_id(message["race"], "race", rid), rid)
-
-    return parse
 
 
 _RACE_WATCH = frozenset({"type", "id", "race", "code"})
@@ -563,12 +563,12 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "tap": _tap,
     "auto": _auto,
     "undo": _undo,
-    "resign": _game_only(ResignRequest),
-    "resume": _game_only(ResumeRequest),
-    "watch": _game_only(WatchRequest),
-    "unwatch": _game_only(UnwatchRequest),
+    "resign": _id_only(ResignRequest),
+    "resume": _id_only(ResumeRequest),
+    "watch": _id_only(WatchRequest),
+    "unwatch": _id_only(UnwatchRequest),
     "replay": _replay,
-    "hint": _game_only(HintRequest),
+    "hint": _id_only(HintRequest),
     "live": _live,
     "leaderboard": _leaderboard,
     "profile": _profile,
@@ -577,8 +577,8 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "race_join": _race_join,
     "race_watch": _race_watch,
     "race_ready": _race_ready,
-    "race_start": _race_only(RaceStartRequest),
-    "race_leave": _race_only(RaceLeaveRequest),
+    "race_start": _id_only(RaceStartRequest, "race"),
+    "race_leave": _id_only(RaceLeaveRequest, "race"),
     "quick_race": _quick_race,
     "quick_race_leave": _quick_race_leave,
 }
