@@ -91,24 +91,14 @@ class RaceRegistry:
         self, creator: PlayerRef, *, cells: int, seats: int, time_limit: int, public: bool
     ) -> RaceRoomDriver:
         """A new race with ``creator`` in seat 1; returns once it is stored."""
-        room = RaceRoom(
-            id=new_id(),
-            code=invite_code(),
-            creator=creator,
+        return await self._open(
+            creator,
             cells=cells,
             seats=seats,
             time_limit_s=time_limit,
             public=public,
-            deal=self._winnable(cells),
-            created_at=self.clock(),
-            countdown_s=self._countdown,
-            board_delay_s=self._board_delay,
             seated={1: Seat(creator)},
-            clock=self._now,
         )
-        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
-        self._metrics.races_made.inc()
-        return self._add(room)
 
     async def open_quick(
         self, players: tuple[PlayerRef, ...], *, cells: int, time_limit: int
@@ -116,21 +106,47 @@ class RaceRegistry:
         """A public race formed by quick match: ``players`` seated and ready, its countdown begun;
         returns once it is stored (its players then race_watch it: `server.play.quick_match`)."""
         now = self.clock()
-        room = RaceRoom(
-            id=new_id(),
-            code=invite_code(),
-            creator=players[0],
+        return await self._open(
+            players[0],
             cells=cells,
             seats=len(players),
             time_limit_s=time_limit,
             public=True,
+            seated={number: Seat(player, ready=True) for number, player in enumerate(players, 1)},
+            now=now,
+            state="countdown",
+            starts_at=now + dt.timedelta(seconds=self._countdown),
+        )
+
+    async def _open(
+        self,
+        creator: PlayerRef,
+        *,
+        cells: int,
+        seats: int,
+        time_limit_s: int,
+        public: bool,
+        seated: dict[int, Seat],
+        now: dt.datetime | None = None,
+        state: str = "lobby",
+        starts_at: dt.datetime | None = None,
+    ) -> RaceRoomDriver:
+        """A new race room with this registry's deal, code, clock and delays, made at ``now``; stored."""
+        room = RaceRoom(
+            id=new_id(),
+            code=invite_code(),
+            creator=creator,
+            cells=cells,
+            seats=seats,
+            time_limit_s=time_limit_s,
+            public=public,
             deal=self._winnable(cells),
-            created_at=now,
+            created_at=now or self.clock(),
             countdown_s=self._countdown,
             board_delay_s=self._board_delay,
-            state="countdown",
-            seated={number: Seat(player, ready=True) for number, player in enumerate(players, 1)},
-            starts_at=now + dt.timedelta(seconds=self._countdown),
+            state=state,
+            seated=seated,
+            starts_at=starts_at,
             clock=self._now,
         )
         await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
