@@ -429,6 +429,8 @@ _RACE_NOW: Final[dict[str, _Check]] = {
     "ends_at": _nullable(_timestamp),
     "deal": _nullable(_code),
     "rows": _array(_RACE_SEAT, 0, RACE_SEATS[1]),
+    #: The finished race's rematch, once asked (left out before).
+    "rematch": _record({"race": _game_id, "code": _text(INVITE_PATTERN, INVITE_RULE)}),
 }
 
 
@@ -518,10 +520,14 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
             "time_limit": _integer(*RACE_TIME_LIMIT),
             "public": _boolean,
         },
-        frozenset(),
+        frozenset({"rematch"}),
         None,
     ),
-    "race_diff": ({**_RACE_NOW, "gone": _array(_SEAT_NUMBER, 0, RACE_SEATS[1])}, frozenset(), None),
+    "race_diff": (
+        {**_RACE_NOW, "gone": _array(_SEAT_NUMBER, 0, RACE_SEATS[1])},
+        frozenset({"rematch"}),
+        None,
+    ),
     "race_board": (
         {"race": _game_id, "seat": _SEAT_NUMBER, "board": _any_row},
         frozenset(),

@@ -49,6 +49,7 @@ __all__ = [
     "RaceJoinRequest",
     "RaceLeaveRequest",
     "RaceReadyRequest",
+    "RaceRematchRequest",
     "RaceRequest",
     "RaceStartRequest",
     "RaceWatchRequest",
@@ -424,6 +425,14 @@ class RaceLeaveRequest(_RaceOnly):
 
 
 @dataclass(frozen=True, slots=True)
+class RaceRematchRequest(_RaceOnly):
+    """``race_rematch``: a player of the finished ``race`` asks for a new race of the same settings
+    (the first ask makes it, seated; a later one joins the one made)."""
+
+    TYPE: ClassVar[str] = "race_rematch"
+
+
+@dataclass(frozen=True, slots=True)
 class RaceReadyRequest(_Request):
     """``race_ready``: one's seat is ready to start (``ready`` false: no longer)."""
 
@@ -458,6 +467,7 @@ RaceRequest: TypeAlias = (
     | RaceReadyRequest
     | RaceStartRequest
     | RaceLeaveRequest
+    | RaceRematchRequest
     | QuickRaceRequest
     | QuickRaceLeaveRequest
 )
@@ -506,6 +516,7 @@ CLIENT_MESSAGE_TYPES: dict[str, type[ClientMessage]] = {
         RaceReadyRequest,
         RaceStartRequest,
         RaceLeaveRequest,
+        RaceRematchRequest,
         QuickRaceRequest,
         QuickRaceLeaveRequest,
     )

@@ -62,6 +62,7 @@ from protocol.messages import (
     RaceJoinRequest,
     RaceLeaveRequest,
     RaceReadyRequest,
+    RaceRematchRequest,
     RaceStartRequest,
     RaceWatchRequest,
     ReplayRequest,
@@ -360,6 +361,7 @@ def _id_only(
         | HintRequest
         | RaceStartRequest
         | RaceLeaveRequest
+        | RaceRematchRequest
     ],
     field: str = "game",
 ) -> Callable[[dict[object, object], RequestId | None], ClientMessage]:
@@ -579,6 +581,7 @@ _PARSERS: dict[str, Callable[[dict[object, object], RequestId | None], ClientMes
     "race_ready": _race_ready,
     "race_start": _id_only(RaceStartRequest, "race"),
     "race_leave": _id_only(RaceLeaveRequest, "race"),
+    "race_rematch": _id_only(RaceRematchRequest, "race"),
     "quick_race": _quick_race,
     "quick_race_leave": _quick_race_leave,
 }

@@ -55,6 +55,7 @@ __all__ = [
     "Race",
     "RaceBoard",
     "RaceDiff",
+    "RaceLink",
     "RaceSeat",
     "RatingRow",
     "RatingShift",
@@ -702,11 +703,21 @@ class RaceSeat(_Value):
 
 @_wire_value
 @dataclass(frozen=True, slots=True)
+class RaceLink(_Value):
+    """The rematch of a finished race: its id and invitation code (what ``race_join`` takes)."""
+
+    race: str
+    code: str
+
+
+@_wire_value
+@dataclass(frozen=True, slots=True)
 class Race(_Value):
     """The whole state of a race (its snapshot): the reply to race_create, race_join and race_watch.
 
     ``deal`` (the game code every seat plays) is null until the reveal; ``starts_at`` is the end of
-    the countdown (the reveal), ``ends_at`` the time limit's end."""
+    the countdown (the reveal), ``ends_at`` the time limit's end; ``rematch``, once a player of the
+    finished race asked one (`RaceLink`), left out before."""
 
     TYPE: ClassVar[str] = "race"
     race: str
@@ -723,6 +734,7 @@ class Race(_Value):
     deal: str | None
     rows: tuple[RaceSeat, ...]
     request_id: RequestId | None = None
+    rematch: RaceLink | None = None
 
 
 @_wire_value
@@ -730,7 +742,7 @@ class Race(_Value):
 class RaceDiff(_Value):
     """A change of a race, pushed to everyone who follows it: the race's fields as they are now,
     the seats whose row changed (``rows``) and the seats freed (``gone``); ``v`` is one more than
-    the last race or race_diff the follower got."""
+    the last race or race_diff the follower got; ``rematch`` as in `Race`."""
 
     TYPE: ClassVar[str] = "race_diff"
     race: str
@@ -742,6 +754,7 @@ class RaceDiff(_Value):
     deal: str | None
     rows: tuple[RaceSeat, ...]
     gone: tuple[int, ...]
+    rematch: RaceLink | None = None
 
 
 @_wire_value

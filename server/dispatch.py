@@ -35,7 +35,15 @@ from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
 from server.play.quick_match import QuickMatch
-from server.play.race_commands import RaceCommand, RaceJoin, RaceLeave, RaceReady, RaceStart, RaceWatch
+from server.play.race_commands import (
+    RaceCommand,
+    RaceJoin,
+    RaceLeave,
+    RaceReady,
+    RaceStart,
+    RaceWatch,
+    Rematch,
+)
 from server.play.race_registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.replay import replay_page, replay_whole
@@ -118,6 +126,7 @@ class RequestHandler:
             protocol.RaceReadyRequest: self._race_ready,
             protocol.RaceStartRequest: self._race_start,
             protocol.RaceLeaveRequest: self._race_leave,
+            protocol.RaceRematchRequest: self._race_rematch,
             protocol.QuickRaceRequest: self._quick_race,
             protocol.QuickRaceLeaveRequest: self._quick_race_leave,
         }
@@ -460,6 +469,42 @@ class RequestHandler:
         )
         session.watching.pop(request.race, None)  # the room let this connection go already
         return replies
+
+    async def _race_rematch(self, session: Session, request: protocol.RaceRematchRequest) -> Reply:
+        """A player of a finished race asks its rematch: the first ask makes it (the asker seated, as
+        by race_create, within the creations allowance), a later one joins it (as by race_join)."""
+        player = _player(session)
+        _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
+        rematch = await self._rematch_of(session, player, request)
+        made = self._races.room(rematch.race) if rematch.made else None
+        if made is not None:
+            return await self._ask_race(
+                session, lambda: _found(made), lambda to: RaceWatch(session, player, request.request_id, to)
+            )
+        return await self._ask_race(
+            session,
+            lambda: self._races.find_by_code(rematch.code),
+            lambda to: RaceJoin(session, player, request.request_id, to),
+        )
+
+    async def _rematch_of(
+        self, session: Session, player: PlayerRef, request: protocol.RaceRematchRequest
+    ) -> Rematch:
+        """The finished race's rematch, made by this ask or before it; asked again when the room was
+        let go before the ask's turn, or another node linked it first (the race is read again)."""
+        for _ in range(3):
+            race = await self._races.find(request.race)
+            if self._races.would_make_rematch(race, player.id):  # a refused ask spends nothing
+                _check_rate(self._race_creations, player.id, "races created an hour")
+            try:
+                rematch = await self._races.rematch(race, session, player, request.request_id)
+            except Refusal as refused:
+                if refused.code != ErrorCode.STALE:
+                    raise
+                continue
+            if rematch is not None:
+                return rematch
+        raise Refusal(ErrorCode.STALE, "the race changed meanwhile; race_watch it again")
 
     async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Reply:
         player = _player(session)

@@ -12,15 +12,18 @@ from engine import Layout, Status
 from protocol import Player as PlayerRef
 from protocol.errors import RequestId
 from server.play.commands import Follower, ReplyTo
+from server.storage.records import RaceRecord
 
 __all__ = [
     "RaceCommand",
     "RaceJoin",
     "RaceLeave",
     "RaceReady",
+    "RaceRematch",
     "RaceStart",
     "RaceWatch",
     "RatingsLoaded",
+    "Rematch",
     "SeatChanged",
     "SeatProgress",
     "Tick",
@@ -79,6 +82,27 @@ class RaceLeave(NamedTuple):
     reply_to: ReplyTo
 
 
+class RaceRematch(NamedTuple):
+    """``player`` asks a rematch of the finished race: ``made`` is the new race the registry prepared
+    (the asker seated, not stored yet), stored with the link unless the race has a rematch already;
+    the reply is the race's `Rematch`."""
+
+    follower: Follower
+    player: PlayerRef
+    made: RaceRecord
+    request_id: RequestId | None
+    reply_to: ReplyTo
+
+
+class Rematch(NamedTuple):
+    """A finished race's answer to `RaceRematch`: its rematch, and whether this ask made it (else the
+    asker joins the one made)."""
+
+    race: str
+    code: str
+    made: bool
+
+
 class SeatChanged(NamedTuple):
     """A seat's game committed a change (from its game room, on this node)."""
 
@@ -100,4 +124,14 @@ class Tick(NamedTuple):
     at: dt.datetime | None = None
 
 
-RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick | RatingsLoaded
+RaceCommand = (
+    RaceJoin
+    | RaceWatch
+    | RaceReady
+    | RaceStart
+    | RaceLeave
+    | RaceRematch
+    | SeatChanged
+    | Tick
+    | RatingsLoaded
+)

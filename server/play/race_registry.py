@@ -2,8 +2,10 @@
 taking up again, at start, every race the database holds as not over.
 
 `RaceRegistry` is the only owner of the map from race id to its driver (a `RaceRoom` on the same
-`RoomDriver` as a game) and the only writer of a race room's ``replaced``. A race stays in memory
-until it is over (its timers run there); a finished race is read from the database when watched.
+`RoomDriver` as a game) and the only writer of a race room's ``replaced`` and ``kept``. A race stays
+in memory until it is over (its timers run there); a race that finished here is then kept for its
+followers (so that a rematch asked of it reaches them) until its last follower goes or
+`KEEP_AFTER_END` seconds have passed; any other finished race is read from the database when watched.
 It is told of its seats' commits by the game rooms (`observe`, through `RoomServices.observe`).
 """
 
@@ -17,13 +19,16 @@ from collections.abc import Callable
 from typing import TypeAlias
 
 from engine import Deal, Status
+from protocol import RaceLink
+from protocol.errors import RequestId
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
 from server.ops.metrics import Metrics
+from server.play.commands import Follower
 from server.play.driver import RoomDriver, RoomServices
 from server.play.game_room import PlayerRef
-from server.play.race_commands import SeatChanged, SeatProgress, Tick
+from server.play.race_commands import RaceRematch, Rematch, SeatChanged, SeatProgress, Tick
 from server.play.race_room import RaceRoom, Seat
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
@@ -31,12 +36,16 @@ from server.storage import Database, races, ratings, repository
 from server.storage.committer import Committer, Write
 from server.storage.records import RaceRecord, RaceWrite
 
-__all__ = ["RaceRegistry", "RaceRoomDriver", "invite_code"]
+__all__ = ["KEEP_AFTER_END", "RaceRegistry", "RaceRoomDriver", "invite_code"]
 
 logger = logging.getLogger(__name__)
 
 RaceRoomDriver: TypeAlias = RoomDriver[RaceRoom]
 _INVITE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+#: Seconds a race that finished on this node stays in memory for its followers (its rematch reaches
+#: them): memory stays bounded by the races finished in the last 10 minutes (a player makes at most
+#: 30 an hour), each let go sooner when its last follower goes.
+KEEP_AFTER_END = 600.0
 
 
 def invite_code() -> str:
@@ -65,6 +74,8 @@ class RaceRegistry:
         self._countdown = countdown
         self._board_delay = board_delay
         self._rooms: dict[str, RaceRoomDriver] = {}
+        #: Races that finished here, kept for their followers: each with the timer that lets it go.
+        self._kept: dict[str, tuple[RaceRoomDriver, asyncio.TimerHandle]] = {}
         #: The races' clock (tests move it; `wake_all` has every race look at it again).
         self.clock: Callable[[], dt.datetime] = utc_now
         push = games.services.push
@@ -79,7 +90,7 @@ class RaceRegistry:
             publish=None,
             load=games.services.load,  # never asked: a race room loads nothing
             left=self._left,
-            idle=lambda room: None,  # an open race stays: its timers run here
+            idle=self._idle,  # an open race stays (its timers run here); a kept one goes
             load_ratings=self._rating_shifts,
         )
         games.observe = self.observe
@@ -132,7 +143,36 @@ class RaceRegistry:
         starts_at: dt.datetime | None = None,
     ) -> RaceRoomDriver:
         """A new race room with this registry's deal, code, clock and delays, made at ``now``; stored."""
-        room = RaceRoom(
+        room = self._new_room(
+            creator,
+            cells=cells,
+            seats=seats,
+            time_limit_s=time_limit_s,
+            public=public,
+            seated=seated,
+            now=now,
+            state=state,
+            starts_at=starts_at,
+        )
+        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
+        self._metrics.races_made.inc()
+        return self._add(room)
+
+    def _new_room(
+        self,
+        creator: PlayerRef,
+        *,
+        cells: int,
+        seats: int,
+        time_limit_s: int,
+        public: bool,
+        seated: dict[int, Seat],
+        now: dt.datetime | None = None,
+        state: str = "lobby",
+        starts_at: dt.datetime | None = None,
+    ) -> RaceRoom:
+        """A new race room with this registry's deal, code, clock and delays (not stored yet)."""
+        return RaceRoom(
             id=new_id(),
             code=invite_code(),
             creator=creator,
@@ -149,9 +189,48 @@ class RaceRegistry:
             starts_at=starts_at,
             clock=self._now,
         )
-        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
-        self._metrics.races_made.inc()
-        return self._add(room)
+
+    @staticmethod
+    def would_make_rematch(race: RaceRoomDriver, player_id: str) -> bool:
+        """A rematch of ``race`` asked by ``player_id`` now would make a race (its creations allowance
+        is spent only then)."""
+        room = race.room
+        return room.state == "finished" and room.rematch is None and room.seat_of(player_id) is not None
+
+    async def rematch(
+        self, race: RaceRoomDriver, follower: Follower, asker: PlayerRef, request_id: RequestId | None
+    ) -> Rematch | None:
+        """Ask finished ``race`` for its rematch on behalf of ``asker``: the race's `Rematch` (made by
+        this ask: the new race, ``asker`` seated, is stored and taken up here before anyone is told of
+        it), or None when the room was let go before the ask's turn (find the race again).
+
+        Raises:
+            Refusal: not a player of the race, the race not finished, stale (another node linked it).
+        """
+        room = race.room
+        made = self._new_room(
+            asker,
+            cells=room.cells,
+            seats=room.seats,
+            time_limit_s=room.time_limit_s,
+            public=room.public,
+            seated={1: Seat(asker)},
+        )
+
+        def take_up(outcome: object, reply_to: Callable[[object], None]) -> None:
+            if isinstance(outcome, Rematch) and outcome.made:  # stored: in memory before the diff goes
+                self._metrics.races_made.inc()
+                self._add(made)
+            reply_to(outcome)
+
+        outcome = await race.ask(
+            lambda reply_to: RaceRematch(
+                follower, asker, made.record(), request_id, lambda outcome: take_up(outcome, reply_to)
+            )
+        )
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome if isinstance(outcome, Rematch) else None
 
     def seated_in_open_race(self, player_id: str) -> bool:
         """``player_id`` holds a seat in a race of this node not over (quick match refuses it)."""
@@ -166,7 +245,7 @@ class RaceRegistry:
         Raises:
             Refusal: not_found. StorageUnavailable: the database could not be read.
         """
-        found = self._rooms.get(race_id)
+        found = self._held(race_id)
         if found is not None:
             return found
         async with self._database.connection() as conn:
@@ -174,7 +253,7 @@ class RaceRegistry:
         if record is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no race {race_id}")
         room = await self._room_of(record)
-        found = self._rooms.get(race_id)  # taken up meanwhile by another find
+        found = self._held(race_id)  # taken up meanwhile by another find
         if found is not None:
             return found
         return self._add(room) if room.is_open() else RoomDriver(room, self.services)
@@ -215,6 +294,13 @@ class RaceRegistry:
     def _now(self) -> dt.datetime:
         return self.clock()
 
+    def _held(self, race_id: str) -> RaceRoomDriver | None:
+        """The race in memory: not over, or finished here and kept."""
+        found = self._rooms.get(race_id)
+        if found is None and race_id in self._kept:
+            found = self._kept[race_id][0]
+        return found
+
     def _add(self, room: RaceRoom) -> RaceRoomDriver:
         driver = RoomDriver(room, self.services)
         self._rooms[room.id] = driver
@@ -224,12 +310,34 @@ class RaceRegistry:
 
     def _left(self, driver: RaceRoomDriver) -> None:
         room = driver.room
-        room.replaced = True
         if self._rooms.get(room.id) is driver:
             del self._rooms[room.id]
             self._metrics.live_races.set(len(self._rooms))
             if room.state in ("finished", "cancelled"):  # else let go after a conflict
                 self._metrics.races_ended.labels(_how(room)).inc()
+            if room.state == "finished" and not room.replaced:
+                self._keep(driver)
+                return
+        self._let_go(driver)
+
+    def _keep(self, driver: RaceRoomDriver) -> None:
+        """A race finished here stays for its followers, `KEEP_AFTER_END` seconds at most."""
+        timer = asyncio.get_running_loop().call_later(KEEP_AFTER_END, self._let_go, driver)
+        driver.room.kept = True
+        self._kept[driver.id] = (driver, timer)
+
+    def _idle(self, driver: RaceRoomDriver) -> None:
+        """No one follows the room any more: a kept race goes (an open one stays: its timers run)."""
+        if driver.room.kept:
+            self._let_go(driver)
+
+    def _let_go(self, driver: RaceRoomDriver) -> None:
+        room = driver.room
+        room.replaced, room.kept = True, False
+        kept = self._kept.get(room.id)
+        if kept is not None and kept[0] is driver:
+            del self._kept[room.id]
+            kept[1].cancel()
 
     async def _rating_shifts(self, race_id: str) -> dict[str, tuple[int, int]]:
         """What race ``race_id`` did to its players' shown ratings, as stored with its result."""
@@ -281,6 +389,9 @@ class RaceRegistry:
             finished_at=record.finished_at,
             clock=self._now,
             revision=record.revision,
+            rematch=None
+            if record.rematch_id is None
+            else RaceLink(record.rematch_id, record.rematch_code or ""),
         )
         if record.state == "running":
             await self._catch_up(room)

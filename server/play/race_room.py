@@ -10,6 +10,10 @@ race); a ready flag, a seat's progress and the boards are not (the games hold th
 Time comes from ``clock``; the room asks to be woken (`Wake`) at the end of the countdown, at the
 time limit and when a delayed board is due, and acts on the `Tick`.
 
+A finished race stays in memory a while for its followers (the registry keeps it: ``kept``), so that
+a player's ``race_rematch`` (`RaceRematch`) reaches the others: the new race is stored with the
+finished race's link to it, fenced by its revision, and a `RaceDiff` naming it goes to every follower.
+
 Fair play (docs/races.md): a connection whose player holds a seat sees the other seats' standings
 only; a spectator who holds none gets each seat's board ``board_delay`` seconds late
 (`protocol.RaceBoard`); once the race is over everyone gets the final boards.
@@ -29,6 +33,7 @@ from protocol import (
     Race,
     RaceBoard,
     RaceDiff,
+    RaceLink,
     RaceSeat,
     RatingShift,
     ServerMessage,
@@ -47,9 +52,11 @@ from server.play.race_commands import (
     RaceJoin,
     RaceLeave,
     RaceReady,
+    RaceRematch,
     RaceStart,
     RaceWatch,
     RatingsLoaded,
+    Rematch,
     SeatChanged,
     SeatProgress,
     Tick,
@@ -112,6 +119,7 @@ class _Pending:
     skip: Follower | None  # got a snapshot as its reply: no diff
     saved: tuple[str, str, dict[int, Seat], dt.datetime | None, dt.datetime | None, dt.datetime | None]
     wake: dt.datetime | None = None
+    rematch: bool = False  # the write of the race's rematch link (`RaceRoom._rematch`)
 
 
 @dataclass(eq=False, slots=True)
@@ -138,6 +146,8 @@ class RaceRoom:
     followers: dict[Follower, str] = field(default_factory=dict)  # connection → its player's id
     awaiting: _Pending | None = None
     replaced: bool = False  # written by the race registry alone
+    kept: bool = False  # a finished race kept for its followers (its rematch); the registry's, too
+    rematch: RaceLink | None = None  # the race made as this finished one's rematch, once asked
     revision: int = 0  # of the race as stored (see `RaceRecord.revision`)
     clock: Callable[[], dt.datetime] = utc_now
     make_id: Callable[[], str] = new_id
@@ -168,7 +178,8 @@ class RaceRoom:
         return {follower for follower, player in self.followers.items() if player not in players}
 
     def is_open(self) -> bool:
-        return self.state not in _OVER and not self.replaced
+        """Live in memory: a race not over, or a finished one kept for its followers."""
+        return (self.state not in _OVER or self.kept) and not self.replaced
 
     def is_followed(self) -> bool:
         return bool(self.followers)
@@ -189,6 +200,7 @@ class RaceRoom:
             deal=self._revealed_deal(),
             rows=tuple(self._rows().values()),
             request_id=request_id,
+            rematch=self.rematch,
         )
 
     def seat_of(self, player_id: str) -> int | None:
@@ -222,6 +234,8 @@ class RaceRoom:
                 return self._ready(command)
             if isinstance(command, RaceStart):
                 return self._start(command)
+            if isinstance(command, RaceRematch):
+                return self._rematch(command)
             return self._leave(command)
         except Refusal as refused:
             return [Reply(command.reply_to, refused)]
@@ -277,10 +291,8 @@ class RaceRoom:
 
     def _leave(self, command: RaceLeave) -> list[Effect]:
         number = self.seat_of(command.player.id)
-        if number is None and self.followers.pop(command.follower, None) is not None:
-            return [Reply(command.reply_to, [Ok(request_id=command.request_id)])]  # a spectator stops
         if number is None or self.seated[number].status == "left" or self.state in _OVER:
-            raise Refusal(ErrorCode.ILLEGAL_MOVE, f"you hold no seat in race {self.id} to leave")
+            return self._unfollow(command)  # nothing to give up: it stops following
         saved = self._save()
         self.followers.pop(command.follower, None)
         if self.state == "lobby":
@@ -294,6 +306,42 @@ class RaceRoom:
             if self.state == "running" and not self._playing():
                 self._finish()
         return self._store(command.reply_to, _ok(command.request_id), saved)
+
+    def _unfollow(self, command: RaceLeave) -> list[Effect]:
+        """A race_leave that gives no seat up: the connection stops following (a race over: ``ok``
+        even when it no longer did, as nothing is left to give up)."""
+        if self.followers.pop(command.follower, None) is None and self.state not in _OVER:
+            message = f"you hold no seat in race {self.id} to give up, and do not follow it"
+            raise Refusal(ErrorCode.ILLEGAL_MOVE, message)
+        return [Reply(command.reply_to, [Ok(request_id=command.request_id)])]
+
+    def _rematch(self, command: RaceRematch) -> list[Effect]:
+        """The first ask stores ``made`` with the link to it (fenced by the revision: of two asks at
+        once on two nodes one makes it); a later ask is answered the rematch made, to join."""
+        if self.state != "finished":
+            raise Refusal(
+                ErrorCode.ILLEGAL_MOVE, f"race {self.id} is {self.state}: a rematch follows a finished race"
+            )
+        if self.seat_of(command.player.id) is None:
+            raise Refusal(
+                ErrorCode.ILLEGAL_MOVE, f"you held no seat in race {self.id}: its players ask a rematch"
+            )
+        if self.rematch is not None:
+            return [Reply(command.reply_to, Rematch(self.rematch.race, self.rematch.code, made=False))]
+        self.rematch = RaceLink(command.made.id, command.made.code)
+        self.revision += 1
+        self.awaiting = _Pending(command.reply_to, None, None, self._save().saved, rematch=True)
+        return [Commit(Write(race=RaceWrite(self.record(), rematch=command.made)))]
+
+    def _rematch_stored(self, pending: _Pending, error: Exception | None) -> list[Effect]:
+        """The link's write is done: the asker is told (first: the registry takes the new race up)
+        and every follower gets the diff that names it; or nothing was stored."""
+        assert pending.reply_to is not None and self.rematch is not None
+        if error is not None:
+            self.rematch, self.revision = None, self.revision - 1
+            return [Reply(pending.reply_to, error)]
+        made = Rematch(self.rematch.race, self.rematch.code, made=True)
+        return [Reply(pending.reply_to, made), *self._announce(None)]
 
     # ------------------------------------------------------------------ seats' games and time
 
@@ -449,6 +497,8 @@ class RaceRoom:
             self.followers.clear()
             stale = Refusal(ErrorCode.STALE, f"race {self.id} changed elsewhere; race_watch it again")
             return [*([Reply(pending.reply_to, stale)] if pending.reply_to else []), Leave()]
+        if pending.rematch:
+            return self._rematch_stored(pending, error)
         if error is not None:
             self.revision -= 1
             return self._restore(pending, error)
@@ -511,6 +561,7 @@ class RaceRoom:
             ends_at=self.ends_at,
             finished_at=self.finished_at,
             revision=self.revision,
+            rematch_id=None if self.rematch is None else self.rematch.race,
             seated=tuple(
                 RaceSeatRecord(
                     n,
@@ -549,6 +600,7 @@ class RaceRoom:
             self._revealed_deal(),
             changed,
             gone,
+            self.rematch,
         )
         audience = tuple(follower for follower in self.followers if follower is not skip)
         return [Push(audience, lambda: diff)] if audience else []

@@ -187,7 +187,7 @@ class SqlAlchemyBackend:
         if self._rater is None or write.race is None or write.ratings is not None:
             return
         race = write.race.race
-        if race.state != "finished":
+        if race.state != "finished" or write.race.rematch is not None:  # a rematch's link: rated before
             return
         current = await ratings.load_ratings(conn, race.cells, [seat.player_id for seat in race.seated])
         if not await ratings.store_rating_changes(conn, self._rater(race, current)):

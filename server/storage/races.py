@@ -60,6 +60,7 @@ async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
         "ends_at": race.ends_at,
         "finished_at": race.finished_at,
         "revision": race.revision,
+        "rematch_id": race.rematch_id,
     }
     if write.new:
         await conn.execute(insert(races), {"id": race.id, **row})
@@ -70,6 +71,8 @@ async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
                 f"race {race.id} was written by another room since revision {race.revision - 1}"
             )
         await conn.execute(delete(race_seats).where(race_seats.c.race_id == race.id))
+    if write.rematch is not None:
+        await store_race(conn, RaceWrite(write.rematch, new=True))
     for game in write.games:  # before the seats that name them
         await repository.insert_game(conn, game)
     if race.seated:
@@ -104,7 +107,10 @@ async def load_race(conn: AsyncConnection, race_id: str) -> RaceRecord | None:
         .where(race_seats.c.race_id == race_id)
         .order_by(race_seats.c.seat)
     )
-    return _race(row, tuple(_seat(seat) for seat in seated))
+    rematch_code = None
+    if row.rematch_id is not None:
+        rematch_code = await conn.scalar(select(races.c.code).where(races.c.id == row.rematch_id))
+    return _race(row, tuple(_seat(seat) for seat in seated), rematch_code)
 
 
 async def race_id_by_code(conn: AsyncConnection, code: str) -> str | None:
@@ -178,7 +184,7 @@ async def games_of_races(
     return {row.id: (row.code, row.player_id, row.race_id) for row in rows}
 
 
-def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:
+def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...], rematch_code: str | None = None) -> RaceRecord:
     return RaceRecord(
         id=row.id,
         code=row.code,
@@ -195,6 +201,8 @@ def _race(row: Row[Any], seated: tuple[RaceSeatRecord, ...]) -> RaceRecord:
         finished_at=row.finished_at,
         seated=seated,
         revision=row.revision,
+        rematch_id=row.rematch_id,
+        rematch_code=rematch_code,
     )
 
 

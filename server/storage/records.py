@@ -420,17 +420,23 @@ class RaceRecord:
     seated: tuple[RaceSeatRecord, ...]
     #: The revision this record is (0: as made); a write of revision r follows r - 1 or fails.
     revision: int = 0
+    #: The race made as this finished race's rematch, and its invitation code (read back with it).
+    rematch_id: str | None = None
+    rematch_code: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RaceWrite:
     """A race stored whole (inserted when ``new``, else its row and seats replaced if the stored
     race is at the revision before, else a conflict), with the games its seats start (at the
-    reveal), in one transaction."""
+    reveal) or the rematch it names, in one transaction."""
 
     race: RaceRecord
     new: bool = False
     games: tuple[GameStart, ...] = ()
+    #: A new race stored with this write: the finished race's rematch (``race.rematch_id``), so the
+    #: link and the race it names are stored together or not at all.
+    rematch: RaceRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -302,6 +302,10 @@ class RaceRow(Base):
     #: +1 per write: a write names the revision it follows, and one that finds another has lost
     #: (two rooms of one race can never both write it: the race's fence, as (game, v) is a game's).
     revision: Mapped[int] = mapped_column(Integer)
+    #: The race made as this finished race's rematch (``race_rematch``), once one was asked: set by a
+    #: write fenced by ``revision``, so two asks at once make one rematch. No foreign key: the
+    #: rematch is inserted in the same transaction, and nothing reads the link but this race's snapshot.
+    rematch_id: Mapped[str | None] = mapped_column(String(32))
 
 
 class RaceSeatRow(Base):

@@ -133,7 +133,7 @@ def test_client_message_types_in_readme_order() -> None:
     assert list(protocol.CLIENT_MESSAGE_TYPES) == [
         "hello", "new_game", "move", "tap", "auto", "undo", "resign", "resume", "watch", "unwatch", "replay",
         "hint", "live", "leaderboard", "profile", "games",
-        "race_create", "race_join", "race_watch", "race_ready", "race_start", "race_leave",
+        "race_create", "race_join", "race_watch", "race_ready", "race_start", "race_leave", "race_rematch",
         "quick_race", "quick_race_leave",
     ]  # fmt: skip
 

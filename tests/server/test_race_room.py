@@ -8,6 +8,7 @@ are stated by their own table (`server.play.race_places`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 from collections.abc import Callable
@@ -25,9 +26,11 @@ from server.play.race_commands import (
     RaceJoin,
     RaceLeave,
     RaceReady,
+    RaceRematch,
     RaceStart,
     RaceWatch,
     RatingsLoaded,
+    Rematch,
     SeatChanged,
     SeatProgress,
     Tick,
@@ -405,3 +408,100 @@ def test_a_wake_that_fires_early_is_armed_again_for_what_is_left() -> None:
     assert harness.handle(Tick(wake.at)) == ["Wake(0.001)"] and harness.room.state == "countdown"
     harness.now = wake.at
     assert harness.handle(Tick(wake.at)) == ["Commit"]
+
+
+# -------------------------------------------------------------------- rematch
+
+
+def _finished() -> Harness:
+    harness = Harness().running()
+    won = Game(DEAL)
+    won.status = Status.WON
+    harness.play(2, won)
+    harness.committed()
+    harness.handle(RatingsLoaded({}))
+    assert harness.room.state == "finished"
+    return harness
+
+
+def _ask_rematch(harness: Harness, name: str) -> list[Effect]:
+    made = dataclasses.replace(harness.room.record(), id="r2", code="H4RX7KMB", state="lobby", seated=())
+    command = RaceRematch(harness.people[name], harness.players[name], made, None, Answer(name))
+    harness.effects = harness.room.handle(command)
+    return harness.effects
+
+
+def test_a_rematch_is_stored_with_its_link_then_named_to_every_follower() -> None:
+    """The first ask: one Commit of the finished race (its revision + 1, naming the rematch) with the
+    new race in it; once stored, the asker's reply first (the registry takes the race up), then the
+    diff that names it to every follower. A later ask is answered at once: join the one made."""
+    harness = _finished()
+    revision, v = harness.room.revision, harness.room.v
+    (commit,) = _ask_rematch(harness, "bo")
+    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert commit.write.race.race.rematch_id == "r2" and commit.write.race.race.revision == revision + 1
+    assert commit.write.race.rematch is not None and commit.write.race.rematch.id == "r2"
+    reply, push = harness.room.handle(Committed(None))
+    assert isinstance(reply, Reply) and reply.outcome == Rematch("r2", "H4RX7KMB", made=True)
+    assert isinstance(push, Push) and len(push.audience) == 4  # ann, ann2, bo, spec
+    diff = push.message().to_wire()
+    assert (diff["v"], diff["rows"], diff["rematch"]) == (v + 1, [], {"race": "r2", "code": "H4RX7KMB"})
+    assert harness.room.snapshot(None).to_wire()["rematch"] == {"race": "r2", "code": "H4RX7KMB"}
+    (again,) = _ask_rematch(harness, "ann")
+    assert isinstance(again, Reply) and again.outcome == Rematch("r2", "H4RX7KMB", made=False)
+
+
+def test_a_rematch_not_stored_leaves_the_race_as_it_was() -> None:
+    """The database failed: the asker gets the failure, nothing is named, the revision is back; a
+    conflict (another node linked one first): stale, and the room goes (the race is read again)."""
+    harness = _finished()
+    revision = harness.room.revision
+    _ask_rematch(harness, "bo")
+    (failed,) = harness.room.handle(Committed(StorageUnavailable("down")))
+    assert isinstance(failed, Reply) and isinstance(failed.outcome, StorageUnavailable)
+    assert (harness.room.rematch, harness.room.revision) == (None, revision)
+    _ask_rematch(harness, "bo")
+    stale, leave = harness.room.handle(Committed(WriteConflict("revision")))
+    assert isinstance(stale, Reply) and isinstance(stale.outcome, Refusal)
+    assert stale.outcome.code.value == "stale" and type(leave).__name__ == "Leave"
+
+
+@pytest.mark.parametrize(
+    ("doing", "refusal"),
+    [
+        (lambda h: _ask_rematch(h.running(), "bo"), "running: a rematch follows a finished race"),
+        (lambda h: _ask_rematch(h.lobby(), "bo"), "lobby: a rematch follows a finished race"),
+        (lambda h: _ask_rematch(_finished_into(h), "spec"), "no seat"),
+    ],
+    ids=["running", "lobby", "spectator"],
+)  # fmt: skip
+def test_a_rematch_refused(doing: Callable[[Harness], Any], refusal: str) -> None:
+    """Bad input tried: a rematch of a race under way or in its lobby, and asked by a spectator."""
+    harness = Harness()
+    doing(harness)
+    (reply,) = harness.effects
+    assert isinstance(reply, Reply) and isinstance(reply.outcome, Refusal)
+    assert refusal in reply.outcome.message and harness.room.rematch is None
+
+
+def _finished_into(harness: Harness) -> Harness:
+    harness.running()
+    won = Game(DEAL)
+    won.status = Status.WON
+    harness.play(2, won)
+    harness.committed()
+    harness.handle(RatingsLoaded({}))
+    return harness
+
+
+def test_a_race_leave_with_no_seat_to_give_up_stops_following() -> None:
+    """A spectator's race_leave: ok and it follows no more; again: refused (it follows nothing). Once
+    the race is over anyone's race_leave is ok (nothing to give up)."""
+    harness = Harness().running()
+    assert harness.leave("spec") == ["Reply(spec: ok)"]
+    assert harness.people["spec"] not in harness.room.followers
+    harness.leave("spec")
+    assert "do not follow it" in harness.last_refusal()
+    finished = _finished()
+    assert finished.leave("bo") == ["Reply(bo: ok)"] and finished.leave("bo") == ["Reply(bo: ok)"]
+    assert finished.people["bo"] not in finished.room.followers

@@ -1,0 +1,187 @@
+"""A spectator's race_leave and the rematch of a finished race, over real WebSockets with several real
+clients, on SQLite and PostgreSQL (docs/races.md, protocol/README.md section 15)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from engine import Deal, Game
+from server.app import App
+from tests.server.test_http import http_get
+from tests.server.test_races import RACE_SETTINGS, Standings, close_all, follow_until, lobby, start
+from tests.support import serverutil
+from tests.support.wire import move_fields
+from tests.support.wsclient import WsClient, player
+
+
+@pytest.fixture
+async def race_app(database_url: str) -> AsyncIterator[App]:
+    async with serverutil.running_app(database_url, **RACE_SETTINGS) as app:
+        yield app
+
+
+async def _quiet(client: WsClient, seconds: float = 0.5) -> None:
+    """Nothing is pushed to ``client`` for ``seconds``."""
+    with pytest.raises(TimeoutError):
+        push = await client.next_push(timeout=seconds)
+        pytest.fail(f"pushed {push}")
+
+
+async def test_a_spectators_race_leave_stops_its_following(race_app: App) -> None:
+    """A spectator (no seat) of a running race says race_leave: ok, and no more race_diff comes to it;
+    the seats race on. Bad input tried: a second race_leave (it follows no more), a race_leave of a
+    race never followed, of an unknown race id, of a malformed id, and without a race."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await lobby(url, 2, time_limit=600)
+    race_id = copies[0].race["race"]
+    spectator = await player(url, name="spectator")
+    watched = Standings(await spectator.request("race_watch", race=race_id))
+    await start(clients, copies)
+    await follow_until(spectator, watched, lambda s: s.race["state"] == "running")
+    left = await spectator.request("race_leave", race=race_id)
+    assert left["type"] == "ok", left
+    deal = Deal.from_code(copies[0].race["deal"])
+    game_id = copies[0].of(clients[0])["game"]
+    move = next(iter(Game(deal).legal_moves))
+    assert (await clients[0].request("move", game=game_id, **move_fields(move)))["type"] == "ack"
+    await follow_until(clients[1], copies[1], lambda s: s.of(clients[0])["moves"] == 1)
+    await _quiet(spectator)  # no diff, no board: it follows no more
+    twice = await spectator.request("race_leave", race=race_id)
+    assert twice["code"] == "illegal_move" and "follow" in twice["message"], twice
+    stranger = await player(url, name="stranger")
+    never = await stranger.request("race_leave", race=race_id)
+    assert never["code"] == "illegal_move" and "follow" in never["message"], never
+    assert (await stranger.request("race_leave", race="Rc4Vn8Lq2Ztp0aXe"))["code"] == "not_found"
+    assert (await stranger.request("race_leave", race="not an id!"))["code"] == "bad_request"
+    assert (await stranger.request("race_leave"))["code"] == "bad_request"
+    # the seats still race: standings reach them
+    assert (await clients[1].request("race_watch", race=race_id))["state"] == "running"
+    await close_all(spectator, stranger, *clients)
+
+
+async def finish_by_resigning(clients: list[WsClient], copies: list[Standings]) -> None:
+    """Every seat resigns its game: the race is over (no seat is still playing)."""
+    for client, copy in zip(clients, copies, strict=True):
+        assert (await client.request("resign", game=copy.of(client)["game"]))["type"] == "game_over"
+
+
+async def a_finished_race(url: str, seats: int, **create: Any) -> tuple[list[WsClient], list[Standings]]:
+    clients, copies = await lobby(url, seats, time_limit=600, **create)
+    await start(clients, copies)
+    await finish_by_resigning(clients, copies)
+    for client, copy in zip(clients, copies, strict=True):
+        await follow_until(client, copy, lambda s: s.race["state"] == "finished")
+    return clients, copies
+
+
+async def test_a_spectator_of_a_finished_race_leaves_it(race_app: App) -> None:
+    """The page of a spectator closes a race that is over with race_leave: ok (it was refused "no
+    seat" before: the finished race was no longer followed in memory); a second one is ok too (a race
+    over has nothing left to give up), and the rematch asked later does not reach it."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await lobby(url, 2, time_limit=600)
+    race_id = copies[0].race["race"]
+    spectator = await player(url, name="spectator")
+    watched = Standings(await spectator.request("race_watch", race=race_id))
+    await start(clients, copies)
+    await finish_by_resigning(clients, copies)
+    await follow_until(spectator, watched, lambda s: s.race["state"] == "finished")
+    for _ in range(2):
+        assert (await spectator.request("race_leave", race=race_id))["type"] == "ok"
+    assert (await clients[0].request("race_rematch", race=race_id))["type"] == "race"
+    await follow_until(clients[1], copies[1], lambda s: "rematch" in s.race)
+    while not spectator.pushed.empty():  # the end's boards came before the leave
+        assert spectator.pushed.get_nowait()["type"] == "race_board"
+    await _quiet(spectator)
+    await close_all(spectator, *clients)
+
+
+async def test_a_rematch_is_made_by_the_first_ask_and_joined_by_the_others(race_app: App) -> None:
+    """Three racers and a spectator. The first racer's race_rematch makes a new race of the same
+    settings, the asker seated as its creator; every follower of the finished race gets a race_diff
+    naming it; the second racer's race_rematch joins it, the third joins by its code. The link is
+    stored (a race_watch of the finished race read from the database names it)."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await a_finished_race(url, 3, cells=4, public=True)
+    race_id = copies[0].race["race"]
+    spectator = await player(url, name="spectator")
+    watched = Standings(await spectator.request("race_watch", race=race_id))
+    assert "rematch" not in watched.race
+    first, second, third = clients
+    made = await first.request("race_rematch", race=race_id)
+    assert made["type"] == "race", made
+    assert made["race"] != race_id and made["state"] == "lobby"
+    assert (made["cells"], made["seats"], made["time_limit"], made["public"]) == (4, 3, 600, True)
+    assert first.player is not None and made["creator"] == first.player["id"]
+    assert [row["player"]["id"] for row in made["rows"]] == [first.player["id"]]
+    link = {"race": made["race"], "code": made["code"]}
+    for client, copy in [*zip(clients, copies, strict=True), (spectator, watched)]:
+        await follow_until(client, copy, lambda s: "rematch" in s.race)
+        assert copy.race["rematch"] == link and copy.race["state"] == "finished"
+    joined = await second.request("race_rematch", race=race_id)
+    assert (joined["type"], joined["race"], len(joined["rows"])) == ("race", made["race"], 2), joined
+    by_code = await third.request("race_join", code=made["code"])
+    assert (by_code["race"], len(by_code["rows"])) == (made["race"], 3)
+    again = await first.request("race_rematch", race=race_id)  # its seat again, no second race
+    assert (again["race"], len(again["rows"])) == (made["race"], 3)
+    rematch = Standings(made)
+    await follow_until(first, rematch, lambda s: len(s.rows) == 3)
+    for follower in (*clients, spectator):  # the last follower goes: the finished race is let go
+        assert (await follower.request("race_leave", race=race_id))["type"] == "ok"
+    assert race_app.races.room(race_id) is None
+    stored = await spectator.request("race_watch", race=race_id)  # read from the database now
+    assert stored["rematch"] == link and stored["state"] == "finished"
+    await close_all(spectator, *clients)
+
+
+async def test_two_asks_at_once_make_one_rematch(race_app: App) -> None:
+    """Both racers ask at the same instant: one race is made, both are seated in it."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await a_finished_race(url, 2)
+    race_id = copies[0].race["race"]
+    replies = await asyncio.gather(*(client.request("race_rematch", race=race_id) for client in clients))
+    assert {reply["type"] for reply in replies} == {"race"}, replies
+    assert len({reply["race"] for reply in replies}) == 1
+    assert max(len(reply["rows"]) for reply in replies) == 2
+    _, _, metrics = await asyncio.to_thread(http_get, race_app, "/metrics")
+    assert "eightoff_races_made_total 2.0" in metrics
+    await close_all(*clients)
+
+
+async def test_bad_rematch_requests_are_refused_clearly(database_url: str) -> None:
+    """Bad input tried: a rematch asked by a spectator (no seat), of a race still running, of a
+    cancelled race, of an unknown race, with a malformed id, without a race, with an extra field,
+    and past the creations allowance (the asker has made its races of the hour)."""
+    settings = {**RACE_SETTINGS, "races_per_player_per_hour": 2}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        clients, copies = await lobby(url, 2, time_limit=600)
+        race_id = copies[0].race["race"]
+        await start(clients, copies)
+        running = await clients[1].request("race_rematch", race=race_id)
+        assert running["code"] == "illegal_move" and "finished" in running["message"], running
+        await finish_by_resigning(clients, copies)
+        await follow_until(clients[0], copies[0], lambda s: s.race["state"] == "finished")
+        spectator = await player(url, name="spectator")
+        unseated = await spectator.request("race_rematch", race=race_id)
+        assert unseated["code"] == "illegal_move" and "no seat" in unseated["message"], unseated
+        assert (await spectator.request("race_rematch", race="Rc4Vn8Lq2Ztp0aXe"))["code"] == "not_found"
+        for fields in ({"race": "not an id!"}, {}, {"race": race_id, "seats": 2}):
+            assert (await spectator.request("race_rematch", **fields))["code"] == "bad_request", fields
+        cancelled = await spectator.request("race_create", seats=2)
+        assert (await spectator.request("race_leave", race=cancelled["race"]))["type"] == "ok"
+        refused = await spectator.request("race_rematch", race=cancelled["race"])
+        assert refused["code"] == "illegal_move" and "cancelled" in refused["message"], refused
+        # clients[0] made the race (one of its 2 an hour) and one more: no rematch made by it now
+        assert (await clients[0].request("race_create", seats=2))["type"] == "race"
+        limited = await clients[0].request("race_rematch", race=race_id)
+        assert limited["code"] == "rate_limited" and "races created" in limited["message"], limited
+        # ... but once made by the other player, it joins it: a join, within its allowance
+        assert (await clients[1].request("race_rematch", race=race_id))["type"] == "race"
+        joined = await clients[0].request("race_rematch", race=race_id)
+        assert joined["type"] == "race" and len(joined["rows"]) == 2, joined
+        await close_all(spectator, *clients)
