@@ -735,6 +735,8 @@ class Race(_Value):
     rows: tuple[RaceSeat, ...]
     request_id: RequestId | None = None
     rematch: RaceLink | None = None
+    #: How late a spectator's boards come (`RaceBoard`), in milliseconds: the server's setting.
+    board_delay_ms: int | None = None
 
 
 @_wire_value

@@ -1,14 +1,15 @@
 // The race screens: the lobby (seats, ready, start, leave, the invitation link), the countdown, the
 // others' progress as bars while everyone plays (each seat's own game is the ordinary board, opened
-// by `resume` at the reveal), and the result. It owns the race's copy (race.js) and sends the race
-// requests; the app hands it the race messages and the connection. The board itself stays the app's.
+// by `resume` at the reveal), a spectator's small late boards of every seat, and the result with its
+// rematch. It owns the race's copy (race.js) and sends the race requests; the app hands it the race
+// messages and the connection. The board itself stays the app's.
 
 import {
-  applyRaceDiff, endReason, movesText, myRow, ordinal, raceFromSnapshot, raceLink, raceRefusal, resultTitle, results,
-  secondsUntil, standings, startProblem,
+  applyRaceDiff, boardDelayText, endReason, miniBoard, movesText, myRow, ordinal, raceFromSnapshot, raceLink, raceRefusal,
+  rematchOffer, resultTitle, results, secondsUntil, showsBoards, standings, startProblem,
 } from "./race.js";
 import { $, el } from "./render.js";
-import { formatDuration } from "./words.js";
+import { SUITS, cardName, cardText, formatDuration } from "./words.js";
 
 const RACE_KEY = "eightoff.race";  // sessionStorage: {race, code} of this tab's race, followed again after a reload
 const TICK_MS = 250;
@@ -34,11 +35,12 @@ export class RaceView {
     Object.assign(this, { connection, player, now, openGame, shownGame, showTable, watchGame });
     this.race = null;       // race.js copy of the followed race, or null
     this.message = null;    // a refusal or a bad link, in player words
-    this.settings = null;   // the create fields of the last race made here (for "New race")
     this.drawn = null;
     this.opened = null;     // the seat's game already put on the board
     this.leaveArmed = false;  // Leave was tapped once mid-race: a second tap within 3 s gives the seat up
     this.watchNote = null;  // what to say once a race that could not be joined is watched instead
+    this.boards = new Map();  // seat → its latest `race_board` board (a spectator's, or the final ones)
+    this.boardsSeen = 0;      // boards received: part of what the panel shows (its redraw key)
   }
 
   // Session -----------------------------------------------------------------------------------------
@@ -72,12 +74,26 @@ export class RaceView {
     if (message.type === "race") this.follow(message);
     else if (message.type === "race_diff") this.changed(message);
     else if (message.type === "error" && request && request.type.startsWith("race_")) this.refused(request, message);
-    else return message.type === "race_board";  // boards: a racer gets them only at the end; not drawn
+    else if (message.type === "race_board") this.boarded(message);
+    else return false;
     this.render();
     return true;
   }
 
+  /** A seat's board: a spectator's, late; everyone's final ones at the end (a racer sees none before). */
+  boarded(message) {
+    if (!this.race || message.race !== this.race.race) return;
+    this.boards.set(message.seat, message.board);
+    this.boardsSeen += 1;
+  }
+
   follow(message) {
+    const before = this.race;
+    if (before && before.race !== message.race) {
+      this.boards.clear();
+      // The race this tab left for another (its rematch): stop following the finished one.
+      if (before.state === "finished" || before.state === "cancelled") this.request("race_leave", { race: before.race });
+    }
     this.race = raceFromSnapshot(message);
     this.message = this.watchNote;
     this.watchNote = null;
@@ -129,7 +145,6 @@ export class RaceView {
   // Requests of the interface ----------------------------------------------------------------------
 
   create(fields) {
-    this.settings = fields;
     this.message = null;
     this.request("race_create", fields);
     this.showTable();
@@ -153,10 +168,13 @@ export class RaceView {
     const race = this.race;
     const mine = race && myRow(race, this.player()?.id);
     const over = race && (race.state === "finished" || race.state === "cancelled");
-    if (race && (!over || !mine)) {
+    if (race && over) {
+      this.request("race_leave", { race: race.race });  // stop following it; nothing to give up, nothing to wait for
+    } else if (race && (!over || !mine)) {
       const reply = await this.request("race_leave", { race: race.race });
       if (!reply || reply.type === "error") return;
     }
+    this.boards.clear();
     this.race = null;
     this.message = null;
     storeRace(null);
@@ -166,7 +184,8 @@ export class RaceView {
 
   act(action) {
     const race = this.race;
-    if (action === "close" && race && race.state === "running" && !this.leaveArmed) {
+    const seated = race && myRow(race, this.player()?.id) !== null;
+    if (action === "close" && race && race.state === "running" && seated && !this.leaveArmed) {
       this.leaveArmed = true;
       clearTimeout(this.leaveTimer);
       this.leaveTimer = setTimeout(() => {
@@ -181,8 +200,14 @@ export class RaceView {
       this.close();
       return;
     }
-    if (action === "again" && race) {
-      this.create(this.settings ?? { cells: race.cells, seats: race.seats, time_limit: race.time_limit, public: race.public || undefined });
+    if (action === "rematch" && race) {
+      const offer = rematchOffer(race, this.player()?.id);
+      if (offer) {
+        this.message = null;
+        this.request(offer.type, offer.fields);
+        this.showTable();
+        this.render();
+      }
       return;
     }
     if (!race) return;
@@ -231,7 +256,7 @@ export class RaceView {
     const race = this.race;
     const playerId = this.player()?.id;
     const clock = race ? this.clockText(race) : null;
-    const key = JSON.stringify([race, this.message, playerId, clock, this.leaveArmed]);
+    const key = JSON.stringify([race, this.message, playerId, clock, this.leaveArmed, this.boardsSeen]);
     document.body.dataset.race = race ? race.state : "";
     const panel = $("#race");
     panel.hidden = race === null && this.message === null;
@@ -244,7 +269,7 @@ export class RaceView {
       panel.replaceChildren(el("h2", { text: "Race" }), message);
       return;
     }
-    panel.replaceChildren(this.header(race, clock), message, ...this.body(race, playerId));
+    panel.replaceChildren(this.header(race, clock, playerId), message, ...this.body(race, playerId));
   }
 
   clockText(race) {
@@ -260,22 +285,50 @@ export class RaceView {
     return null;
   }
 
-  header(race, clock) {
+  header(race, clock, playerId) {
     const what = `${race.cells} cells · ${formatDuration(race.time_limit * 1000)} · ${race.public ? "public" : "private"}`;
     const titles = { lobby: "Race lobby", countdown: "Get ready", running: "Race", finished: "Race over", cancelled: "Race cancelled" };
     const parts = [el("h2", { text: titles[race.state] ?? "Race" }), el("span", { className: "race-what", text: what })];
     if (race.state === "countdown") parts.push(el("span", { id: "race-countdown", className: "race-clock", text: `Starts in ${clock}` }));
     if (race.state === "running") {
       parts.push(el("span", { id: "race-time-left", className: "race-clock", text: `${clock} left` }));
-      parts.push(el("button", { type: "button", className: "race-leave", "data-race-action": "close", title: "Give up your seat: you rank after everyone still racing", text: this.leaveArmed ? "Really leave?" : "Leave" }));
+      const leave = myRow(race, playerId)
+        ? { title: "Give up your seat: you rank after everyone still racing", text: this.leaveArmed ? "Really leave?" : "Leave" }
+        : { title: "Stop following this race", text: "Stop watching" };  // a spectator gives nothing up
+      parts.push(el("button", { type: "button", className: "race-leave", "data-race-action": "close", ...leave }));
     }
     return el("header", { className: "race-head" }, ...parts);
   }
 
   body(race, playerId) {
     if (race.state === "lobby" || race.state === "countdown") return this.lobby(race, playerId);
-    if (race.state === "running") return [this.bars(race, playerId)];
-    return this.result(race, playerId);
+    const boards = showsBoards(race, playerId) ? [this.spectatorBoards(race, playerId)] : [];
+    if (race.state === "running") return [this.bars(race, playerId), ...boards];
+    return [...this.result(race, playerId), ...boards];
+  }
+
+  /** A spectator's small boards of every seat, late (the note says how late), in seat order. */
+  spectatorBoards(race, playerId) {
+    const figures = standings(race, playerId).map((row) => {
+      const board = miniBoard(this.boards.get(row.seat));
+      const caption = el("figcaption", {},
+        el("span", { className: "race-name", text: row.name }),
+        el("span", { className: "race-figures", text: board ? movesText(board.moves) : "no board yet" }));
+      return el("figure", { className: "mini-board", "data-seat": String(row.seat), "data-v": board ? String(board.v) : "", "data-status": board ? board.status : "" },
+        caption, ...(board ? [this.drawMini(board)] : []));
+    });
+    return el("section", { id: "race-boards", "aria-label": "The seats' boards" },
+      el("p", { id: "race-boards-note", className: "race-note", text: boardDelayText(race) }),
+      el("div", { className: "mini-boards" }, ...figures));
+  }
+
+  drawMini(board) {
+    const card = (text) => text
+      ? el("span", { className: `mini-card ${SUITS[text[1]].red ? "red" : "black"}`, title: cardName(text), text: cardText(text) })
+      : el("span", { className: "mini-card empty" });
+    return el("div", { className: "mini-table", "aria-hidden": "true" },
+      el("div", { className: "mini-row" }, ...board.foundations.map((f) => card(f.top)), ...board.cells.map(card)),
+      el("div", { className: "mini-columns" }, ...board.tableau.map((column) => el("div", { className: "mini-column" }, ...column.map(card)))));
   }
 
   lobby(race, playerId) {
@@ -341,15 +394,18 @@ export class RaceView {
         ? [el("button", { type: "button", className: "link", "data-race-board": row.game, text: "See board" })] : []),
       ...(row.rating ? [el("span", { className: `race-rating ${row.rating.delta >= 0 ? "up" : "down"}`, title: `rating ${row.rating.before} → ${row.rating.after}`, text: row.rating.text })] : []),
     ));
-    const seated = myRow(race, playerId) !== null;
+    const offer = rematchOffer(race, playerId);
     const buttons = [["close", "Close"]];
-    if (seated) buttons.unshift(["again", "New race, same settings"]);
+    if (offer) buttons.unshift(["rematch", offer.label]);
+    let note = null;
+    if (offer && race.rematch) note = "A rematch was asked: same settings, a new deal.";
+    else if (offer) note = "Rematch: the same settings and a new deal; your rivals are offered to join it.";
     return [
       el("p", { id: "race-result", className: "race-result", text: resultTitle(race, playerId) }),
       el("p", { className: "race-note", text: endReason(race) }),
       el("ol", { id: "race-places" }, ...rows),
       this.buttons(buttons),
-      ...(seated ? [el("p", { className: "race-note", text: "A new race gets a new link: send it to your rivals." })] : []),
+      ...(note ? [el("p", { id: "race-rematch-note", className: "race-note", text: note })] : []),
     ];
   }
 
@@ -363,6 +419,6 @@ export class RaceView {
 
   buttons(list) {
     return el("div", { className: "race-buttons" }, ...list.map(([action, label]) =>
-      el("button", { type: "button", "data-race-action": action, className: ["start", "ready", "again"].includes(action) ? "primary" : "", text: label })));
+      el("button", { type: "button", "data-race-action": action, className: ["start", "ready", "rematch"].includes(action) ? "primary" : "", text: label })));
   }
 }

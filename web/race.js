@@ -1,6 +1,7 @@
 // The race model: a copy of one race, taken from a `race` message and kept exact by each `race_diff`
 // in `v` order (protocol/README.md section 15), and what a player reads of it (the lobby's seats, the
-// standings as progress bars, the places). No DOM: node's test runner checks it (tests/web/race.test.mjs).
+// standings as progress bars, the places, a spectator's late boards, the rematch on offer). No DOM:
+// node's test runner checks it (tests/web/race.test.mjs).
 
 /** An invitation code: 8 of A-Z 2-9 without I, L and O (protocol README, `race_join`). */
 export const RACE_CODE = /^[A-HJKMNP-Z2-9]{8}$/;
@@ -26,6 +27,8 @@ export function raceFromSnapshot(message) {
   for (const key of ["race", "v", "code", "creator", "cells", "seats", "time_limit", "public", "state",
     "starts_at", "ends_at", "deal"]) race[key] = message[key];
   race.rows = message.rows.map((row) => ({ ...row }));
+  race.rematch = message.rematch ? { ...message.rematch } : null;
+  race.board_delay_ms = Number.isFinite(message.board_delay_ms) ? message.board_delay_ms : null;
   return race;
 }
 
@@ -37,6 +40,7 @@ export function applyRaceDiff(race, diff) {
   if (diff.race !== race.race || diff.v <= race.v) return "old";
   if (diff.v !== race.v + 1) return "gap";
   for (const key of ["v", "creator", "state", "starts_at", "ends_at", "deal"]) race[key] = diff[key];
+  if (diff.rematch) race.rematch = { ...diff.rematch };
   const changed = new Map(diff.rows.map((row) => [row.seat, { ...row }]));
   const gone = new Set(diff.gone);
   race.rows = race.rows.filter((row) => !gone.has(row.seat) && !changed.has(row.seat));
@@ -148,6 +152,50 @@ export function endReason(race) {
   return "Nobody is still playing.";
 }
 
+/**
+ * What the end of a race offers the viewer about a rematch: null (the race is not finished), else
+ * `{label, fields}` of the request to send. A seat asks `race_rematch` ("Rematch" makes it, "Join the
+ * rematch" once one was made: the same request joins it); a spectator may join a rematch made, by code.
+ */
+export function rematchOffer(race, playerId) {
+  if (race.state !== "finished") return null;
+  if (myRow(race, playerId)) {
+    return { label: race.rematch ? "Join the rematch" : "Rematch", type: "race_rematch", fields: { race: race.race } };
+  }
+  return race.rematch ? { label: "Join the rematch", type: "race_join", fields: { code: race.rematch.code } } : null;
+}
+
+/** Whether the viewer sees the seats' boards: a spectator (no seat) of a race under way or over. */
+export function showsBoards(race, playerId) {
+  return (race.state === "running" || race.state === "finished") && myRow(race, playerId) === null;
+}
+
+/** The spectator's note on how late the boards are (the server says in `board_delay_ms`). */
+export function boardDelayText(race) {
+  if (race.state === "finished") return "The race is over: these are the final boards.";
+  const ms = race.board_delay_ms;
+  if (!Number.isFinite(ms)) return "You are watching: the boards are shown late, so that no racer can be helped.";
+  const seconds = Math.round(ms / 100) / 10;
+  return `You are watching: each board is shown ${seconds} s late, so that no racer can be helped.`;
+}
+
+/**
+ * A board as a small picture reads it: each foundation's top, the cells, the columns (bottom first),
+ * from a `race_board`'s `board` (a snapshot). Null for anything that is not a board.
+ */
+export function miniBoard(board) {
+  if (!board || !Array.isArray(board.tableau) || !Array.isArray(board.cells)) return null;
+  return {
+    game: board.game,
+    v: board.v,
+    foundations: ["S", "H", "D", "C"].map((suit) => ({ suit, top: board.foundations?.[suit] ?? null })),
+    cells: board.cells.map((card) => card ?? null),
+    tableau: board.tableau.map((column) => [...column]),
+    moves: board.moves,
+    status: board.status,
+  };
+}
+
 /** A refusal of a race request, in player words (the server's text is for developers). */
 export function raceRefusal(request, error) {
   if (error.code === "not_found" && request === "race_join") return "No race has that code. Check the link or the code.";
@@ -159,6 +207,11 @@ export function raceRefusal(request, error) {
     return "That race is over.";
   }
   if (request === "race_start" && /not ready/.test(error.message)) return "Every seat must be ready first.";
+  if (request === "race_rematch" && error.code === "illegal_move") {
+    if (/full/.test(error.message)) return "The rematch is full.";
+    if (/started/.test(error.message)) return "The rematch has already started without you.";
+    return "A rematch can only follow a finished race you played in.";
+  }
   if (request === "race_start" && error.code === "forbidden") return "Only the race's creator starts it.";
   return error.message.charAt(0).toUpperCase() + error.message.slice(1);
 }

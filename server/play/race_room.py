@@ -201,6 +201,7 @@ class RaceRoom:
             rows=tuple(self._rows().values()),
             request_id=request_id,
             rematch=self.rematch,
+            board_delay_ms=round(self.board_delay_s * 1000),
         )
 
     def seat_of(self, player_id: str) -> int | None:
@@ -224,7 +225,7 @@ class RaceRoom:
         if isinstance(command, SeatChanged):
             return self._seat_changed(command.progress)
         if isinstance(command, Tick):
-            return self._tick(command.at)
+            return self._tick(command.at) if self.state not in _OVER else []  # a kept race: nothing is due
         if isinstance(command, RaceWatch):
             return self._watch(command)
         try:
@@ -350,7 +351,7 @@ class RaceRoom:
         if self.state != "running" or number is None:
             return []
         seat = self.seated[number]
-        if seat.status != "playing" or (seat.progress is not None and progress.v <= seat.progress.v):
+        if seat.status != "playing" or _seen(seat.progress, progress):
             return []
         assert self.starts_at is not None
         seat.progress = progress
@@ -632,6 +633,15 @@ class RaceRoom:
         if number is None:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"you hold no seat in race {self.id}")
         return self.seated[number]
+
+
+def _seen(last: SeatProgress | None, progress: SeatProgress) -> bool:
+    """``progress`` is no news: an older version, or the same one again. A resignation keeps its
+    game's ``v`` (it moves no card) but changes its status: news (it was once dropped as old, and a
+    seat that resigned after a move stayed playing in the race until the time limit)."""
+    if last is None:
+        return False
+    return progress.v < last.v or (progress.v == last.v and progress.status is last.status)
 
 
 def _ok(request_id: RequestId | None) -> Callable[[], list[ServerMessage]]:

@@ -4,6 +4,7 @@ clients, on SQLite and PostgreSQL (docs/races.md, protocol/README.md section 15)
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,9 +12,10 @@ import pytest
 
 from engine import Deal, Game
 from server.app import App
+from server.storage import races
 from tests.server.test_http import http_get
 from tests.server.test_races import RACE_SETTINGS, Standings, close_all, follow_until, lobby, start
-from tests.support import serverutil
+from tests.support import dbutil, serverutil
 from tests.support.wire import move_fields
 from tests.support.wsclient import WsClient, player
 
@@ -185,3 +187,47 @@ async def test_bad_rematch_requests_are_refused_clearly(database_url: str) -> No
         joined = await clients[0].request("race_rematch", race=race_id)
         assert joined["type"] == "race" and len(joined["rows"]) == 2, joined
         await close_all(spectator, *clients)
+
+
+@pytest.fixture
+async def two_race_nodes() -> AsyncIterator[tuple[App, App]]:
+    """Two nodes on one PostgreSQL database and one Redis, with the short race settings (skipped
+    unless CI provides both)."""
+    server_url = dbutil.require_postgres_server_url()
+    redis_url = os.environ.get("EIGHTOFF_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("EIGHTOFF_TEST_REDIS_URL is not set (CI sets it)")
+    database_url = await dbutil.create_postgres_database_async(server_url)
+    try:
+        async with (
+            serverutil.running_app(database_url, redis_url=redis_url, node="node-a", **RACE_SETTINGS) as a,
+            serverutil.running_app(database_url, redis_url=redis_url, node="node-b", **RACE_SETTINGS) as b,
+        ):
+            yield a, b
+    finally:
+        await dbutil.drop_postgres_database_async(server_url, database_url)
+
+
+async def test_two_asks_on_two_nodes_make_one_rematch(two_race_nodes: tuple[App, App]) -> None:
+    """The race finished on node A (kept there); one player asks there, the other's connection on node
+    B asks at the same instant (B reads the race from the database). The race's revision fences the
+    link: one rematch is stored, and both askers are seated in it (the loser, told stale, reads the
+    race again and joins the rematch it names)."""
+    node_a, node_b = two_race_nodes
+    clients, copies = await a_finished_race(serverutil.ws_url(node_a), 2)
+    race_id = copies[0].race["race"]
+    on_b = await player(serverutil.ws_url(node_b), token=clients[1].token)
+    replies = await asyncio.gather(
+        clients[0].request("race_rematch", race=race_id), on_b.request("race_rematch", race=race_id)
+    )
+    assert {reply["type"] for reply in replies} == {"race"}, replies
+    (rematch_id,) = {reply["race"] for reply in replies}
+    async with node_a.database.connection() as conn:
+        stored = await races.load_race(conn, race_id)
+        made = await races.load_race(conn, rematch_id)
+    assert stored is not None and made is not None
+    assert (stored.rematch_id, stored.rematch_code, stored.state) == (rematch_id, made.code, "finished")
+    assert (made.state, made.cells, made.seats, made.time_limit_s) == ("lobby", 8, 2, 600)
+    seated = {seat.player_id for seat in made.seated}
+    assert clients[0].player is not None and clients[0].player["id"] in seated
+    await close_all(on_b, *clients)

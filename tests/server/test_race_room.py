@@ -372,6 +372,18 @@ def test_a_stale_or_foreign_commit_is_ignored() -> None:
     assert lobby.handle(SeatChanged(foreign)) == []
 
 
+def test_a_resignation_after_a_move_is_news() -> None:
+    """A resignation keeps its game's v (it moves no card): the race takes it all the same. It was
+    dropped as an old version, and a seat that resigned after a move stayed playing until the time."""
+    harness = Harness().running()
+    game = one_move()
+    harness.play(1, game)
+    game.resign()
+    assert harness.play(1, game) == ["Push(race_diff -> ann, ann2, bo, spec)"]
+    assert harness.room.seated[1].status == "resigned"
+    assert harness.play(1, game) == []  # the same again: no news
+
+
 # -------------------------------------------------------------------- places
 
 
@@ -449,6 +461,21 @@ def test_a_rematch_is_stored_with_its_link_then_named_to_every_follower() -> Non
     assert harness.room.snapshot(None).to_wire()["rematch"] == {"race": "r2", "code": "H4RX7KMB"}
     (again,) = _ask_rematch(harness, "ann")
     assert isinstance(again, Reply) and again.outcome == Rematch("r2", "H4RX7KMB", made=False)
+
+
+def test_a_finished_race_kept_for_its_followers_pushes_no_held_board() -> None:
+    """A board held for the spectators when the race ended is not released later: a finished race
+    kept in memory (for its rematch) has nothing due. A racer's board once reached every follower so,
+    after the end's boards."""
+    harness = Harness().running()
+    harness.play(1, one_move())  # held for the spectators: due in 30 s
+    won = Game(DEAL)
+    won.status = Status.WON
+    harness.play(2, won)
+    harness.committed()
+    harness.handle(RatingsLoaded({}))
+    harness.room.kept = True  # as the registry keeps it
+    assert harness.tick(31) == [] and harness.room.is_open()
 
 
 def test_a_rematch_not_stored_leaves_the_race_as_it_was() -> None:

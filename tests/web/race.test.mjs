@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  applyRaceDiff, endReason, movesText, ordinal, raceFromSnapshot, raceLink, raceRefusal, ratingChange, resultTitle,
-  results, secondsUntil, standings, startProblem,
+  applyRaceDiff, boardDelayText, endReason, miniBoard, movesText, ordinal, raceFromSnapshot, raceLink, raceRefusal,
+  ratingChange, rematchOffer, resultTitle, results, secondsUntil, showsBoards, standings, startProblem,
 } from "../../web/race.js";
 
 const ANN = { id: "ann", name: "Ann" };
@@ -115,4 +115,59 @@ test("refusals in player words", () => {
   assert.equal(raceRefusal("race_join", { code: "illegal_move", message: "race R1 is full (2 seats)" }), "That race is full.");
   assert.equal(raceRefusal("race_join", { code: "illegal_move", message: "race R1 has started: race_watch it" }), "That race has already started: it can't be joined now.");
   assert.equal(raceRefusal("race_start", { code: "illegal_move", message: "race R1: seat(s) 2 not ready" }), "Every seat must be ready first.");
+});
+
+test("a finished race offers its seats a rematch, then to join the one made; a spectator only joins", () => {
+  const race = raceFromSnapshot(snapshot([row(1, ANN, { place: 1 }), row(2, BO, { place: 2 })], { state: "finished", v: 9 }));
+  assert.equal(race.rematch, null);
+  assert.deepEqual(rematchOffer(race, "ann"), { label: "Rematch", type: "race_rematch", fields: { race: "R1" } });
+  assert.equal(rematchOffer(race, "cy"), null);  // a spectator: nothing to join yet
+  assert.equal(applyRaceDiff(race, diff(10, [], { state: "finished", rematch: { race: "R2", code: "H4RX7KMB" } })), "applied");
+  assert.deepEqual(race.rematch, { race: "R2", code: "H4RX7KMB" });
+  assert.deepEqual(rematchOffer(race, "bo"), { label: "Join the rematch", type: "race_rematch", fields: { race: "R1" } });
+  assert.deepEqual(rematchOffer(race, "cy"), { label: "Join the rematch", type: "race_join", fields: { code: "H4RX7KMB" } });
+  assert.equal(applyRaceDiff(race, diff(11, [], { state: "finished" })), "applied");  // a later diff keeps it
+  assert.deepEqual(race.rematch, { race: "R2", code: "H4RX7KMB" });
+  const running = raceFromSnapshot(snapshot([row(1, ANN)], { state: "running" }));
+  assert.equal(rematchOffer(running, "ann"), null);
+  const linked = raceFromSnapshot(snapshot([row(1, ANN)], { state: "finished", rematch: { race: "R2", code: "H4RX7KMB" } }));
+  assert.equal(rematchOffer(linked, "ann").label, "Join the rematch");
+});
+
+test("only a spectator sees the seats' boards, with how late they are", () => {
+  const race = raceFromSnapshot(snapshot([row(1, ANN), row(2, BO)], { state: "running", board_delay_ms: 30000 }));
+  assert.equal(showsBoards(race, "ann"), false);  // a racer: never a rival's board before the end
+  assert.equal(showsBoards(race, "cy"), true);
+  assert.match(boardDelayText(race), /each board is shown 30 s late/);
+  race.board_delay_ms = 1500;
+  assert.match(boardDelayText(race), /1.5 s late/);
+  race.board_delay_ms = null;  // another server, which does not say
+  assert.match(boardDelayText(race), /shown late/);
+  assert.equal(showsBoards(raceFromSnapshot(snapshot([row(1, ANN)])), "cy"), false);  // the lobby: no board yet
+  race.state = "finished";
+  assert.match(boardDelayText(race), /final boards/);
+});
+
+test("a board read for a small picture; anything else is no board", () => {
+  const board = {
+    type: "snapshot", game: "g2", v: 4, code: "EO1-C8-AAAAAFA", player: BO, tableau: [["3C", "AH"], []],
+    cells: ["QC", null], foundations: { S: null, H: "2H", D: null, C: null }, score: 5, moves: 4, status: "playing",
+  };
+  const mini = miniBoard(board);
+  assert.deepEqual(mini.foundations.map((f) => f.top), [null, "2H", null, null]);
+  assert.deepEqual(mini.cells, ["QC", null]);
+  assert.deepEqual(mini.tableau, [["3C", "AH"], []]);
+  assert.equal(mini.v, 4);
+  mini.tableau[0].push("KD");
+  assert.deepEqual(board.tableau[0], ["3C", "AH"]);  // a copy
+  for (const bad of [null, undefined, {}, { tableau: [] }, { cells: [] }]) assert.equal(miniBoard(bad), null);
+});
+
+test("a refused rematch in player words", () => {
+  assert.equal(raceRefusal("race_rematch", { code: "illegal_move", message: "race R2 is full (2 seats)" }), "The rematch is full.");
+  assert.equal(raceRefusal("race_rematch", { code: "illegal_move", message: "race R2 has started: race_watch it" }),
+    "The rematch has already started without you.");
+  assert.equal(raceRefusal("race_rematch", { code: "illegal_move", message: "race R1 is running: a rematch follows a finished race" }),
+    "A rematch can only follow a finished race you played in.");
+  assert.equal(raceRefusal("race_rematch", { code: "rate_limited", message: "too many" }), "Too many races too fast: wait a minute and try again.");
 });

@@ -2,8 +2,10 @@
 real server (issue 19, items 1, 3, 4 and 7): joined by its /r/CODE link or created from the form, the
 lobby's seats and ready, the countdown, the seat's own game on the ordinary board, the rival's
 progress bar moving as the scripted client plays, a reload mid-race, and the result (a win by the
-rival; a time-out). The page never receives a rival's board before the race is over. A race made
-and left in its lobby closes the panel.
+rival; a time-out). The page never receives nor shows a rival's board before the race is over. A race
+made and left in its lobby closes the panel. A spectator (a link to a started race) sees the standings
+and every seat's board, late, then the final boards. A rematch: the page asks it and the scripted
+rival, told, joins it; the scripted rival asks it and the page joins it in one tap.
 
 Bad input tried: a well-formed link to no race, malformed links (too short, a letter a code never
 has, a path under the code), and a malformed code typed into the join form.
@@ -40,6 +42,7 @@ RACE_SETTINGS = {
     "sqlite_synchronous": "NORMAL",
     "shutdown_grace": 2.0,
     "new_connections_per_address_per_second": 500.0,
+    "race_board_delay": 1.0,  # a spectator's boards, late: long enough to see, short for a test
 }
 
 
@@ -191,6 +194,7 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     # the bar is as wide as the share of cards home (the browser writes 25.0% as 25%)
     assert width.endswith("%") and abs(float(width[:-1]) - home / 52 * 100) < 0.06, (width, home)
     await expect(rival.locator(".race-figures")).to_contain_text(f"{home}/52 home · {half} moves")
+    await expect(page.locator("#race-boards")).to_have_count(0)  # a racer: no rival board drawn
     await screenshot(page, "desktop-race.png")
     await play(bo, rival_game, line[half:], half)
 
@@ -221,6 +225,7 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     assert "race_board" not in types[:end]
     assert {m["game"] for m in before if m["type"] in ("snapshot", "diff", "ack", "game_over")} == {mine}
     assert sorted(m["seat"] for m in frames.received[end:] if m["type"] == "race_board") == [1, 2]
+    await expect(page.locator("#race-boards")).to_have_count(0)  # a racer's result: "See board" instead
 
     # Now the rival's board may be seen: its final position, won.
     await winner.locator("[data-race-board]").click()
@@ -297,11 +302,22 @@ async def test_a_race_made_on_a_phone_ends_at_the_time_limit(chromium: Any, site
     await expect(page.locator('#race-places li[data-place="1"]')).to_contain_text("Bo")
     await screenshot(page, "phone-race-result.png")
 
-    # A new race with the same settings: a new lobby, a new code.
-    await page.click('[data-race-action="again"]')
+    # The page asks a rematch: a new lobby of the same settings, a new code, the page's player seated
+    # as its creator; the scripted rival is told (a race_diff of the finished race names it) and joins.
+    rematch = page.locator('[data-race-action="rematch"]')
+    await expect(rematch).to_have_text("Rematch")
+    await rematch.click()
     await expect(panel).to_have_attribute("data-state", "lobby")
     await expect(page.locator("#race-code-shown")).not_to_have_text(code)
     await expect(panel.locator(".race-what")).to_have_text("4 cells · 1:00 · private")
+    new_code = await page.locator("#race-code-shown").inner_text()
+    assert await page.evaluate("location.pathname") == f"/r/{new_code}"
+    told = await _pushed_rematch(bo, race_id)
+    assert told["code"] == new_code
+    joined = await bo.request("race_rematch", race=race_id)
+    assert (joined["type"], joined["race"], joined["code"]) == ("race", told["race"], new_code), joined
+    await expect(page.locator("#race-seats li[data-seat]")).to_have_count(2)
+    await expect(page.locator('#race-seats li[data-mine="true"]')).to_contain_text("Ann (you) · creator")
     await bo.close()
     await context.close()
     assert errors == []
@@ -309,7 +325,9 @@ async def test_a_race_made_on_a_phone_ends_at_the_time_limit(chromium: Any, site
 
 async def test_a_link_to_a_started_race_watches_it(chromium: Any, site: str, race_app: App) -> None:
     """A stranger opening the invitation link of a race under way cannot join it: the page says so
-    and watches it by its code (the standings of both seats, none of them the page's, live)."""
+    and watches it by its code: the standings of both seats (none of them the page's) live, and each
+    seat's board late (the note says how late), then every final board; once a racer asks a rematch,
+    the spectator is offered to join it; closing the panel stops following the race."""
     errors: list[str] = []
     url = serverutil.ws_url(race_app)
     bo, cy = await player(url, name="Bo"), await player(url, name="Cy")
@@ -328,11 +346,37 @@ async def test_a_link_to_a_started_race_watches_it(chromium: Any, site: str, rac
     await expect(panel).to_have_attribute("data-state", "running", timeout=15_000)
     await expect(page.locator("#race-bars li")).to_have_count(2)
     await expect(page.locator('#race-bars li[data-mine="true"]')).to_have_count(0)
+    await expect(page.locator('#race [data-race-action="close"]')).to_have_text("Stop watching")  # no seat
     running = await race_of(bo, race_id)
     bo_game = game_of(running, bo)
     move = next(iter(Game(Deal.from_code(running["deal"])).legal_moves))
     assert (await bo.request("move", game=bo_game, **move_fields(move)))["type"] == "ack"
     await expect(page.locator('#race-bars li[data-mine="false"]').first).to_have_attribute("data-moves", "1")
+
+    # The boards, late: Bo's after its move (v 1), Cy's none yet; the note says how late.
+    await expect(page.locator("#race-boards-note")).to_have_text(
+        "You are watching: each board is shown 1 s late, so that no racer can be helped."
+    )
+    boards = page.locator("#race-boards .mini-board")
+    await expect(boards).to_have_count(2)
+    await expect(boards.nth(0)).to_have_attribute("data-v", "1")  # Bo, seat 1
+    await expect(boards.nth(0).locator(".mini-column")).to_have_count(8)
+    await expect(boards.nth(1)).to_contain_text("no board yet")
+    await screenshot(page, "desktop-race-spectator.png")
+
+    # The end (both resign): every final board; then a rematch asked by Bo is offered to the page.
+    for client in (bo, cy):
+        assert (await client.request("resign", game=game_of(running, client)))["type"] == "game_over"
+    await expect(panel).to_have_attribute("data-state", "finished")
+    final_note = "The race is over: these are the final boards."
+    await expect(page.locator("#race-boards-note")).to_have_text(final_note)
+    await expect(boards.nth(0)).to_have_attribute("data-status", "resigned")
+    await expect(boards.nth(1)).to_have_attribute("data-status", "resigned")
+    await expect(page.locator('[data-race-action="rematch"]')).to_have_count(0)  # nothing to join yet
+    assert (await bo.request("race_rematch", race=race_id))["type"] == "race"
+    await expect(page.locator('[data-race-action="rematch"]')).to_have_text("Join the rematch")
+    await page.click('#race [data-race-action="close"]')  # a race_leave of a race over: ok, closed
+    await expect(panel).to_be_hidden()
     await bo.close()
     await cy.close()
     await context.close()
@@ -397,6 +441,58 @@ async def test_leaving_mid_race_asks_twice_and_gives_the_seat_up(
     assert await page.evaluate("location.pathname") == "/"
     rows = {row["player"]["name"]: row["status"] for row in (await race_of(bo, race_id))["rows"]}
     assert rows == {"Bo": "playing", "Ann": "left"}
+    await bo.close()
+    await context.close()
+    assert errors == []
+
+
+async def _pushed_rematch(client: WsClient, race_id: str) -> dict[str, Any]:
+    """The rematch named by the race_diff of finished race ``race_id`` pushed to ``client``."""
+    while True:
+        push = await client.next_push()
+        if push["type"] == "race_diff" and push["race"] == race_id and "rematch" in push:
+            return dict(push["rematch"])
+
+
+async def test_the_rival_asks_a_rematch_and_the_page_joins_it_in_one_tap(
+    chromium: Any, site: str, race_app: App
+) -> None:
+    errors: list[str] = []
+    offset = dt.timedelta()
+    race_app.races.clock = lambda: utc_now() + offset
+    url = serverutil.ws_url(race_app)
+    bo = await player(url, name="Bo")
+    race = await bo.request("race_create", seats=2, time_limit=60, public=True)
+    race_id = race["race"]
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_link(context, site, f"/r/{race['code']}", errors)
+    assert (await bo.request("race_ready", race=race_id))["type"] == "ok"
+    await page.click('[data-race-action="ready"]')
+    await expect(page.locator('#race-seats li[data-mine="true"]')).to_have_attribute("data-ready", "true")
+    assert (await bo.request("race_start", race=race_id))["type"] == "ok"
+    panel = page.locator("#race")
+    await expect(panel).to_have_attribute("data-state", "running")
+    offset = dt.timedelta(seconds=61)
+    race_app.races.wake_all()
+    await expect(panel).to_have_attribute("data-state", "finished")
+    rematch = page.locator('[data-race-action="rematch"]')
+    await expect(rematch).to_have_text("Rematch")
+
+    # The rival asks first: the page's button becomes "Join the rematch"; one tap seats the page in it.
+    made = await bo.request("race_rematch", race=race_id)
+    assert made["type"] == "race" and made["state"] == "lobby", made
+    await expect(rematch).to_have_text("Join the rematch")
+    note = page.locator("#race-rematch-note")
+    await expect(note).to_have_text("A rematch was asked: same settings, a new deal.")
+    await rematch.click()
+    await expect(panel).to_have_attribute("data-state", "lobby")
+    await expect(page.locator("#race-code-shown")).to_have_text(made["code"])
+    await expect(panel.locator(".race-what")).to_have_text("8 cells · 1:00 · public")
+    await expect(page.locator("#race-seats li[data-seat]")).to_have_count(2)
+    await expect(page.locator('#race-seats li[data-mine="false"]')).to_contain_text("Bo · creator")
+    # the page let go of the finished race: its seat is Bo's rematch's seat 2, and Bo sees it there
+    fresh = await bo.request("race_watch", race=made["race"])
+    assert [row["player"]["name"] for row in fresh["rows"]] == ["Bo", "Ann"]
     await bo.close()
     await context.close()
     assert errors == []
