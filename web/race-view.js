@@ -302,14 +302,17 @@ export class RaceView {
 
   body(race, playerId) {
     if (race.state === "lobby" || race.state === "countdown") return this.lobby(race, playerId);
-    const boards = showsBoards(race, playerId) ? [this.spectatorBoards(race, playerId)] : [];
+    // A race over read back from storage has no final board to send (its places offer "See board").
+    const none = race.state === "finished" && this.boards.size === 0;
+    const boards = showsBoards(race, playerId) && !none ? [this.spectatorBoards(race, playerId)] : [];
     if (race.state === "running") return [this.bars(race, playerId), ...boards];
     return [...this.result(race, playerId), ...boards];
   }
 
   /** A spectator's small boards of every seat, late (the note says how late), in seat order. */
   spectatorBoards(race, playerId) {
-    const figures = standings(race, playerId).map((row) => {
+    const over = race.state === "finished";
+    const figures = standings(race, playerId).filter((row) => !over || this.boards.has(row.seat)).map((row) => {
       const board = miniBoard(this.boards.get(row.seat));
       const caption = el("figcaption", {},
         el("span", { className: "race-name", text: row.name }),
