@@ -50,6 +50,7 @@ REPLIES = {
     "race_ready": "ok",
     "race_start": "ok",
     "race_leave": "ok",
+    "race_rematch": "race",
     "quick_race": "ok",
     "quick_race_leave": "ok",
 }
