@@ -88,7 +88,12 @@ class Services:
             timeout=settings.database_timeout,
         )
         metrics = Metrics()
-        committer = Committer(_commit_backend(settings, database), metrics, max_batch=settings.commit_batch)
+        committer = Committer(
+            _commit_backend(settings, database),
+            metrics,
+            max_batch=settings.commit_batch,
+            linger=settings.commit_linger,
+        )
         committer.start()
         fanout = Fanout()
         bus = bus or (RedisBus(settings.redis_url) if settings.redis_url else LocalBus())
