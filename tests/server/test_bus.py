@@ -10,7 +10,16 @@ import socket
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
-from server.play.bus import MAX_FRAME_BYTES, BusEvent, FrameReader, RelayBus, frame, pack_event, unpack_event
+from server.play.bus import (
+    MAX_FRAME_BYTES,
+    BusEvent,
+    Event,
+    FrameReader,
+    RelayBus,
+    frame,
+    pack_event,
+    unpack_event,
+)
 from tests.support.waiting import eventually
 
 EVENTS = [
@@ -64,8 +73,8 @@ def test_a_frame_announcing_more_than_the_limit_is_refused() -> None:
 
 async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
     left_sock, right_sock = socket.socketpair()
-    left_got: list[BusEvent] = []
-    right_got: list[BusEvent] = []
+    left_got: list[Event] = []
+    right_got: list[Event] = []
     left, right = RelayBus(left_sock), RelayBus(right_sock)
     await left.start(left_got.append)
     await right.start(right_got.append)
@@ -82,7 +91,7 @@ async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
 async def test_a_relay_end_says_when_the_other_end_is_gone_and_skips_garbage() -> None:
     mine, theirs = socket.socketpair()
     lost = asyncio.Event()
-    got: list[BusEvent] = []
+    got: list[Event] = []
     bus = RelayBus(mine, on_lost=lost.set)
     await bus.start(got.append)
     theirs.sendall(frame(b"\xc1") + frame(pack_event(EVENTS[0])))  # a malformed event, then a good one
