@@ -12,7 +12,7 @@ Several nodes may each hold a copy of one race (docs/races.md, Across nodes); th
 authority. A copy that stored a change tells the others (`Publish` of a `RaceEvent`); a copy behind
 it (`RaceChanged`), or whose write lost the fence, reads the race as stored (`LoadRace`, `RaceLoaded`)
 and tells its followers the difference as an ordinary diff; a request whose write lost is handled
-again once against the race as stored.
+again against the race as stored (up to `TRIES` writes).
 
 Time comes from ``clock``; the room asks to be woken (`Wake`) at the end of the countdown, at the
 time limit and when a delayed board is due, and acts on the `Tick`.
@@ -69,13 +69,18 @@ from server.storage import GameStart
 from server.storage.commit_backends import Write, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
-__all__ = ["LOBBY_TIMEOUT", "RaceRoom", "Seat"]
+__all__ = ["LOBBY_TIMEOUT", "TRIES", "RaceRoom", "Seat"]
 
 #: Seconds a race may stay in its lobby: then it is cancelled (a race made and never started must not
 #: hold memory, a row and a timer for ever; races are made at most 30 an hour per player).
 LOBBY_TIMEOUT = 3600.0
 
 _OVER = ("finished", "cancelled")
+#: Writes of one request at most when other nodes' copies of the race win the fence meanwhile: each
+#: lost write reads the race and handles the request again on it. One retry is enough against one
+#: other node; seats on several nodes acting at the same instant (everyone ready at once) may need a
+#: retry per node that wrote first, and a player told stale would only send it again.
+TRIES = 3
 
 
 @dataclass(slots=True)
@@ -148,7 +153,7 @@ class _Pending:
     saved: tuple[str, str, dict[int, Seat], dt.datetime | None, dt.datetime | None, dt.datetime | None]
     wake: dt.datetime | None = None
     command: _Request | None = None  # the request that made the change (handled again if it loses)
-    retried: bool = False  # the request is being handled again already: losing once more is stale
+    tries: int = 1  # the request's writes so far: past `TRIES` a lost fence answers stale
 
 
 @dataclass(slots=True)
@@ -268,8 +273,8 @@ class RaceRoom:
             return self._changed(command.revision)
         return self._request(command)
 
-    def _request(self, command: _Request, *, retried: bool = False) -> list[Effect]:
-        """A request that may change the race; a stored change remembers it (handled again once if
+    def _request(self, command: _Request, *, tries: int = 1) -> list[Effect]:
+        """A request that may change the race; a stored change remembers it (handled again if
         its write loses the fence)."""
         try:
             if isinstance(command, RaceJoin):
@@ -283,7 +288,7 @@ class RaceRoom:
         except Refusal as refused:
             return [Reply(command.reply_to, refused)]
         if isinstance(self.awaiting, _Pending):
-            self.awaiting.command, self.awaiting.retried = command, retried
+            self.awaiting.command, self.awaiting.tries = command, tries
         return effects
 
     # ------------------------------------------------------------------ requests
@@ -570,7 +575,7 @@ class RaceRoom:
 
     def _reloaded(self, loaded: RaceLoaded) -> list[Effect]:
         """The race as stored: its followers get the difference as a diff; a request that lost the fence
-        is handled again against it once (a second loss is stale); a timed change that lost takes the
+        is handled again against it (up to `TRIES` writes, then stale); a timed change that lost takes the
         stored state (another copy did it). A race over ends here as if this copy had stored it."""
         reload = self.awaiting
         assert isinstance(reload, _Reload), "a race read with none awaited"
@@ -593,12 +598,12 @@ class RaceRoom:
         return diff + self._arm_next() + self._hold() + self._again(lost)
 
     def _again(self, lost: _Pending | None) -> list[Effect]:
-        """The request whose write lost, handled again once on the race as read; a second loss is stale."""
+        """The request whose write lost, handled again on the race as read, up to `TRIES` writes in all."""
         if lost is None or lost.command is None:
             return []
-        if lost.retried:
+        if lost.tries >= TRIES:
             return [Reply(lost.command.reply_to, _stale(self.id))]
-        return self._request(lost.command, retried=True)
+        return self._request(lost.command, tries=lost.tries + 1)
 
     def _adopt(self, record: RaceRecord) -> None:
         """Take the race as stored; a seat still playing there keeps what this copy saw of its game."""
@@ -729,8 +734,8 @@ def _ok(request_id: RequestId | None) -> Callable[[], list[ServerMessage]]:
 def _not_newer(progress: SeatProgress, seen: SeatProgress | None) -> bool:
     """``progress`` is what the race saw already: an older version, or the same one still playing (a
     resignation keeps its game's version: the same version, resigned, is news)."""
-    if seen is None:
-        return False
+    if seen is None:  # a game read with nothing played yet is no news either (its time would change)
+        return progress.v == 0 and progress.status is Status.PLAYING
     return progress.v < seen.v or (progress.v == seen.v and progress.status is seen.status)
 
 
