@@ -582,7 +582,9 @@ class RaceRoom:
         self.awaiting = None
         lost, record = reload.lost, loaded.record
         if record is None or loaded.error is not None:  # unread: a request is stale, a timed change retried
-            if lost is not None and lost.reply_to is not None:
+            if lost is None:  # behind until the next event, or its next write (which reads it then)
+                return []
+            if lost.reply_to is not None:
                 return [Reply(lost.reply_to, _stale(self.id))]
             return self._arm(self.clock() + dt.timedelta(seconds=1))
         if record.revision <= self.revision and lost is None:
@@ -624,11 +626,16 @@ class RaceRoom:
         self.starts_at, self.ends_at, self.finished_at = record.starts_at, record.ends_at, record.finished_at
 
     def _arm_next(self) -> list[Effect]:
-        """A Wake for the race's next timed change (a copy that read the race arms what it stores)."""
+        """A Wake for the race's next timed change (a copy that read the race arms what it stores); at
+        once when a seat it saw won, or none plays, and the stored race is not over (its end lost the
+        fence to another change: it is written again)."""
         if self.state == "lobby":
             return self._arm(self.created_at + dt.timedelta(seconds=LOBBY_TIMEOUT))
-        due = self.starts_at if self.state == "countdown" else self.ends_at
-        return self._arm(due) if due is not None and self.state in ("countdown", "running") else []
+        if self.state == "countdown" and self.starts_at is not None:
+            return self._arm(self.starts_at)
+        if self.state == "running" and self.ends_at is not None:
+            return self._arm(self.clock() if self._decided() else self.ends_at)
+        return []
 
     def _hold(self) -> list[Effect]:
         """Once running, the seats' games are held on this node when other nodes may play them."""

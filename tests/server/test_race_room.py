@@ -552,3 +552,22 @@ def test_a_wake_that_fires_early_is_armed_again_for_what_is_left() -> None:
     assert harness.handle(Tick(wake.at)) == ["Wake(0.001)"] and harness.room.state == "countdown"
     harness.now = wake.at
     assert harness.handle(Tick(wake.at)) == ["Commit"]
+
+
+def test_an_end_that_lost_to_another_change_is_written_again() -> None:
+    """Bo won as this copy saw it, but its end lost the fence to Ann's leave on another node: the race
+    as stored still runs, so the copy keeps Bo's win and ends the race again at once."""
+    harness = Harness().running()
+    running = harness.room.record()
+    left = tuple(
+        dataclasses.replace(seat, status="left") if seat.seat == 1 else seat for seat in running.seated
+    )
+    stored = dataclasses.replace(running, revision=running.revision + 1, seated=left)
+    won = Game(DEAL)
+    won.status = Status.WON
+    assert harness.play(2, won) == ["Commit"]
+    assert harness.committed(WriteConflict("revision 5 is stored")) == ["LoadRace"]
+    assert harness.handle(RaceLoaded(stored)) == ["Push(race_diff -> ann, ann2, bo, spec)", "Wake(0)"]
+    assert harness.room.seated[2].status == "won" and harness.room.seated[1].status == "left"
+    assert harness.handle(Tick(harness.now)) == ["Commit"] and harness.room.state == "finished"
+    assert harness.room.record().revision == stored.revision + 1
