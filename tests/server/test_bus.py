@@ -15,6 +15,7 @@ from server.play.bus import (
     BusEvent,
     Event,
     FrameReader,
+    RaceEvent,
     RelayBus,
     frame,
     pack_event,
@@ -27,10 +28,11 @@ EVENTS = [
     BusEvent("node-1-w2", "g2", 7, None, 1_700_000_000_000),
     BusEvent("n", "g" * 32, 10_000, "t8f", None),
 ]
+RACE_EVENTS = [RaceEvent("node-1-w1", "r1", 1), RaceEvent("n", "r" * 32, 10_000)]
 
 
-@pytest.mark.parametrize("event", EVENTS)
-def test_an_event_survives_packing(event: BusEvent) -> None:
+@pytest.mark.parametrize("event", [*EVENTS, *RACE_EVENTS])
+def test_an_event_survives_packing(event: Event) -> None:
     assert unpack_event(pack_event(event)) == event
 
 
@@ -46,6 +48,11 @@ def test_an_event_survives_packing(event: BusEvent) -> None:
         msgpack.packb(["n", "g", 1, 3, None]),
         msgpack.packb(["n", "g", 1, None, 1.5]),
         msgpack.packb({"node": "n"}),
+        msgpack.packb(["n", "r"]),  # a race's event a field short
+        msgpack.packb(["n", "r", "1"]),  # its revision as text
+        msgpack.packb(["n", "r", False]),  # a bool is no revision
+        msgpack.packb(["n", None, 1]),
+        msgpack.packb(["n", "r", 1, None]),  # four fields: neither shape
     ],
 )
 def test_what_is_not_an_event_is_refused(data: bytes) -> None:
@@ -78,7 +85,8 @@ async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
     left, right = RelayBus(left_sock), RelayBus(right_sock)
     await left.start(left_got.append)
     await right.start(right_got.append)
-    sent = [BusEvent("a", "g", v, "t1c5") for v in range(1, 201)]
+    sent: list[Event] = [BusEvent("a", "g", v, "t1c5") for v in range(1, 201)]
+    sent.insert(100, RaceEvent("a", "r", 3))  # a race's event keeps its place among the games' events
     for event in sent:
         left.publish(event)
     right.publish(EVENTS[1])
