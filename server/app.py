@@ -118,7 +118,7 @@ class Services:
             countdown=settings.race_countdown,
             board_delay=settings.race_board_delay,
         )
-        await races.resume_open()  # races not over when the node stopped: their timers run again
+        races.start()  # the sweep: races due that no node holds (their node stopped) are taken up
         handler = RequestHandler(
             settings,
             database,
@@ -148,6 +148,7 @@ class Services:
     async def stop(self) -> None:
         """Commit what was submitted, leave the bus, close the database."""
         await self.handler.quick_match.close()
+        await self.races.close()
         await self.committer.stop()
         self.metrics.flush()  # a worker's last observations into the node's sums
         await self.registry.remote.close()

@@ -12,11 +12,14 @@ from engine import Layout, Status
 from protocol import Player as PlayerRef
 from protocol.errors import RequestId
 from server.play.commands import Follower, ReplyTo
+from server.storage.records import RaceRecord
 
 __all__ = [
+    "RaceChanged",
     "RaceCommand",
     "RaceJoin",
     "RaceLeave",
+    "RaceLoaded",
     "RaceReady",
     "RaceStart",
     "RaceWatch",
@@ -93,6 +96,20 @@ class RatingsLoaded(NamedTuple):
     error: Exception | None = None
 
 
+class RaceChanged(NamedTuple):
+    """Another node stored the race at ``revision`` (from the bus): a copy behind it reads it again."""
+
+    revision: int
+
+
+class RaceLoaded(NamedTuple):
+    """The outcome of the room's `LoadRace`: the race as stored (None: not found), or ``error`` when it
+    could not be read."""
+
+    record: RaceRecord | None
+    error: Exception | None = None
+
+
 class Tick(NamedTuple):
     """A time the race asked to be woken at (`Wake`) has come, about (its timer may fire a little
     early: the room reads its clock); ``at`` is None for a Tick no Wake asked for (a race taken up)."""
@@ -100,4 +117,15 @@ class Tick(NamedTuple):
     at: dt.datetime | None = None
 
 
-RaceCommand = RaceJoin | RaceWatch | RaceReady | RaceStart | RaceLeave | SeatChanged | Tick | RatingsLoaded
+RaceCommand = (
+    RaceJoin
+    | RaceWatch
+    | RaceReady
+    | RaceStart
+    | RaceLeave
+    | SeatChanged
+    | Tick
+    | RatingsLoaded
+    | RaceChanged
+    | RaceLoaded
+)
