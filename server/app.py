@@ -88,7 +88,12 @@ class Services:
             timeout=settings.database_timeout,
         )
         metrics = Metrics()
-        committer = Committer(_commit_backend(settings, database), metrics, max_batch=settings.commit_batch)
+        committer = Committer(
+            _commit_backend(settings, database),
+            metrics,
+            max_batch=settings.commit_batch,
+            linger=settings.commit_linger,
+        )
         committer.start()
         fanout = Fanout()
         bus = bus or (RedisBus(settings.redis_url) if settings.redis_url else LocalBus())
@@ -113,7 +118,7 @@ class Services:
             countdown=settings.race_countdown,
             board_delay=settings.race_board_delay,
         )
-        await races.resume_open()  # races not over when the node stopped: their timers run again
+        races.start()  # the sweep: races due that no node holds (their node stopped) are taken up
         handler = RequestHandler(
             settings,
             database,
@@ -143,6 +148,7 @@ class Services:
     async def stop(self) -> None:
         """Commit what was submitted, leave the bus, close the database."""
         await self.handler.quick_match.close()
+        await self.races.close()
         await self.committer.stop()
         self.metrics.flush()  # a worker's last observations into the node's sums
         await self.registry.remote.close()

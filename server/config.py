@@ -202,6 +202,14 @@ class Settings:
     commit_batch: int = field(
         default=1024, metadata={"help": "most writes grouped into one commit", "check": _at_least(1)}
     )
+    commit_linger: float = field(
+        default=0.001,
+        metadata={
+            "help": "seconds the writer waits for more writes when its batch is small and writes are "
+            "arriving (fewer flushes below saturation; 0: never waits)",
+            "check": _at_least(0.0),
+        },
+    )
     database_timeout: float = field(
         default=5.0,
         metadata={

@@ -200,6 +200,11 @@ class Metrics:
             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
             registry=self.registry,
         )
+        self.commit_lingers = Counter(
+            "eightoff_commit_lingers",
+            "Group commits whose writer waited for more writes before committing (--commit-linger)",
+            registry=self.registry,
+        )
         self.errors = Counter(
             "eightoff_errors", "Error replies sent, by protocol error code", ["code"], registry=self.registry
         )
@@ -224,11 +229,15 @@ class Metrics:
             registry=self.registry,
         )
 
-    def observe_commit(self, writes: int, seconds: float, *, actions: int = 0) -> None:
-        """One group commit of ``writes`` writes took ``seconds`` and stored ``actions`` actions (counted
-        per commit, not per action: this runs on the event loop's hot path)."""
+    def observe_commit(
+        self, writes: int, seconds: float, *, actions: int = 0, lingered: bool = False
+    ) -> None:
+        """One group commit of ``writes`` writes took ``seconds`` and stored ``actions`` actions, after
+        a linger or not (counted per commit, not per action: this runs on the event loop's hot path)."""
         self.commit_latency.observe(seconds)
         self.commit_batch.observe(writes)
+        if lingered:
+            self.commit_lingers.inc()
         if actions:
             self.actions.inc(actions)
 

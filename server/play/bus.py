@@ -1,4 +1,5 @@
-"""The cross-node bus: committed actions of every game, for the nodes whose spectators watch it.
+"""The cross-node bus: committed actions of every game, for the nodes whose spectators watch it, and
+each stored change of a race, for the nodes that hold a copy of it.
 
 One node alone needs no bus (``LocalBus``: its rooms push to their own followers). The workers of
 ``eightoff serve --workers N`` without Redis use ``RelayBus``: a socket to their supervisor, which
@@ -9,6 +10,10 @@ action through its engine and pushes the diff itself, in both subprotocols. One 
 per node means no subscribe race when a room appears: the room just ignores what it has already.
 Each bus stamps what it publishes with a random instance id and skips only its own: operators may
 give two nodes the same name (or none), and the node name is for display and logs.
+
+A race's stored change (`RaceEvent`: its id and the revision stored) goes on ``eightoff:race:<id>``
+(a second pattern subscription) or the same relay: a node holding a copy of the race at an older
+revision reads the race again from the database, the one authority (docs/races.md, Across nodes).
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ import msgpack  # type: ignore[import-untyped]
 __all__ = [
     "Bus",
     "BusEvent",
+    "Event",
     "FrameReader",
     "LocalBus",
+    "RaceEvent",
     "RedisBus",
     "RelayBus",
     "RelayStream",
@@ -41,6 +48,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 CHANNEL_PREFIX = "eightoff:game:"
+RACE_CHANNEL_PREFIX = "eightoff:race:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,31 +62,66 @@ class BusEvent:
     finished_at_ms: int | None = None
 
 
-def pack_event(event: BusEvent) -> bytes:
+@dataclass(frozen=True, slots=True)
+class RaceEvent:
+    """A change of race ``race`` stored at ``revision`` by some node (`server.play.race_room`)."""
+
+    node: str
+    race: str
+    revision: int
+
+
+#: What goes on the bus.
+Event = BusEvent | RaceEvent
+
+
+def _fields(event: Event) -> list[object]:
+    """``event`` as the list it is packed as: five fields for a game's, three for a race's."""
+    if isinstance(event, RaceEvent):
+        return [event.node, event.race, event.revision]
+    return [event.node, event.game, event.v, event.action, event.finished_at_ms]
+
+
+def _event(fields: object) -> Event:
+    """The event of `_fields`'s list.
+
+    Raises:
+        ValueError: not one (a field of the wrong type, or a list of another length).
+    """
+    if isinstance(fields, list) and len(fields) == 3:
+        node, race, revision = fields
+        if isinstance(node, str) and isinstance(race, str) and type(revision) is int:
+            return RaceEvent(node, race, revision)
+    elif isinstance(fields, list) and len(fields) == 5:
+        node, game, v, action, finished_at_ms = fields
+        if (
+            isinstance(node, str)
+            and isinstance(game, str)
+            and type(v) is int
+            and (action is None or isinstance(action, str))
+            and (finished_at_ms is None or type(finished_at_ms) is int)
+        ):
+            return BusEvent(node, game, v, action, finished_at_ms)
+    raise ValueError("not a bus event: a field of the wrong type, or too many or too few")
+
+
+def pack_event(event: Event) -> bytes:
     """``event`` as a msgpack array (the relay's frame payload)."""
-    packed: bytes = msgpack.packb([event.node, event.game, event.v, event.action, event.finished_at_ms])
+    packed: bytes = msgpack.packb(_fields(event))
     return packed
 
 
-def unpack_event(data: bytes) -> BusEvent:
+def unpack_event(data: bytes) -> Event:
     """The event `pack_event` made.
 
     Raises:
         ValueError: ``data`` is not one (a bug of the sender: the relay carries our own processes' frames).
     """
     try:
-        node, game, v, action, finished_at_ms = msgpack.unpackb(data)
+        fields = msgpack.unpackb(data)
     except Exception as exc:
         raise ValueError(f"not a bus event: {exc}") from None
-    if not (
-        isinstance(node, str)
-        and isinstance(game, str)
-        and type(v) is int
-        and (action is None or isinstance(action, str))
-        and (finished_at_ms is None or type(finished_at_ms) is int)
-    ):
-        raise ValueError("not a bus event: a field of the wrong type")
-    return BusEvent(node, game, v, action, finished_at_ms)
+    return _event(fields)
 
 
 _LENGTH: Final = struct.Struct("!I")
@@ -120,9 +163,9 @@ class FrameReader:
 
 
 class Bus(Protocol):
-    async def start(self, deliver: Callable[[BusEvent], None]) -> None: ...
+    async def start(self, deliver: Callable[[Event], None]) -> None: ...
 
-    def publish(self, event: BusEvent) -> None: ...
+    def publish(self, event: Event) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -130,10 +173,10 @@ class Bus(Protocol):
 class LocalBus:
     """One node: nothing to tell anyone."""
 
-    async def start(self, deliver: Callable[[BusEvent], None]) -> None:
+    async def start(self, deliver: Callable[[Event], None]) -> None:
         return None
 
-    def publish(self, event: BusEvent) -> None:
+    def publish(self, event: Event) -> None:
         return None
 
     async def close(self) -> None:
@@ -148,36 +191,36 @@ class RedisBus:
 
         self._redis: Any = redis.Redis.from_url(url)
         self._instance = secrets.token_hex(8)  # tells our own events apart; node names may repeat
-        self._outbox: asyncio.Queue[BusEvent] = asyncio.Queue(maxsize=100_000)
+        self._outbox: asyncio.Queue[Event] = asyncio.Queue(maxsize=100_000)
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self, deliver: Callable[[BusEvent], None]) -> None:
+    async def start(self, deliver: Callable[[Event], None]) -> None:
         await self._redis.ping()  # fail at start-up, not at the first action
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        await pubsub.psubscribe(CHANNEL_PREFIX + "*")
+        await pubsub.psubscribe(CHANNEL_PREFIX + "*", RACE_CHANNEL_PREFIX + "*")
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self._listen(pubsub, deliver), name="bus-listen"),
             loop.create_task(self._publish_forever(), name="bus-publish"),
         ]
 
-    def publish(self, event: BusEvent) -> None:
+    def publish(self, event: Event) -> None:
         try:
             self._outbox.put_nowait(event)
         except asyncio.QueueFull:
             logger.warning(
-                "bus outbox full; dropping an event of game %s (spectators will resync)", event.game
+                "bus outbox full; dropping an event of %s (spectators will resync)", _channel(event)
             )
 
     async def _publish_forever(self) -> None:
         while True:
             event = await self._outbox.get()
             try:
-                await self._redis.publish(CHANNEL_PREFIX + event.game, self._pack(event))
+                await self._redis.publish(_channel(event), self._pack(event))
             except Exception as exc:  # Redis away: remote spectators resync from the database later
                 logger.warning("bus publish failed: %s", exc)
 
-    async def _listen(self, pubsub: Any, deliver: Callable[[BusEvent], None]) -> None:
+    async def _listen(self, pubsub: Any, deliver: Callable[[Event], None]) -> None:
         while True:
             try:
                 message = await pubsub.get_message(timeout=1.0)
@@ -197,15 +240,14 @@ class RedisBus:
             if instance != self._instance:
                 deliver(event)
 
-    def _pack(self, event: BusEvent) -> bytes:
-        fields = [self._instance, event.node, event.game, event.v, event.action, event.finished_at_ms]
-        packed: bytes = msgpack.packb(fields)
+    def _pack(self, event: Event) -> bytes:
+        packed: bytes = msgpack.packb([self._instance, *_fields(event)])
         return packed
 
     @staticmethod
-    def _unpack(data: bytes) -> tuple[str, BusEvent]:
-        instance, node, game, v, action, finished_at_ms = msgpack.unpackb(data)
-        return instance, BusEvent(node, game, v, action, finished_at_ms)
+    def _unpack(data: bytes) -> tuple[str, Event]:
+        instance, *fields = msgpack.unpackb(data)
+        return instance, _event(fields)
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -214,6 +256,12 @@ class RedisBus:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self._redis.aclose()
+
+
+def _channel(event: Event) -> str:
+    if isinstance(event, RaceEvent):
+        return RACE_CHANNEL_PREFIX + event.race
+    return CHANNEL_PREFIX + event.game
 
 
 #: Unsent relay bytes past which a worker drops events instead of buffering more (~100 bytes each).
@@ -239,14 +287,14 @@ class RelayBus:
         self._transport: asyncio.Transport | None = None
         self._outbox: list[bytes] = []  # frames of this turn of the loop, written at its end
 
-    async def start(self, deliver: Callable[[BusEvent], None]) -> None:
+    async def start(self, deliver: Callable[[Event], None]) -> None:
         loop = asyncio.get_running_loop()
         transport, _ = await loop.create_unix_connection(
             lambda: _RelayProtocol(deliver, self._lost), sock=self._sock
         )
         self._transport = transport
 
-    def publish(self, event: BusEvent) -> None:
+    def publish(self, event: Event) -> None:
         if self._transport is None:
             return
         if not self._outbox:
@@ -303,7 +351,7 @@ class RelayStream(asyncio.Protocol):
 class _RelayProtocol(RelayStream):
     """A worker's end: delivers the events of the supervisor's frames; says when the relay is gone."""
 
-    def __init__(self, deliver: Callable[[BusEvent], None], lost: Callable[[], None]) -> None:
+    def __init__(self, deliver: Callable[[Event], None], lost: Callable[[], None]) -> None:
         super().__init__("relay")
         self._deliver = deliver
         self._lost = lost

@@ -23,13 +23,15 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from engine import Game
 from protocol import ServerMessage
-from server.play.bus import BusEvent
+from server.play.bus import Event
 from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
 from server.play.effects import (
     Commit,
     Effect,
+    Hold,
     Leave,
     Load,
+    LoadRace,
     LoadRatings,
     Observe,
     Publish,
@@ -39,16 +41,17 @@ from server.play.effects import (
     Wake,
 )
 from server.play.game_room import PlayerRef
-from server.play.race_commands import RaceCommand, RatingsLoaded, SeatProgress, Tick
+from server.play.race_commands import RaceCommand, RaceLoaded, RatingsLoaded, SeatProgress, Tick
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
+from server.storage.records import RaceRecord
 
 __all__ = ["Done", "Pusher", "RoomDriver", "RoomServices", "WriteSink"]
 
 logger = logging.getLogger(__name__)
 
-_OUTCOMES = (Committed, Loaded, Rebuilt, RatingsLoaded)
+_OUTCOMES = (Committed, Loaded, Rebuilt, RatingsLoaded, RaceLoaded)
 
 #: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
 Done = Callable[[Exception | None], None]
@@ -103,7 +106,7 @@ class RoomServices:
 
     committer: WriteSink
     push: Pusher
-    publish: Callable[[BusEvent], None] | None
+    publish: Callable[[Event], None] | None
     load: Callable[[str], Awaitable[StoredGame | None]]
     left: Callable[[Any], None]
     idle: Callable[[Any], None]
@@ -111,6 +114,10 @@ class RoomServices:
     observe: Callable[[str, SeatProgress], None] | None = None
     #: Reads a finished race's rating changes: player id → shown rating (before, after).
     load_ratings: Callable[[str], Awaitable[dict[str, tuple[int, int]]]] | None = None
+    #: Reads a race as stored (a copy behind another node's change, or that lost its fence).
+    load_race: Callable[[str], Awaitable[RaceRecord | None]] | None = None
+    #: Keeps a running race's seats' games in memory on this node (`Hold`).
+    hold: Callable[[str, tuple[str, ...]], None] | None = None
 
 
 class RoomDriver(Generic[Room]):
@@ -165,7 +172,7 @@ class RoomDriver(Generic[Room]):
 
     # ------------------------------------------------------------------ the loop
 
-    def _outcome(self, outcome: Outcome | RatingsLoaded) -> None:
+    def _outcome(self, outcome: Outcome | RatingsLoaded | RaceLoaded) -> None:
         """An outcome the room waits for: it goes before every queued request."""
         self._queue.appendleft(outcome)
         self._drain()
@@ -212,6 +219,11 @@ class RoomDriver(Generic[Room]):
                     self._start(self._load())
                 elif isinstance(effect, LoadRatings):
                     self._start(self._load_ratings(effect.race))
+                elif isinstance(effect, LoadRace):
+                    self._start(self._load_race(effect.race))
+                elif isinstance(effect, Hold):
+                    if self.services.hold is not None:
+                        self.services.hold(effect.race, effect.games)
                 else:
                     self._start(self._rebuild(effect))
             except Exception:  # a bug in what an effect calls: the room's other effects still run
@@ -229,7 +241,7 @@ class RoomDriver(Generic[Room]):
     def _committed(self, error: Exception | None) -> None:
         self._outcome(Committed(error))
 
-    def _start(self, work: Awaitable[Outcome | RatingsLoaded]) -> None:
+    def _start(self, work: Awaitable[Outcome | RatingsLoaded | RaceLoaded]) -> None:
         async def run() -> None:
             outcome = await work
             self._task = None
@@ -256,6 +268,14 @@ class RoomDriver(Generic[Room]):
         except Exception as exc:
             logger.warning("reading race %s's rating changes failed", race_id, exc_info=True)
             return RatingsLoaded({}, error=exc)
+
+    async def _load_race(self, race_id: str) -> RaceLoaded:
+        try:
+            assert self.services.load_race is not None, "a race room on services that read no races"
+            return RaceLoaded(await self.services.load_race(race_id))
+        except Exception as exc:
+            logger.warning("reading race %s as stored failed", race_id, exc_info=True)
+            return RaceLoaded(None, error=exc)
 
     async def _rebuild(self, effect: Rebuild) -> Rebuilt:
         try:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from engine import Action, Deal, Layout
 from protocol import ServerMessage
-from server.play.bus import BusEvent
+from server.play.bus import Event
 from server.play.commands import Follower, ReplyTo
 from server.play.race_commands import SeatProgress
 from server.storage.commit_backends import Write
@@ -22,8 +22,10 @@ __all__ = [
     "Commit",
     "Effect",
     "HintSpot",
+    "Hold",
     "Leave",
     "Load",
+    "LoadRace",
     "LoadRatings",
     "Observe",
     "Publish",
@@ -64,9 +66,9 @@ class Push(NamedTuple):
 
 
 class Publish(NamedTuple):
-    """Tell the other nodes of a committed change."""
+    """Tell the other nodes of a committed change (a game's action, or a race's revision)."""
 
-    event: BusEvent
+    event: Event
 
 
 class Load(NamedTuple):
@@ -78,6 +80,22 @@ class LoadRatings(NamedTuple):
     it in that transaction); the outcome comes back as `server.play.race_commands.RatingsLoaded`."""
 
     race: str
+
+
+class LoadRace(NamedTuple):
+    """Read race ``race`` as stored (another node's copy stored a change: the database is the race's
+    authority); the outcome comes back as `server.play.race_commands.RaceLoaded`."""
+
+    race: str
+
+
+class Hold(NamedTuple):
+    """Keep the rooms of ``games`` (a running race's seats) in memory on this node, though nobody
+    follows them here: the other nodes' commits replay through them and reach the race (`Observe`).
+    Let go when the race leaves the node."""
+
+    race: str
+    games: tuple[str, ...]
 
 
 class Rebuild(NamedTuple):
@@ -109,4 +127,6 @@ class Observe(NamedTuple):
     progress: SeatProgress
 
 
-Effect = Commit | Reply | Push | Publish | Load | LoadRatings | Rebuild | Leave | Wake | Observe
+Effect = (
+    Commit | Reply | Push | Publish | Load | LoadRatings | LoadRace | Hold | Rebuild | Leave | Wake | Observe
+)

@@ -279,7 +279,7 @@ class GameRoom:
         finished_at = None if event.finished_at_ms is None else _from_epoch_ms(event.finished_at_ms)
         if event.action is None and event.v == game.v:
             game.resign()  # in place: it is committed already (by the other node)
-            return self._end(self._result(game, finished_at or self.clock()))
+            return self._observed() + self._end(self._result(game, finished_at or self.clock()))
         if event.action is not None and event.v == game.v + 1:
             transfer = game.play(parse_action(event.action))
             result = self._result(game, finished_at or self.clock()) if game.is_over() else None
@@ -339,6 +339,7 @@ class GameRoom:
             effects.append(Leave())
         elif loaded.game is not None:
             self.game = loaded.game
+            effects += self._observed()
             if loaded.game.is_over():
                 effects += self._end(self._result(loaded.game, loaded.finished_at or self.clock()))
             else:
@@ -393,14 +394,19 @@ class GameRoom:
         if transfer is not None:
             effects += self._push(lambda: Diff.of(self.id, game, transfer), skip=requester)
         if self.race is not None:
-            effects.append(Observe(self.race, self._progress(game)))
+            effects.append(Observe(self.race, self.progress(game)))
         if result is not None:
             effects += self._end(result, skip=requester)
         return effects
 
-    def _progress(self, game: Game) -> SeatProgress:
+    def progress(self, game: Game | None = None) -> SeatProgress:
         """What the race is told of this game's commit (its layout is immutable: nothing copied)."""
+        game = game or self.game
         return SeatProgress(self.id, game.v, game.layout(), game.score, game.moves, game.status, self.clock())
+
+    def _observed(self) -> list[Effect]:
+        """A race seat's game tells its race what it took from elsewhere (a resignation or a reload)."""
+        return [Observe(self.race, self.progress())] if self.race is not None else []
 
     def _end(self, result: GameResult, *, skip: Follower | None = None) -> list[Effect]:
         """The game ended: game_over to the followers (but ``skip``), who are let go; the room leaves."""

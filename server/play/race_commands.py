@@ -15,9 +15,11 @@ from server.play.commands import Follower, ReplyTo
 from server.storage.records import RaceRecord
 
 __all__ = [
+    "RaceChanged",
     "RaceCommand",
     "RaceJoin",
     "RaceLeave",
+    "RaceLoaded",
     "RaceReady",
     "RaceRematch",
     "RaceStart",
@@ -117,6 +119,20 @@ class RatingsLoaded(NamedTuple):
     error: Exception | None = None
 
 
+class RaceChanged(NamedTuple):
+    """Another node stored the race at ``revision`` (from the bus): a copy behind it reads it again."""
+
+    revision: int
+
+
+class RaceLoaded(NamedTuple):
+    """The outcome of the room's `LoadRace`: the race as stored (None: not found), or ``error`` when it
+    could not be read."""
+
+    record: RaceRecord | None
+    error: Exception | None = None
+
+
 class Tick(NamedTuple):
     """A time the race asked to be woken at (`Wake`) has come, about (its timer may fire a little
     early: the room reads its clock); ``at`` is None for a Tick no Wake asked for (a race taken up)."""
@@ -134,4 +150,6 @@ RaceCommand = (
     | SeatChanged
     | Tick
     | RatingsLoaded
+    | RaceChanged
+    | RaceLoaded
 )

@@ -1,12 +1,20 @@
-"""The node's races: which are in memory, making them, finding them by id or invitation code, and
-taking up again, at start, every race the database holds as not over.
+"""The node's copies of races: which are in memory, making them, finding them by id or invitation
+code, keeping them in step with the other nodes' copies, and sweeping up the races nobody holds.
 
 `RaceRegistry` is the only owner of the map from race id to its driver (a `RaceRoom` on the same
 `RoomDriver` as a game) and the only writer of a race room's ``replaced`` and ``kept``. A race stays
 in memory until it is over (its timers run there); a race that finished here is then kept for its
 followers (so that a rematch asked of it reaches them) until its last follower goes or
 `KEEP_AFTER_END` seconds have passed; any other finished race is read from the database when watched.
-It is told of its seats' commits by the game rooms (`observe`, through `RoomServices.observe`).
+It is told of its seats' commits by the game rooms (`observe`, through `RoomServices.observe`), and
+of the other nodes' stored changes of a race it holds by the bus (`race_changed`).
+
+Across nodes (docs/races.md): any node with a follower of a race, or a room of one of its seats'
+games, holds a copy; the database row is the authority (fenced by its revision). A running copy
+holds its seats' games (`hold`, `RoomRegistry.pin`) so that their commits on other nodes reach it.
+No node takes up every open race at start: each sweeps the database every `SWEEP_INTERVAL` seconds
+for races whose timed change is due and that it does not hold (their nodes died, or nobody follows
+them), and takes them up; two nodes sweeping one race are settled by its fence.
 """
 
 from __future__ import annotations
@@ -15,8 +23,8 @@ import asyncio
 import datetime as dt
 import logging
 import secrets
-from collections.abc import Callable
-from typing import TypeAlias
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeAlias
 
 from engine import Deal, Status
 from protocol import RaceLink
@@ -25,18 +33,19 @@ from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
 from server.ops.metrics import Metrics
+from server.play.bus import RaceEvent
 from server.play.commands import Follower
 from server.play.driver import RoomDriver, RoomServices
-from server.play.game_room import PlayerRef
-from server.play.race_commands import RaceRematch, Rematch, SeatChanged, SeatProgress, Tick
-from server.play.race_room import RaceRoom, Seat
+from server.play.game_room import FinishedGame, PlayerRef
+from server.play.race_commands import RaceChanged, RaceRematch, Rematch, SeatChanged, SeatProgress, Tick
+from server.play.race_room import LOBBY_TIMEOUT, RaceRoom, Seat
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
 from server.storage import Database, races, ratings, repository
 from server.storage.committer import Committer, Write
 from server.storage.records import RaceRecord, RaceWrite
 
-__all__ = ["KEEP_AFTER_END", "RaceRegistry", "RaceRoomDriver", "invite_code"]
+__all__ = ["KEEP_AFTER_END", "SWEEP_GRACE", "SWEEP_INTERVAL", "RaceRegistry", "RaceRoomDriver", "invite_code"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +55,11 @@ _INVITE_LETTERS = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 #: them): memory stays bounded by the races finished in the last 10 minutes (a player makes at most
 #: 30 an hour), each let go sooner when its last follower goes.
 KEEP_AFTER_END = 600.0
+#: Seconds between two sweeps of a node for due races it does not hold (one indexed query each).
+SWEEP_INTERVAL = 1.5
+#: Seconds a timed change is overdue before a node that does not hold the race takes it up: the node
+#: that holds it does it on time, so a sweep finds only the races nobody holds.
+SWEEP_GRACE = 1.0
 
 
 def invite_code() -> str:
@@ -76,6 +90,10 @@ class RaceRegistry:
         self._rooms: dict[str, RaceRoomDriver] = {}
         #: Races that finished here, kept for their followers: each with the timer that lets it go.
         self._kept: dict[str, tuple[RaceRoomDriver, asyncio.TimerHandle]] = {}
+        self._games = games
+        self._held: dict[str, tuple[str, ...]] = {}  # race → the seats' games it pins on this node
+        self._tasks: set[asyncio.Task[None]] = set()  # takings-up and holds under way
+        self._sweeper: asyncio.Task[None] | None = None
         #: The races' clock (tests move it; `wake_all` has every race look at it again).
         self.clock: Callable[[], dt.datetime] = utc_now
         push = games.services.push
@@ -87,13 +105,17 @@ class RaceRegistry:
         self.services = RoomServices(
             committer=committer,
             push=counted_push,
-            publish=None,
-            load=games.services.load,  # never asked: a race room loads nothing
+            publish=games.services.publish,
+            load=games.services.load,  # never asked: a race room loads no game
             left=self._left,
             idle=self._idle,  # an open race stays (its timers run here); a kept one goes
             load_ratings=self._rating_shifts,
+            load_race=self._read,
+            hold=self.hold,
         )
         games.observe = self.observe
+        games.race_seen = self.ensure
+        games.remote.race_changed = self.race_changed
 
     def room(self, race_id: str) -> RaceRoomDriver | None:
         return self._rooms.get(race_id)
@@ -245,7 +267,7 @@ class RaceRegistry:
         Raises:
             Refusal: not_found. StorageUnavailable: the database could not be read.
         """
-        found = self._held(race_id)
+        found = self._in_memory(race_id)
         if found is not None:
             return found
         async with self._database.connection() as conn:
@@ -253,7 +275,7 @@ class RaceRegistry:
         if record is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no race {race_id}")
         room = await self._room_of(record)
-        found = self._held(race_id)  # taken up meanwhile by another find
+        found = self._in_memory(race_id)  # taken up meanwhile by another find
         if found is not None:
             return found
         return self._add(room) if room.is_open() else RoomDriver(room, self.services)
@@ -268,33 +290,106 @@ class RaceRegistry:
             raise Refusal(ErrorCode.NOT_FOUND, f"no race has the invitation code {code}")
         return await self.find(race_id)
 
-    async def resume_open(self) -> int:
-        """Take up every race not over (after a restart): their timers run again. How many."""
+    async def sweep(self) -> int:
+        """Take up the races not over whose timed change is overdue and that this node does not hold
+        (`SWEEP_GRACE`): their Tick does what is due. How many were taken up."""
+        now = self.clock() - dt.timedelta(seconds=SWEEP_GRACE)
         async with self._database.connection() as conn:
-            ids = await races.open_race_ids(conn)
-        for race_id in ids:
+            due = await races.due_race_ids(conn, now, LOBBY_TIMEOUT)
+        taken = [race_id for race_id in due if race_id not in self._rooms]
+        for race_id in taken:
             await self.find(race_id)
-        return len(ids)
+        return len(taken)
+
+    def start(self) -> None:
+        """Sweep every `SWEEP_INTERVAL` seconds until `close` (the first sweep at once)."""
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(), name="race-sweep")
+
+    async def close(self) -> None:
+        tasks = [*self._tasks, *([self._sweeper] if self._sweeper else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            try:
+                await self.sweep()
+            except Exception:  # the database away: the next sweep tries again
+                logger.warning("sweeping for due races failed", exc_info=True)
+            await asyncio.sleep(SWEEP_INTERVAL)
 
     def observe(self, race_id: str, progress: SeatProgress) -> None:
-        """A seat's game committed ``progress``: tell its race, when this node holds it (a race not
-        over is held from its making, or from this node's start; one held elsewhere is not taken
-        up for it: there is one authority per race, and the race's fence refuses a second)."""
+        """A seat's game committed ``progress``: tell this node's copy of its race (a seat's game
+        room takes its race up when it is made: `ensure`)."""
         room = self._rooms.get(race_id)
         if room is not None:
             room.send(SeatChanged(progress))
+
+    def race_changed(self, event: RaceEvent) -> None:
+        """Another node stored a change of a race: this node's copy, if any, catches up (a finished one
+        kept here too: the change may be its rematch, which its followers are then told of)."""
+        room = self._in_memory(event.race)
+        if room is not None:
+            room.send(RaceChanged(event.revision))
+
+    def ensure(self, race_id: str) -> None:
+        """Hold a copy of race ``race_id`` (a seat's game is played here): taken up unless it is."""
+        if race_id not in self._rooms:
+            self._spawn(self._take_up(race_id))
+
+    def hold(self, race_id: str, games: tuple[str, ...]) -> None:
+        """Keep the rooms of a running race's seats' games on this node (pinned), each read once:
+        what it shows now goes to the race, then its commits here and on other nodes do."""
+        self._held[race_id] = games
+        for game_id in games:
+            self._games.pin(game_id)
+            self._spawn(self._load_seat(race_id, game_id))
+
+    # ------------------------------------------------------------------ internals
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _take_up(self, race_id: str) -> None:
+        try:
+            await self.find(race_id)
+        except Exception:  # a seat's game plays on; the sweep or a follower takes the race up later
+            logger.warning("taking up race %s failed", race_id, exc_info=True)
+
+    async def _load_seat(self, race_id: str, game_id: str) -> None:
+        try:
+            found = await self._games.find(game_id)
+        except Exception:
+            logger.warning("holding game %s of race %s failed", game_id, race_id, exc_info=True)
+            return
+        if isinstance(found, FinishedGame):
+            self._games.unpin(game_id)
+            progress = SeatProgress(
+                game_id, found.game.v, found.game.layout(), found.game.score, found.game.moves,
+                found.game.status, self.clock(),
+            )  # fmt: skip
+        else:
+            progress = found.room.progress()
+        if race_id not in self._held:  # the race left meanwhile
+            self._games.unpin(game_id)
+        self.observe(race_id, progress)
+
+    async def _read(self, race_id: str) -> RaceRecord | None:
+        async with self._database.connection() as conn:
+            return await races.load_race(conn, race_id)
 
     def wake_all(self) -> None:
         """Every race in memory looks at its clock now (what is due happens)."""
         for room in list(self._rooms.values()):
             room.send(Tick())
 
-    # ------------------------------------------------------------------ internals
-
     def _now(self) -> dt.datetime:
         return self.clock()
 
-    def _held(self, race_id: str) -> RaceRoomDriver | None:
+    def _in_memory(self, race_id: str) -> RaceRoomDriver | None:
         """The race in memory: not over, or finished here and kept."""
         found = self._rooms.get(race_id)
         if found is None and race_id in self._kept:
@@ -302,6 +397,7 @@ class RaceRegistry:
         return found
 
     def _add(self, room: RaceRoom) -> RaceRoomDriver:
+        room.node, room.publishes = self._games.node, self._games.publishes
         driver = RoomDriver(room, self.services)
         self._rooms[room.id] = driver
         self._metrics.live_races.set(len(self._rooms))
@@ -310,10 +406,12 @@ class RaceRegistry:
 
     def _left(self, driver: RaceRoomDriver) -> None:
         room = driver.room
+        for game_id in self._held.pop(room.id, ()):
+            self._games.unpin(game_id)
         if self._rooms.get(room.id) is driver:
             del self._rooms[room.id]
             self._metrics.live_races.set(len(self._rooms))
-            if room.state in ("finished", "cancelled"):  # else let go after a conflict
+            if room.state in ("finished", "cancelled"):
                 self._metrics.races_ended.labels(_how(room)).inc()
             if room.state == "finished" and not room.replaced:
                 self._keep(driver)
@@ -353,19 +451,8 @@ class RaceRegistry:
         shifts = await self._rating_shifts(record.id) if record.state == "finished" else {}
         seated = {}
         for stored in record.seated:
-            player = PlayerRef.of(stored.player_id, stored.player_name, bot=stored.player_bot)
-            seated[stored.seat] = Seat(
-                player,
-                ready=stored.status != "waiting" or record.state != "lobby",
-                game=stored.game_id,
-                status=stored.status,
-                cards_home=stored.cards_home,
-                moves=stored.moves,
-                score=stored.score,
-                time_ms=stored.time_ms,
-                place=stored.place,
-                rating=shifts.get(stored.player_id),
-            )
+            seated[stored.seat] = Seat.of(stored)
+            seated[stored.seat].rating = shifts.get(stored.player_id)
         creator = next(
             (seat.player for seat in seated.values() if seat.player.id == record.creator_id),
             PlayerRef.of(record.creator_id, record.creator_id[:16], bot=False),

@@ -4,8 +4,15 @@ A race goes lobby → countdown → running → finished (or lobby → cancelled
 leaves). Its seats' games are ordinary games (`server.play.game_room.GameRoom`): the race only
 observes their commits (`SeatChanged`) and keeps the standings, a versioned stream like a game's:
 every follower gets the race's snapshot (`protocol.Race`), then one `protocol.RaceDiff` per change
-(``v`` + 1 each). What changes the race's phase or seats is stored first (`Commit` of the whole
-race); a ready flag, a seat's progress and the boards are not (the games hold the progress).
+(``v`` + 1 each). What changes the race's phase, seats or ready flags is stored first (`Commit` of
+the whole race, fenced by its ``revision``); a seat's progress and the boards are not (the games hold
+the progress).
+
+Several nodes may each hold a copy of one race (docs/races.md, Across nodes); the database is its
+authority. A copy that stored a change tells the others (`Publish` of a `RaceEvent`); a copy behind
+it (`RaceChanged`), or whose write lost the fence, reads the race as stored (`LoadRace`, `RaceLoaded`)
+and tells its followers the difference as an ordinary diff; a request whose write lost is handled
+again against the race as stored (up to `TRIES` writes).
 
 Time comes from ``clock``; the room asks to be woken (`Wake`) at the end of the countdown, at the
 time limit and when a delayed board is due, and acts on the `Tick`.
@@ -43,14 +50,17 @@ from protocol.errors import RequestId
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
+from server.play.bus import RaceEvent
 from server.play.commands import Committed, Follower, ReplyTo, Unfollow
-from server.play.effects import Commit, Effect, Leave, LoadRatings, Push, Reply, Wake
+from server.play.effects import Commit, Effect, Hold, Leave, LoadRace, LoadRatings, Publish, Push, Reply, Wake
 from server.play.game_room import PlayerRef
 from server.play.race_boards import DelayedBoards
 from server.play.race_commands import (
+    RaceChanged,
     RaceCommand,
     RaceJoin,
     RaceLeave,
+    RaceLoaded,
     RaceReady,
     RaceRematch,
     RaceStart,
@@ -66,13 +76,18 @@ from server.storage import GameStart
 from server.storage.commit_backends import Write, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
-__all__ = ["LOBBY_TIMEOUT", "RaceRoom", "Seat"]
+__all__ = ["LOBBY_TIMEOUT", "TRIES", "RaceRoom", "Seat"]
 
 #: Seconds a race may stay in its lobby: then it is cancelled (a race made and never started must not
 #: hold memory, a row and a timer for ever; races are made at most 30 an hour per player).
 LOBBY_TIMEOUT = 3600.0
 
 _OVER = ("finished", "cancelled")
+#: Writes of one request at most when other nodes' copies of the race win the fence meanwhile: each
+#: lost write reads the race and handles the request again on it. One retry is enough against one
+#: other node; seats on several nodes acting at the same instant (everyone ready at once) may need a
+#: retry per node that wrote first, and a player told stale would only send it again.
+TRIES = 3
 
 
 @dataclass(slots=True)
@@ -109,6 +124,31 @@ class Seat:
     def copy(self) -> Seat:
         return dataclasses.replace(self)
 
+    @classmethod
+    def of(cls, stored: RaceSeatRecord) -> Seat:
+        """The seat as stored (its figures as of the race's last write)."""
+        player = PlayerRef.of(stored.player_id, stored.player_name, bot=stored.player_bot)
+        return cls(
+            player,
+            ready=stored.ready,
+            game=stored.game_id,
+            status=stored.status,
+            cards_home=stored.cards_home,
+            moves=stored.moves,
+            score=stored.score,
+            time_ms=stored.time_ms,
+            place=stored.place,
+        )
+
+    def keep_figures(self, mine: Seat) -> None:
+        """Take this copy's figures of a seat still playing as stored (the race is written at changes of
+        phase or seats, not per action: its games are the figures' source, seen here as committed)."""
+        self.status, self.cards_home, self.moves = mine.status, mine.cards_home, mine.moves
+        self.score, self.time_ms, self.progress = mine.score, mine.time_ms, mine.progress
+
+
+_Request = RaceJoin | RaceReady | RaceStart | RaceLeave | RaceRematch
+
 
 @dataclass(slots=True)
 class _Pending:
@@ -120,6 +160,15 @@ class _Pending:
     saved: tuple[str, str, dict[int, Seat], dt.datetime | None, dt.datetime | None, dt.datetime | None]
     wake: dt.datetime | None = None
     rematch: bool = False  # the write of the race's rematch link (`RaceRoom._rematch`)
+    command: _Request | None = None  # the request that made the change (handled again if it loses)
+    tries: int = 1  # the request's writes so far: past `TRIES` a lost fence answers stale
+
+
+@dataclass(slots=True)
+class _Reload:
+    """The race being read as stored: another node's change was told, or ``lost`` lost the fence."""
+
+    lost: _Pending | None
 
 
 @dataclass(eq=False, slots=True)
@@ -144,17 +193,20 @@ class RaceRoom:
     finished_at: dt.datetime | None = None
     v: int = 0
     followers: dict[Follower, str] = field(default_factory=dict)  # connection → its player's id
-    awaiting: _Pending | None = None
+    awaiting: _Pending | _Reload | None = None
     replaced: bool = False  # written by the race registry alone
     kept: bool = False  # a finished race kept for its followers (its rematch); the registry's, too
     rematch: RaceLink | None = None  # the race made as this finished one's rematch, once asked
     revision: int = 0  # of the race as stored (see `RaceRecord.revision`)
+    node: str = "node-1"  # what this copy's `RaceEvent`s say it is
+    publishes: bool = False  # other nodes may hold copies: stored changes are published, seats held
     clock: Callable[[], dt.datetime] = utc_now
     make_id: Callable[[], str] = new_id
     _announced: dict[int, RaceSeat] = field(default_factory=dict)
     _held: DelayedBoards = field(init=False)  # the boards not old enough for the spectators
     _boards: dict[int, RaceBoard] = field(default_factory=dict)  # the latest shown, per seat
     _armed: set[dt.datetime] = field(default_factory=set)  # the times a Wake is out for
+    _holding: bool = False  # a `Hold` of the seats' games is out
 
     def __post_init__(self) -> None:
         self._held = DelayedBoards(self.board_delay_s)
@@ -216,6 +268,8 @@ class RaceRoom:
             return self._committed(command.error)
         if isinstance(command, RatingsLoaded):
             return self._rated(command.shifts)
+        if isinstance(command, RaceLoaded):
+            return self._reloaded(command)
         if isinstance(command, Unfollow):
             self.followers.pop(command.follower, None)
             return []
@@ -228,18 +282,29 @@ class RaceRoom:
             return self._tick(command.at) if self.state not in _OVER else []  # a kept race: nothing is due
         if isinstance(command, RaceWatch):
             return self._watch(command)
+        if isinstance(command, RaceChanged):
+            return self._changed(command.revision)
+        return self._request(command)
+
+    def _request(self, command: _Request, *, tries: int = 1) -> list[Effect]:
+        """A request that may change the race; a stored change remembers it (handled again if
+        its write loses the fence)."""
         try:
             if isinstance(command, RaceJoin):
-                return self._join(command)
-            if isinstance(command, RaceReady):
-                return self._ready(command)
-            if isinstance(command, RaceStart):
-                return self._start(command)
-            if isinstance(command, RaceRematch):
-                return self._rematch(command)
-            return self._leave(command)
+                effects = self._join(command)
+            elif isinstance(command, RaceReady):
+                effects = self._ready(command)
+            elif isinstance(command, RaceStart):
+                effects = self._start(command)
+            elif isinstance(command, RaceRematch):
+                effects = self._rematch(command)
+            else:
+                effects = self._leave(command)
         except Refusal as refused:
             return [Reply(command.reply_to, refused)]
+        if isinstance(self.awaiting, _Pending):
+            self.awaiting.command, self.awaiting.tries = command, tries
+        return effects
 
     # ------------------------------------------------------------------ requests
 
@@ -271,8 +336,9 @@ class RaceRoom:
         seat = self._own_seat(command.player)
         if self.state != "lobby":
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} is {self.state}: ready is for the lobby")
+        saved = self._save()  # copies of the seats: what a failed write restores
         seat.ready = command.ready
-        return [Reply(command.reply_to, [Ok(request_id=command.request_id)]), *self._announce(None)]
+        return self._store(command.reply_to, _ok(command.request_id), saved)
 
     def _start(self, command: RaceStart) -> list[Effect]:
         self._check_open()
@@ -334,13 +400,11 @@ class RaceRoom:
         self.awaiting = _Pending(command.reply_to, None, None, self._save().saved, rematch=True)
         return [Commit(Write(race=RaceWrite(self.record(), rematch=command.made)))]
 
-    def _rematch_stored(self, pending: _Pending, error: Exception | None) -> list[Effect]:
-        """The link's write is done: the asker is told (first: the registry takes the new race up)
-        and every follower gets the diff that names it; or nothing was stored."""
+    def _rematch_stored(self, pending: _Pending) -> list[Effect]:
+        """The link is stored: the asker is told (first: the registry takes the new race up) and every
+        follower gets the diff that names it. (Not stored: `_committed` forgets the link; a lost fence
+        reads the race, and the ask, handled again, joins the rematch it names.)"""
         assert pending.reply_to is not None and self.rematch is not None
-        if error is not None:
-            self.rematch, self.revision = None, self.revision - 1
-            return [Reply(pending.reply_to, error)]
         made = Rematch(self.rematch.race, self.rematch.code, made=True)
         return [Reply(pending.reply_to, made), *self._announce(None)]
 
@@ -351,7 +415,7 @@ class RaceRoom:
         if self.state != "running" or number is None:
             return []
         seat = self.seated[number]
-        if seat.status != "playing" or _seen(seat.progress, progress):
+        if seat.status != "playing" or _not_newer(progress, seat.progress):
             return []
         assert self.starts_at is not None
         seat.progress = progress
@@ -387,6 +451,7 @@ class RaceRoom:
         if self.state == "countdown" and self.starts_at is not None:
             return effects + (self._reveal() if now >= self.starts_at else self._arm(self.starts_at))
         if self.state == "running" and self.ends_at is not None:
+            effects += self._hold()
             if now < self.ends_at and not self._decided():
                 return effects + self._arm(self.ends_at)
             saved = self._save()
@@ -491,28 +556,30 @@ class RaceRoom:
 
     def _committed(self, error: Exception | None) -> list[Effect]:
         pending = self.awaiting
-        assert pending is not None, "a commit's outcome with none awaited"
+        assert isinstance(pending, _Pending), "a commit's outcome with none awaited"
         self.awaiting = None
-        if isinstance(error, WriteConflict):  # another room of this race wrote it: this one goes
-            self.replaced = True
-            self.followers.clear()
-            stale = Refusal(ErrorCode.STALE, f"race {self.id} changed elsewhere; race_watch it again")
-            return [*([Reply(pending.reply_to, stale)] if pending.reply_to else []), Leave()]
-        if pending.rematch:
-            return self._rematch_stored(pending, error)
         if error is not None:
             self.revision -= 1
-            return self._restore(pending, error)
+            self._restore(pending)
+            if pending.rematch:  # the link is not stored: a lost fence reads it (it may name one)
+                self.rematch = None
+            if isinstance(error, WriteConflict):  # another copy stored this revision first
+                self.awaiting = _Reload(pending)
+                return [LoadRace(self.id)]
+            return self._failed(pending, error)
+        told = [Publish(RaceEvent(self.node, self.id, self.revision))] if self.publishes else []
+        if pending.rematch:
+            return told + self._rematch_stored(pending)
         if self.state == "finished":  # rated in the same write: its changes go out with the result
             self.awaiting = pending
-            return [LoadRatings(self.id)]
-        return self._stored(pending)
+            return [*told, LoadRatings(self.id)]
+        return told + self._stored(pending)
 
     def _rated(self, shifts: dict[str, tuple[int, int]]) -> list[Effect]:
         """The finishing write's rating changes were read (none when it could not be): the seats of
         rated players carry them in the result."""
         pending = self.awaiting
-        assert pending is not None, "ratings read with no finishing write awaited"
+        assert isinstance(pending, _Pending), "ratings read with no finishing write awaited"
         self.awaiting = None
         for seat in self.seated.values():
             seat.rating = shifts.get(seat.player.id)
@@ -527,6 +594,7 @@ class RaceRoom:
         effects += diff
         if pending.wake is not None:
             effects += self._arm(pending.wake)
+        effects += self._hold()
         if self.state == "finished":
             for number, seat in sorted(self.seated.items()):  # the boards open to everyone
                 if seat.progress is not None:
@@ -535,15 +603,100 @@ class RaceRoom:
             effects.append(Leave())
         return effects
 
-    def _restore(self, pending: _Pending, error: Exception) -> list[Effect]:
-        """Nothing was stored: the race is as it was before the change. A timed change (the reveal,
-        the end) is tried again in a second."""
+    def _restore(self, pending: _Pending) -> None:
+        """Nothing was stored: the race is as it was before the change."""
         state, creator_id, seats, self.starts_at, self.ends_at, self.finished_at = pending.saved
         self.state, self.seated = state, seats
         self.creator = next((s.player for s in seats.values() if s.player.id == creator_id), self.creator)
+
+    def _failed(self, pending: _Pending, error: Exception) -> list[Effect]:
+        """The requester is told why; a timed change (the reveal, the end) is tried again in a second."""
         if pending.reply_to is not None:
             return [Reply(pending.reply_to, error)]
         return self._arm(self.clock() + dt.timedelta(seconds=1))
+
+    # ------------------------------------------------------------------ other nodes' copies
+
+    def _changed(self, revision: int) -> list[Effect]:
+        """Another node stored ``revision``: a copy behind it reads the race again."""
+        if revision <= self.revision:
+            return []
+        self.awaiting = _Reload(None)
+        return [LoadRace(self.id)]
+
+    def _reloaded(self, loaded: RaceLoaded) -> list[Effect]:
+        """The race as stored: its followers get the difference as a diff; a request that lost the fence
+        is handled again against it (up to `TRIES` writes, then stale); a timed change that lost takes the
+        stored state (another copy did it). A race over ends here as if this copy had stored it."""
+        reload = self.awaiting
+        assert isinstance(reload, _Reload), "a race read with none awaited"
+        self.awaiting = None
+        lost, record = reload.lost, loaded.record
+        if record is None or loaded.error is not None:  # unread: a request is stale, a timed change retried
+            if lost is None:  # behind until the next event, or its next write (which reads it then)
+                return []
+            if lost.reply_to is not None:
+                return [Reply(lost.reply_to, _stale(self.id))]
+            return self._arm(self.clock() + dt.timedelta(seconds=1))
+        if record.revision <= self.revision and lost is None:
+            return []  # this copy stored it meanwhile
+        self._adopt(record)
+        if self.state == "finished":  # stored (and rated) by another copy: the result as a change of ours
+            again = self._again(lost)  # refused: the race is over
+            self.awaiting = self._save()
+            return [*again, LoadRatings(self.id)]
+        if self.state == "cancelled":
+            return [*self._announce(None), *self._again(lost), Leave()]
+        diff = self._announce(None)  # before the request is handled again: it changes the race
+        return diff + self._arm_next() + self._hold() + self._again(lost)
+
+    def _again(self, lost: _Pending | None) -> list[Effect]:
+        """The request whose write lost, handled again on the race as read, up to `TRIES` writes in all."""
+        if lost is None or lost.command is None:
+            return []
+        if lost.tries >= TRIES:
+            return [Reply(lost.command.reply_to, _stale(self.id))]
+        return self._request(lost.command, tries=lost.tries + 1)
+
+    def _adopt(self, record: RaceRecord) -> None:
+        """Take the race as stored; a seat still playing there keeps what this copy saw of its game."""
+        mine = {seat.game: seat for seat in self.seated.values() if seat.game is not None}
+        seated = {stored.seat: Seat.of(stored) for stored in record.seated}
+        for seat in seated.values():
+            seen = mine.get(seat.game) if seat.game is not None else None
+            if seen is None:
+                continue
+            if record.state == "running" and seat.status == "playing" and seen.progress is not None:
+                seat.keep_figures(seen)
+            seat.progress = seat.progress or seen.progress  # its board, shown at the end
+        self.seated = seated
+        self.creator = next(
+            (seat.player for seat in seated.values() if seat.player.id == record.creator_id), self.creator
+        )
+        self.state, self.revision = record.state, record.revision
+        self.starts_at, self.ends_at, self.finished_at = record.starts_at, record.ends_at, record.finished_at
+        if record.rematch_id is not None:  # another copy made the rematch
+            self.rematch = RaceLink(record.rematch_id, record.rematch_code or "")
+
+    def _arm_next(self) -> list[Effect]:
+        """A Wake for the race's next timed change (a copy that read the race arms what it stores); at
+        once when a seat it saw won, or none plays, and the stored race is not over (its end lost the
+        fence to another change: it is written again)."""
+        if self.state == "lobby":
+            return self._arm(self.created_at + dt.timedelta(seconds=LOBBY_TIMEOUT))
+        if self.state == "countdown" and self.starts_at is not None:
+            return self._arm(self.starts_at)
+        if self.state == "running" and self.ends_at is not None:
+            return self._arm(self.clock() if self._decided() else self.ends_at)
+        return []
+
+    def _hold(self) -> list[Effect]:
+        """Once running, the seats' games are held on this node when other nodes may play them."""
+        if self.state != "running" or self._holding or not self.publishes:
+            return []
+        self._holding = True
+        games = tuple(seat.game for seat in self.seated.values() if seat.game and seat.status == "playing")
+        return [Hold(self.id, games)] if games else []
 
     def record(self) -> RaceRecord:
         """The race as stored."""
@@ -576,6 +729,7 @@ class RaceRoom:
                     s.score,
                     s.time_ms,
                     s.place,
+                    s.ready,
                 )
                 for n, s in sorted(self.seated.items())
             ),
@@ -635,14 +789,17 @@ class RaceRoom:
         return self.seated[number]
 
 
-def _seen(last: SeatProgress | None, progress: SeatProgress) -> bool:
-    """``progress`` is no news: an older version, or the same one again. A resignation keeps its
-    game's ``v`` (it moves no card) but changes its status: news (it was once dropped as old, and a
-    seat that resigned after a move stayed playing in the race until the time limit)."""
-    if last is None:
-        return False
-    return progress.v < last.v or (progress.v == last.v and progress.status is last.status)
-
-
 def _ok(request_id: RequestId | None) -> Callable[[], list[ServerMessage]]:
     return lambda: [Ok(request_id=request_id)]
+
+
+def _not_newer(progress: SeatProgress, seen: SeatProgress | None) -> bool:
+    """``progress`` is what the race saw already: an older version, or the same one still playing (a
+    resignation keeps its game's version: the same version, resigned, is news)."""
+    if seen is None:  # a game read with nothing played yet is no news either (its time would change)
+        return progress.v == 0 and progress.status is Status.PLAYING
+    return progress.v < seen.v or (progress.v == seen.v and progress.status is seen.status)
+
+
+def _stale(race_id: str) -> Refusal:
+    return Refusal(ErrorCode.STALE, f"race {race_id} changed elsewhere meanwhile; race_watch it again")

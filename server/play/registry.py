@@ -7,7 +7,11 @@ a long game never stalls the event loop; finished games' final positions are kep
 so watching one again costs no replay.
 
 `RemoteCommits` hands the other nodes' commits (from the bus), in arrival order, to the room of this
-node that holds the game (or keeps them until a load in progress finishes).
+node that holds the game (or keeps them until a load in progress finishes), and their races' stored
+changes to the node's races.
+
+A running race held on this node pins its seats' games (`pin`): their rooms stay though nobody
+follows them here, so the other nodes' commits replay through them and reach the race.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
 from server.ops.metrics import Metrics
-from server.play.bus import Bus, BusEvent, LocalBus
+from server.play.bus import Bus, BusEvent, Event, LocalBus, RaceEvent
 from server.play.commands import RemoteCommit
 from server.play.driver import Pusher, RoomDriver, RoomServices
 from server.play.game_room import FinishedGame, GameRoom, PlayerRef
@@ -74,6 +78,9 @@ class RoomRegistry:
         )
         #: Told of each commit of a race seat's game (`server.play.race_registry`, which sets it).
         self.observe: Callable[[str, SeatProgress], None] | None = None
+        #: Told of each race seat's game loaded here: the node holds a copy of its race (the same).
+        self.race_seen: Callable[[str], None] | None = None
+        self._pinned: set[str] = set()  # games a running race of this node holds (see `pin`)
         self._rooms: dict[str, GameRoomDriver] = {}
         self._finished: OrderedDict[str, FinishedGame] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
@@ -84,6 +91,22 @@ class RoomRegistry:
     def _observe(self, race_id: str, progress: SeatProgress) -> None:
         if self.observe is not None:
             self.observe(race_id, progress)
+
+    @property
+    def publishes(self) -> bool:
+        """Other nodes may hold the same rooms: committed changes are told on the bus."""
+        return self._publishes
+
+    def pin(self, game_id: str) -> None:
+        """Keep ``game_id``'s room in memory though nobody follows it (a race seat's game whose race
+        this node holds), until `unpin`."""
+        self._pinned.add(game_id)
+
+    def unpin(self, game_id: str) -> None:
+        self._pinned.discard(game_id)
+        room = self._rooms.get(game_id)
+        if room is not None:
+            self.forget_if_idle(room)
 
     def rooms(self) -> list[GameRoomDriver]:
         return list(self._rooms.values())
@@ -164,6 +187,8 @@ class RoomRegistry:
         room = self._room(GameRoom(stored.id, game, owner, stored.started_at))
         if race_id is not None:  # a race seat's game: it tells the race, and closes at the time limit
             room.room.race, room.room.closes_at = race_id, closes_at
+            if self.race_seen is not None:  # the race is held here too, so its commits reach it
+                self.race_seen(race_id)
         self._add(room)
         for event in self.remote.take_early(game_id):
             room.send(RemoteCommit(event))
@@ -188,7 +213,12 @@ class RoomRegistry:
         """Drop a room nobody follows, that is not busy and that no find waits to be handed (the
         database keeps it): memory stays bounded by what is followed. Its driver asks this each
         time it goes idle; a caller that found a room and did not follow it asks it too."""
-        if not room.room.is_followed() and not room.is_busy() and room.id not in self._awaiting:
+        if (
+            not room.room.is_followed()
+            and not room.is_busy()
+            and room.id not in self._awaiting
+            and room.id not in self._pinned
+        ):
             self._drop(room)
 
     def _left(self, room: GameRoomDriver) -> None:
@@ -215,6 +245,8 @@ class RemoteCommits:
         self._registry = registry
         self._bus = bus
         self._early: dict[str, list[BusEvent]] = {}  # events of games being loaded
+        #: Told of each race's stored change (`server.play.race_registry`, which sets it).
+        self.race_changed: Callable[[RaceEvent], None] | None = None
 
     async def start(self) -> None:
         await self._bus.start(self._on_event)
@@ -222,7 +254,11 @@ class RemoteCommits:
     async def close(self) -> None:
         await self._bus.close()
 
-    def _on_event(self, event: BusEvent) -> None:
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, RaceEvent):
+            if self.race_changed is not None:
+                self.race_changed(event)
+            return
         room = self._registry.room(event.game)
         if room is not None:
             room.send(RemoteCommit(event))

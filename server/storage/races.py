@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import Row, and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import repository
@@ -19,6 +19,7 @@ from server.storage.tables import games, players, race_seats, races
 
 __all__ = [
     "RaceConflict",
+    "due_race_ids",
     "finished_races_after",
     "game_race",
     "games_of_races",
@@ -83,6 +84,7 @@ async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
                     "race_id": race.id,
                     "seat": seat.seat,
                     "player_id": seat.player_id,
+                    "ready": seat.ready,
                     "game_id": seat.game_id,
                     "status": seat.status,
                     "cards_home": seat.cards_home,
@@ -118,8 +120,22 @@ async def race_id_by_code(conn: AsyncConnection, code: str) -> str | None:
 
 
 async def open_race_ids(conn: AsyncConnection) -> list[str]:
-    """The races not over yet (lobby, countdown or running): what a restarted node takes up."""
+    """The races not over yet (lobby, countdown or running)."""
     return list(await conn.scalars(select(races.c.id).where(races.c.state.in_(_OPEN_STATES))))
+
+
+async def due_race_ids(conn: AsyncConnection, now: dt.datetime, lobby_timeout: float) -> list[str]:
+    """The races not over whose next timed change was due at ``now``: a lobby made ``lobby_timeout``
+    seconds before, a countdown's start, a running race's time limit (what a node's sweep takes up:
+    `server.play.race_registry`). The state index narrows it to the races not over."""
+    lobby_made_by = now - dt.timedelta(seconds=lobby_timeout)
+    due = or_(
+        and_(races.c.state == "lobby", races.c.created_at <= lobby_made_by),
+        and_(races.c.state == "countdown", races.c.starts_at <= now),
+        and_(races.c.state == "running", races.c.ends_at <= now),
+    )
+    query = select(races.c.id).where(races.c.state.in_(_OPEN_STATES), due).order_by(races.c.id)
+    return list(await conn.scalars(query))
 
 
 async def game_race(conn: AsyncConnection, game_id: str) -> GameRace | None:
@@ -219,4 +235,5 @@ def _seat(row: Row[Any]) -> RaceSeatRecord:
         score=row.score,
         time_ms=row.time_ms,
         place=row.place,
+        ready=row.ready,
     )

@@ -398,6 +398,7 @@ class RaceSeatRecord:
     score: int
     time_ms: int
     place: int | None
+    ready: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -282,7 +282,7 @@ class RaceRow(Base):
         CheckConstraint("state IN ('lobby', 'countdown', 'running', 'finished', 'cancelled')", name="state"),
         CheckConstraint("cells IN (8, 4, 2)", name="cells"),
         CheckConstraint("seats BETWEEN 2 AND 8", name="seats"),
-        # The races a restarted node takes up again (every one not yet over).
+        # The races not over (a node's sweep reads those of them whose time has come).
         Index("ix_races_state", "state"),
     )
 
@@ -322,6 +322,9 @@ class RaceSeatRow(Base):
     race_id: Mapped[str] = mapped_column(String(32), ForeignKey("races.id"), primary_key=True)
     seat: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
     player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"))
+    #: The seat said it is ready (in the lobby; every seat of a race past it was): stored so that every
+    #: node's copy of the race knows it (docs/races.md, Across nodes).
+    ready: Mapped[bool] = mapped_column(Boolean, server_default=false())
     game_id: Mapped[str | None] = mapped_column(String(32), ForeignKey("games.id"))
     status: Mapped[str] = mapped_column(String(16))
     cards_home: Mapped[int] = mapped_column(SmallInteger)

@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,9 +55,20 @@ async def two_unnamed_nodes() -> AsyncIterator[tuple[App, App]]:
         yield nodes
 
 
+#: A race countdown and board delay short enough for tests (the race tests' own).
+RACE_SETTINGS = {"race_countdown": 0.2, "race_board_delay": 0.3}
+
+
+@pytest.fixture
+async def two_race_nodes() -> AsyncIterator[tuple[App, App]]:
+    """Two nodes as above, with the race tests' short countdown and board delay."""
+    async with _two_nodes({"node": "node-a", **RACE_SETTINGS}, {"node": "node-b", **RACE_SETTINGS}) as nodes:
+        yield nodes
+
+
 @contextlib.asynccontextmanager
 async def _two_nodes(
-    settings_a: dict[str, str], settings_b: dict[str, str]
+    settings_a: dict[str, Any], settings_b: dict[str, Any]
 ) -> AsyncIterator[tuple[App, App]]:
     server_url = dbutil.require_postgres_server_url()
     redis_url = os.environ.get("EIGHTOFF_TEST_REDIS_URL")

@@ -10,7 +10,17 @@ import socket
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
-from server.play.bus import MAX_FRAME_BYTES, BusEvent, FrameReader, RelayBus, frame, pack_event, unpack_event
+from server.play.bus import (
+    MAX_FRAME_BYTES,
+    BusEvent,
+    Event,
+    FrameReader,
+    RaceEvent,
+    RelayBus,
+    frame,
+    pack_event,
+    unpack_event,
+)
 from tests.support.waiting import eventually
 
 EVENTS = [
@@ -18,10 +28,11 @@ EVENTS = [
     BusEvent("node-1-w2", "g2", 7, None, 1_700_000_000_000),
     BusEvent("n", "g" * 32, 10_000, "t8f", None),
 ]
+RACE_EVENTS = [RaceEvent("node-1-w1", "r1", 1), RaceEvent("n", "r" * 32, 10_000)]
 
 
-@pytest.mark.parametrize("event", EVENTS)
-def test_an_event_survives_packing(event: BusEvent) -> None:
+@pytest.mark.parametrize("event", [*EVENTS, *RACE_EVENTS])
+def test_an_event_survives_packing(event: Event) -> None:
     assert unpack_event(pack_event(event)) == event
 
 
@@ -37,6 +48,11 @@ def test_an_event_survives_packing(event: BusEvent) -> None:
         msgpack.packb(["n", "g", 1, 3, None]),
         msgpack.packb(["n", "g", 1, None, 1.5]),
         msgpack.packb({"node": "n"}),
+        msgpack.packb(["n", "r"]),  # a race's event a field short
+        msgpack.packb(["n", "r", "1"]),  # its revision as text
+        msgpack.packb(["n", "r", False]),  # a bool is no revision
+        msgpack.packb(["n", None, 1]),
+        msgpack.packb(["n", "r", 1, None]),  # four fields: neither shape
     ],
 )
 def test_what_is_not_an_event_is_refused(data: bytes) -> None:
@@ -64,12 +80,13 @@ def test_a_frame_announcing_more_than_the_limit_is_refused() -> None:
 
 async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
     left_sock, right_sock = socket.socketpair()
-    left_got: list[BusEvent] = []
-    right_got: list[BusEvent] = []
+    left_got: list[Event] = []
+    right_got: list[Event] = []
     left, right = RelayBus(left_sock), RelayBus(right_sock)
     await left.start(left_got.append)
     await right.start(right_got.append)
-    sent = [BusEvent("a", "g", v, "t1c5") for v in range(1, 201)]
+    sent: list[Event] = [BusEvent("a", "g", v, "t1c5") for v in range(1, 201)]
+    sent.insert(100, RaceEvent("a", "r", 3))  # a race's event keeps its place among the games' events
     for event in sent:
         left.publish(event)
     right.publish(EVENTS[1])
@@ -82,7 +99,7 @@ async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
 async def test_a_relay_end_says_when_the_other_end_is_gone_and_skips_garbage() -> None:
     mine, theirs = socket.socketpair()
     lost = asyncio.Event()
-    got: list[BusEvent] = []
+    got: list[Event] = []
     bus = RelayBus(mine, on_lost=lost.set)
     await bus.start(got.append)
     theirs.sendall(frame(b"\xc1") + frame(pack_event(EVENTS[0])))  # a malformed event, then a good one

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 import protocol
-from engine import Cell, Column, Deal, Game, IllegalMoveError, Move, parse_action
+from engine import Cell, Column, Deal, Game, IllegalMoveError, Move, Status, parse_action
 from server.errors import ErrorCode, Refusal
 from server.play import game_room as game_room_module
-from server.play.bus import BusEvent
+from server.play.bus import BusEvent, Event
 from server.play.commands import (
     Act,
     Command,
@@ -125,7 +125,7 @@ class Harness:
         self.effects: list[Effect] = []  # of the last command
         self.replies: list[tuple[str, Any]] = []  # (requester, outcome), every command
         self.pushed: list[tuple[frozenset[str], dict[str, Any]]] = []
-        self.published: list[BusEvent] = []
+        self.published: list[Event] = []
         self.submitted: list[Write] = []  # every Commit's write, stored or not
         self.stored: list[Write] = []  # those whose outcome was Committed(None)
         self.kinds_handled: set[type[Any]] = set()
@@ -236,6 +236,29 @@ def test_a_race_seats_game_tells_its_race_of_each_commit_after_its_followers() -
     harness.room.closes_at = NOW
     assert harness.act("c5-t1", 1) == ["Reply(owner: Refusal illegal_move)"]
     assert "time is up" in str(harness.replies[-1][1]) and harness.room.game.v == 1
+
+
+def test_a_race_seats_game_tells_its_race_of_a_resignation_or_a_reload_from_another_node() -> None:
+    """Another node's commits reach the race through this room: a move (as before), a resignation
+    (it ended the room with no Observe: a seat resigned on another node never reached the race),
+    and a game read again after a gap."""
+    harness = Harness().followed()
+    harness.room.race = "r1"
+    assert harness.remote(1, "t1-c5") == ["Push(diff -> owner, spectator, tab)", "Observe"]
+    effects = harness.remote(1, None, int(NOW.timestamp() * 1000))
+    assert effects == ["Observe", "Push(game_over -> owner, spectator, tab)", "Leave"]
+    observe = harness.effects[0]
+    assert isinstance(observe, Observe) and observe.race == "r1"
+    assert (observe.progress.v, observe.progress.status) == (1, Status.RESIGNED)
+    gap = Harness().followed()
+    gap.room.race = "r1"
+    assert gap.remote(3, "t1-c5") == ["Load"]
+    stored = Game.from_code(CODE)
+    for action in ("t1-c5", "c5-t1", "t1-c5"):
+        stored.play(parse_action(action))
+    assert gap.loaded(stored) == ["Observe", "Push(snapshot -> owner, spectator, tab)"]
+    observe = gap.effects[0]
+    assert isinstance(observe, Observe) and observe.progress.v == 3
 
 
 def test_an_action_is_visible_only_once_committed() -> None:

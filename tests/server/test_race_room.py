@@ -17,14 +17,18 @@ from typing import Any
 import pytest
 
 from engine import Deal, Game, Status
+from protocol import RatingShift
 from server.errors import Refusal
+from server.play.bus import RaceEvent
 from server.play.commands import Committed, Unfollow
-from server.play.effects import Commit, Effect, Push, Reply, Wake
+from server.play.effects import Commit, Effect, Hold, Publish, Push, Reply, Wake
 from server.play.game_room import PlayerRef
 from server.play.race_commands import (
+    RaceChanged,
     RaceCommand,
     RaceJoin,
     RaceLeave,
+    RaceLoaded,
     RaceReady,
     RaceRematch,
     RaceStart,
@@ -36,9 +40,10 @@ from server.play.race_commands import (
     Tick,
 )
 from server.play.race_places import Figures, places
-from server.play.race_room import LOBBY_TIMEOUT, RaceRoom, Seat
+from server.play.race_room import LOBBY_TIMEOUT, TRIES, RaceRoom, Seat
 from server.storage import StorageUnavailable
 from server.storage.commit_backends import WriteConflict
+from server.storage.records import RaceRecord, RaceSeatRecord
 from tests.support.rooms import Person
 
 DEAL = Deal.from_code("EO1-C8-AAAAAAB")
@@ -149,11 +154,13 @@ class Harness:
         self.join("bo")
         self.committed()
         self.ready("bo")
+        self.committed()
         self.watch("spec")
         return self
 
     def running(self) -> Harness:
         self.lobby().ready("ann")
+        self.committed()
         self.start()
         self.committed()
         self.tick(5)
@@ -181,6 +188,7 @@ def test_a_race_runs_from_the_lobby_to_the_reveal() -> None:
     harness = Harness().lobby()
     assert harness.room.snapshot(None).deal is None
     harness.ready("ann")
+    harness.committed()
     assert harness.start() == ["Commit"]
     assert harness.committed() == [
         "Reply(ann: ok)",
@@ -212,7 +220,8 @@ def test_the_standings_stream_counts_every_change_once() -> None:
     assert harness.committed() == ["Reply(bo: race)", "Push(race_diff -> ann)"]
     snapshot = harness.replies[-1][1][0]
     assert snapshot.v == 1 and harness.pushed[-1][1]["v"] == 1
-    harness.ready("bo")
+    assert harness.ready("bo") == ["Commit"]  # stored, so that every node's copy knows it
+    assert harness.committed() == ["Reply(bo: ok)", "Push(race_diff -> ann, bo)"]
     assert harness.pushed[-1][1]["v"] == 2 and harness.pushed[-1][1]["rows"][0]["ready"] is True
 
 
@@ -288,6 +297,7 @@ def test_a_failed_commit_leaves_the_race_as_it_was() -> None:
     change (the reveal) is tried again a second later."""
     harness = Harness().lobby()
     harness.ready("ann")
+    harness.committed()
     harness.start()
     assert harness.committed(StorageUnavailable("down")) == ["Reply(ann: StorageUnavailable)"]
     assert harness.room.state == "lobby" and harness.room.starts_at is None
@@ -306,16 +316,151 @@ def test_a_failed_commit_leaves_the_race_as_it_was() -> None:
     assert harness.tick(1) == ["Commit"] and harness.room.state == "finished"
 
 
-def test_a_race_written_elsewhere_lets_this_room_go() -> None:
-    """Another room of the race stored its revision first (the fence): this one answers stale,
-    leaves the node, and takes nothing more (its callers read the race again)."""
+def elsewhere(harness: Harness, *, revision: int = 1, **changes: Any) -> RaceRecord:
+    """The race as another node's copy stored it, ``revision`` writes after this copy's."""
+    stored = harness.room.record()
+    return dataclasses.replace(stored, revision=stored.revision + revision, **changes)
+
+
+CY_SEAT = RaceSeatRecord(3, CY.id, CY.name, False, None, "waiting", 0, 0, 0, 0, None)
+
+
+def test_a_request_that_lost_the_fence_is_handled_again_on_the_race_as_stored() -> None:
+    """Another node seated Cy first: Ann's ready lost the fence. The copy reads the race (its ready
+    taken back meanwhile), its followers get the difference as a diff, and the ready is handled again
+    against it and stored; it is not refused as it was (the room let go, the player told stale)."""
+    harness = Harness().lobby()
+    stored = elsewhere(harness, seated=(*harness.room.record().seated, CY_SEAT))
+    assert harness.ready("ann") == ["Commit"]
+    assert harness.committed(WriteConflict("revision 3 is stored")) == ["LoadRace"]
+    assert harness.room.seated[1].ready is False and harness.room.revision == stored.revision - 1
+    assert harness.handle(RaceLoaded(stored)) == [
+        "Push(race_diff -> ann, ann2, bo, spec)",
+        f"Wake({LOBBY_TIMEOUT:g})",
+        "Commit",
+    ]
+    diff = harness.pushed[-1][1]
+    assert [row["player"]["id"] for row in diff["rows"]] == [CY.id]  # what changed elsewhere
+    assert harness.committed() == ["Reply(ann: ok)", "Push(race_diff -> ann, ann2, bo, spec)"]
+    assert harness.room.revision == stored.revision + 1 and harness.room.seated[1].ready is True
+    assert len(harness.room.seated) == 3 and harness.room.is_open()
+
+
+def test_a_request_that_loses_the_fence_every_time_is_stale_after_its_tries() -> None:
+    """Other copies win the fence again and again (seats on several nodes all ready at once): the
+    request is handled again after each loss, up to `TRIES` writes, then told stale."""
     harness = Harness().lobby()
     harness.ready("ann")
-    harness.start()
-    assert harness.committed(WriteConflict("revision 2 is stored")) == ["Reply(ann: stale)", "Leave"]
-    assert not harness.room.is_open() and not harness.room.is_followed()
-    assert harness.watch("spec") == ["Reply(spec: None)"]
-    assert harness.tick(10) == []
+    for attempt in range(1, TRIES):
+        assert harness.committed(WriteConflict(f"lost {attempt}")) == ["LoadRace"]
+        assert harness.handle(RaceLoaded(elsewhere(harness)))[-1] == "Commit"
+    assert harness.committed(WriteConflict("lost again")) == ["LoadRace"]
+    assert harness.handle(RaceLoaded(elsewhere(harness))) == [
+        "Push(race_diff -> ann, ann2, bo, spec)",
+        "Reply(ann: stale)",
+    ]
+    assert "changed elsewhere" in harness.last_refusal() and harness.room.awaiting is None
+
+
+def test_a_race_unread_after_a_lost_fence_answers_stale_or_tries_again() -> None:
+    """The race could not be read: the request is told stale, a timed change tries again in a second."""
+    harness = Harness().lobby()
+    harness.ready("ann")
+    harness.committed(WriteConflict("revision 3 is stored"))
+    assert harness.handle(RaceLoaded(None, OSError("the database went away"))) == ["Reply(ann: stale)"]
+    assert harness.tick(LOBBY_TIMEOUT) == ["Commit"]  # the lobby's time: cancelled
+    harness.committed(WriteConflict("revision 3 is stored"))
+    assert harness.handle(RaceLoaded(None, OSError("the database went away"))) == ["Wake(1)"]
+
+
+def test_a_timed_change_that_lost_takes_the_stored_state() -> None:
+    """Both copies saw Bo win and both wrote the end: this one lost. It takes the result as stored
+    (places and figures of the copy that won, rated there once) and ends as if it had stored it."""
+    harness = Harness().running()
+    won = Game(DEAL)
+    won.status = Status.WON
+    assert harness.play(2, won) == ["Commit"]
+    stored_seats = tuple(
+        dataclasses.replace(
+            seat, status="won" if seat.seat == 2 else "playing", place=1 if seat.seat == 2 else 2
+        )
+        for seat in harness.room.record().seated
+    )
+    stored = harness.room.record()
+    assert harness.committed(WriteConflict("revision 5 is stored")) == ["LoadRace"]
+    assert harness.room.state == "running"  # taken back until the race is read
+    finished = dataclasses.replace(stored, revision=stored.revision, seated=stored_seats, state="finished")
+    assert harness.handle(RaceLoaded(finished)) == ["LoadRatings"]
+    effects = harness.handle(RatingsLoaded({BO.id: (1000, 1021), ANN.id: (1000, 990)}))
+    assert effects[0] == "Push(race_diff -> ann, ann2, bo, spec)" and effects[-1] == "Leave"
+    assert "Commit" not in effects  # nothing stored again: the other copy did it
+    rows = {row.seat: row for row in harness.room.snapshot(None).rows}
+    assert (rows[1].place, rows[2].place, rows[2].status) == (2, 1, "won")
+    assert rows[2].rating == RatingShift(1000, 1021) and not harness.room.is_open()
+
+
+def test_another_nodes_change_is_read_and_told_as_a_diff() -> None:
+    """A `RaceChanged` of a later revision has the copy read the race; an older or equal one, nothing."""
+    harness = Harness().lobby()
+    revision = harness.room.revision
+    assert harness.handle(RaceChanged(revision)) == []
+    assert harness.handle(RaceChanged(revision + 1)) == ["LoadRace"]
+    stored = elsewhere(harness, seated=(*harness.room.record().seated, CY_SEAT))
+    assert harness.handle(RaceLoaded(stored)) == [
+        "Push(race_diff -> ann, ann2, bo, spec)",
+        f"Wake({LOBBY_TIMEOUT:g})",
+    ]
+    assert harness.pushed[-1][1]["v"] == harness.room.v and harness.room.revision == revision + 1
+    assert harness.room.seated[3].player == CY
+
+
+def test_a_copy_that_reads_the_reveal_takes_its_games_and_keeps_what_it_saw() -> None:
+    """A copy in its countdown reads the race revealed elsewhere: the deal and the games come in one
+    diff, the time limit is armed, the seats' games held; a seat's figures this copy saw of its game
+    are kept over the stored ones (the race is not written per action)."""
+    harness = Harness()
+    harness.room.publishes = True
+    harness.running()
+    harness.play(1, one_move())
+    running = harness.room.record()
+    copy = Harness()
+    copy.room.publishes = True
+    copy.lobby().ready("ann")
+    copy.committed()
+    copy.start()
+    copy.committed()
+    copy.handle(RaceChanged(running.revision))
+    assert copy.handle(RaceLoaded(running)) == ["Push(race_diff -> ann, ann2, bo, spec)", "Wake(65)", "Hold"]
+    diff = copy.pushed[-1][1]
+    assert diff["state"] == "running" and diff["deal"] == DEAL.code()
+    assert [row["game"] for row in diff["rows"]] == ["g1", "g2"]
+    hold = copy.effects[-1]
+    assert isinstance(hold, Hold) and hold.games == ("g1", "g2")
+    copy.play(1, one_move())
+    again = dataclasses.replace(running, revision=running.revision + 1)
+    copy.handle(RaceChanged(again.revision))
+    copy.handle(RaceLoaded(again))
+    assert copy.room.seated[1].moves == 1  # kept: the stored row says 0
+
+
+def test_a_stored_change_is_published_when_other_nodes_hold_copies() -> None:
+    harness = Harness()
+    harness.room.publishes = True
+    harness.watch("ann")
+    harness.join("bo")
+    assert harness.committed() == ["Publish", "Reply(bo: race)", "Push(race_diff -> ann)"]
+    (publish,) = [effect for effect in harness.effects if isinstance(effect, Publish)]
+    assert publish.event == RaceEvent("node-1", "r1", harness.room.revision)
+
+
+def test_a_resignation_at_the_version_already_seen_reaches_the_race() -> None:
+    """A resignation keeps its game's version: the same version, resigned, is news to the race."""
+    harness = Harness().running()
+    game = one_move()
+    harness.play(1, game)
+    game.resign()
+    assert harness.play(1, game)[-1] == "Push(race_diff -> ann, ann2, bo, spec)"
+    assert harness.room.seated[1].status == "resigned"
 
 
 def test_a_lobby_never_started_is_cancelled_after_an_hour() -> None:
@@ -340,7 +485,7 @@ def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
     ("doing", "refusal"),
     [
         (lambda h: h.lobby().start(), "seat(s) 1 not ready"),
-        (lambda h: h.lobby().ready("ann") and h.start("bo"), "only the race's creator"),
+        (lambda h: h.lobby().ready("ann") and h.committed() and h.start("bo"), "only the race's creator"),
         (lambda h: h.start(), "needs 2 seats"),
         (lambda h: h.lobby().join("cy") and h.committed() and h.join("spec"), "is full"),
         (lambda h: h.running().join("cy"), "has started"),
@@ -413,6 +558,7 @@ def test_a_wake_that_fires_early_is_armed_again_for_what_is_left() -> None:
     the room took its Wake for still out and the race stayed in its countdown for ever."""
     harness = Harness().lobby()
     harness.ready("ann")
+    harness.committed()
     harness.start()
     harness.committed()
     (wake,) = [effect for effect in harness.effects if isinstance(effect, Wake)]
@@ -479,18 +625,26 @@ def test_a_finished_race_kept_for_its_followers_pushes_no_held_board() -> None:
 
 
 def test_a_rematch_not_stored_leaves_the_race_as_it_was() -> None:
-    """The database failed: the asker gets the failure, nothing is named, the revision is back; a
-    conflict (another node linked one first): stale, and the room goes (the race is read again)."""
+    """The database failed: the asker gets the failure, nothing is named, the revision is back. A lost
+    fence (another node linked one first): the race is read again, and the ask, handled again on it,
+    is answered the rematch stored there, to join; the followers get a diff that names it."""
     harness = _finished()
     revision = harness.room.revision
     _ask_rematch(harness, "bo")
     (failed,) = harness.room.handle(Committed(StorageUnavailable("down")))
     assert isinstance(failed, Reply) and isinstance(failed.outcome, StorageUnavailable)
     assert (harness.room.rematch, harness.room.revision) == (None, revision)
+    stored = dataclasses.replace(
+        harness.room.record(), revision=revision + 1, rematch_id="r9", rematch_code="Q2W3E4R5"
+    )
     _ask_rematch(harness, "bo")
-    stale, leave = harness.room.handle(Committed(WriteConflict("revision")))
-    assert isinstance(stale, Reply) and isinstance(stale.outcome, Refusal)
-    assert stale.outcome.code.value == "stale" and type(leave).__name__ == "Leave"
+    assert [type(e).__name__ for e in harness.room.handle(Committed(WriteConflict("revision")))] == [
+        "LoadRace"
+    ]
+    effects = harness.room.handle(RaceLoaded(stored))
+    (reply,) = [effect for effect in effects if isinstance(effect, Reply)]
+    assert reply.outcome == Rematch("r9", "Q2W3E4R5", made=False)
+    assert harness.room.rematch is not None and harness.room.rematch.race == "r9"
 
 
 @pytest.mark.parametrize(
@@ -532,3 +686,22 @@ def test_a_race_leave_with_no_seat_to_give_up_stops_following() -> None:
     finished = _finished()
     assert finished.leave("bo") == ["Reply(bo: ok)"] and finished.leave("bo") == ["Reply(bo: ok)"]
     assert finished.people["bo"] not in finished.room.followers
+
+
+def test_an_end_that_lost_to_another_change_is_written_again() -> None:
+    """Bo won as this copy saw it, but its end lost the fence to Ann's leave on another node: the race
+    as stored still runs, so the copy keeps Bo's win and ends the race again at once."""
+    harness = Harness().running()
+    running = harness.room.record()
+    left = tuple(
+        dataclasses.replace(seat, status="left") if seat.seat == 1 else seat for seat in running.seated
+    )
+    stored = dataclasses.replace(running, revision=running.revision + 1, seated=left)
+    won = Game(DEAL)
+    won.status = Status.WON
+    assert harness.play(2, won) == ["Commit"]
+    assert harness.committed(WriteConflict("revision 5 is stored")) == ["LoadRace"]
+    assert harness.handle(RaceLoaded(stored)) == ["Push(race_diff -> ann, ann2, bo, spec)", "Wake(0)"]
+    assert harness.room.seated[2].status == "won" and harness.room.seated[1].status == "left"
+    assert harness.handle(Tick(harness.now)) == ["Commit"] and harness.room.state == "finished"
+    assert harness.room.record().revision == stored.revision + 1

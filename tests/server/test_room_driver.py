@@ -18,7 +18,7 @@ import pytest
 
 import protocol
 from engine import Deal, Game, parse_action
-from server.play.bus import BusEvent
+from server.play.bus import BusEvent, Event
 from server.play.commands import Act, RemoteCommit, Request, Resign, Unfollow, View, Watch
 from server.play.driver import Done, RoomDriver, RoomServices
 from server.play.effects import Observe, Wake
@@ -69,7 +69,9 @@ class Node:
         self.services = RoomServices(
             committer=self.sink,
             push=self.push,
-            publish=lambda event: self.log.append(("publish", event.v)),
+            publish=lambda event: self.log.append(
+                ("publish", event.v if isinstance(event, BusEvent) else event)
+            ),
             load=self.load,
             left=lambda driver: self.log.append(("left", driver.id)),
             idle=lambda driver: self.log.append(("idle", driver.id)),
@@ -231,7 +233,7 @@ async def test_an_effect_that_raises_does_not_stop_the_others(caplog: pytest.Log
     each failure is logged."""
     node = Node()
 
-    def broken_publish(event: BusEvent) -> None:
+    def broken_publish(event: Event) -> None:
         raise RuntimeError("bus down")
 
     def broken_reply(outcome: Any) -> None:

@@ -31,7 +31,7 @@ from server.storage import (
     repository,
 )
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
-from server.storage.committer import Committer, Write, WriteConflict
+from server.storage.committer import ArrivalRate, Committer, Write, WriteConflict
 from server.storage.db import sqlite_file
 from server.storage.tables import actions, games
 
@@ -279,3 +279,62 @@ async def test_submit_refuses_at_once_when_stopping(backend: RecordingBackend) -
     with pytest.raises(StorageUnavailable, match="stopping"):
         pipeline.submit(appended(GAMES[0], 1), called.append)
     assert called == [], "refused at once, never called back"
+
+
+class CountingBackend:
+    """Commits nothing, at once: the batches the writer forms, with no flush to hide them."""
+
+    def __init__(self) -> None:
+        self.batches: list[int] = []
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        self.batches.append(len(writes))
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_linger_gathers_writes_that_keep_coming_into_fewer_commits() -> None:
+    """Writes paced at 500 a second (the shape of equal load below saturation) each commit alone
+    without a linger, since every commit is over before the next write comes; with a linger of 20 ms
+    the writer waits for the writes it can expect (pacing here is the behaviour under test)."""
+    backend = CountingBackend()
+    metrics = Metrics()
+    pipeline = Committer(backend, metrics, linger=0.02)
+    pipeline.start()
+    try:
+        waits = []
+        for v in range(1, 121):
+            waits.append(pipeline.stored(appended("game-0", v)))
+            await asyncio.sleep(0.002)
+        await asyncio.gather(*waits)
+    finally:
+        await pipeline.stop()
+    assert sum(backend.batches) == 120
+    assert len(backend.batches) <= 40, f"{len(backend.batches)} commits for 120 paced writes"
+    assert metrics.commit_lingers._value.get() >= 1
+
+
+async def test_a_lone_write_does_not_wait_for_writes_that_are_not_coming() -> None:
+    """Writes 0.3 s apart (a lone player) give no reason to expect another within the linger: each
+    commits at once, alone, and no commit lingered."""
+    backend = CountingBackend()
+    metrics = Metrics()
+    pipeline = Committer(backend, metrics, linger=0.05)
+    pipeline.start()
+    try:
+        for v in (1, 2, 3):
+            await pipeline.stored(appended("game-0", v))
+            await asyncio.sleep(0.3)
+    finally:
+        await pipeline.stop()
+    assert backend.batches == [1, 1, 1]
+    assert metrics.commit_lingers._value.get() == 0
+
+
+def test_the_arrival_rate_follows_the_load_and_forgets_a_pause() -> None:
+    rate = ArrivalRate(window=0.2)
+    for tick in range(100):  # 10 writes every 10 ms: 1,000 a second
+        rate.add(10, 100.0 + tick * 0.01)
+    assert 800 <= rate.per_second(101.0) <= 1100
+    assert rate.per_second(102.0) == 0.0, "a second of silence: no writes are expected"

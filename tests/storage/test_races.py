@@ -17,6 +17,7 @@ from server.storage.committer import Committer
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
 NOW = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.UTC)
+SECOND = dt.timedelta(seconds=1)
 CODE = "EO1-C8-AAAAAAB"
 
 
@@ -62,6 +63,44 @@ async def test_a_race_is_stored_whole_and_its_seats_games_with_it(
         found = await races.game_race(conn, "g2")
         assert found is not None and (found.state, found.player_ids) == ("running", frozenset({"ann", "bo"}))
         assert await races.game_race(conn, "no-such-game") is None
+
+
+async def test_a_seats_ready_flag_is_stored(committer: Committer, database: Database) -> None:
+    """A copy of the race on another node reads who is ready (a ready is a fenced write, as a join)."""
+    await committer.stored(Write(race=RaceWrite(lobby(), new=True)))
+    ready = dataclasses.replace(
+        lobby(), revision=1, seated=(dataclasses.replace(seat(1, "ann"), ready=True), seat(2, "bo"))
+    )
+    await committer.stored(Write(race=RaceWrite(ready)))
+    async with database.connection() as conn:
+        stored = await races.load_race(conn, "r1")
+    assert stored is not None and [s.ready for s in stored.seated] == [True, False]
+
+
+async def test_the_sweep_finds_the_races_whose_timed_change_is_due(
+    committer: Committer, database: Database
+) -> None:
+    """Due: a lobby made an hour ago, a countdown whose start has come, a running race past its time
+    limit. Not due: the same a second earlier, and a race over."""
+    hour = dt.timedelta(hours=1)
+    made = [
+        dataclasses.replace(lobby(), id="lobby-old", code="LOBBYOLD", created_at=NOW - hour),
+        dataclasses.replace(lobby(), id="lobby-new", code="LOBBYNEW", created_at=NOW - hour / 2),
+        dataclasses.replace(lobby(), id="count-due", code="COUNTDUE", state="countdown", starts_at=NOW),
+        dataclasses.replace(
+            lobby(), id="count-not", code="COUNTNOT", state="countdown", starts_at=NOW + SECOND
+        ),
+        dataclasses.replace(lobby(), id="run-due", code="RUNDUE22", state="running", starts_at=NOW - hour,
+                            ends_at=NOW - SECOND),
+        dataclasses.replace(lobby(), id="run-not", code="RUNNOT22", state="running", starts_at=NOW,
+                            ends_at=NOW + SECOND),
+        dataclasses.replace(lobby(), id="over", code="OVER2222", state="cancelled", created_at=NOW - hour),
+    ]  # fmt: skip
+    for race in made:
+        await committer.stored(Write(race=RaceWrite(race, new=True)))
+    async with database.connection() as conn:
+        due = await races.due_race_ids(conn, NOW, 3600.0)
+    assert due == ["count-due", "lobby-old", "run-due"]
 
 
 async def test_two_writers_of_one_race_revision_cannot_both_commit(

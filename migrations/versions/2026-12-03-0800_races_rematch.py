@@ -1,8 +1,8 @@
 """races.rematch_id: the race made as a finished race's rematch (``race_rematch``).
 
 Revision ID: 5d2b8e4f1a63
-Revises: 3e1d5a9c0b27
-Create Date: 2026-12-03 07:30:00.000000+00:00
+Revises: 5a7c2e9d1f40
+Create Date: 2026-12-03 08:00:00.000000+00:00
 
 A finished race names its rematch once a player asked one: the new race is inserted and this column
 set in one transaction, fenced by the race's ``revision``, so two asks at once make one rematch.
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "5d2b8e4f1a63"
-down_revision: str | Sequence[str] | None = "3e1d5a9c0b27"
+down_revision: str | Sequence[str] | None = "5a7c2e9d1f40"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
