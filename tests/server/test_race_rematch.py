@@ -231,3 +231,22 @@ async def test_two_asks_on_two_nodes_make_one_rematch(two_race_nodes: tuple[App,
     seated = {seat.player_id for seat in made.seated}
     assert clients[0].player is not None and clients[0].player["id"] in seated
     await close_all(on_b, *clients)
+
+
+async def test_a_follower_on_another_node_is_told_of_the_rematch(two_race_nodes: tuple[App, App]) -> None:
+    """The racers on node A, a spectator following on node B (B holds a copy of the race). The race
+    ends; the rematch asked on A is published: B's copy, kept for its follower, reads the race again
+    and its spectator gets the race_diff naming the rematch."""
+    node_a, node_b = two_race_nodes
+    clients, copies = await lobby(serverutil.ws_url(node_a), 2, time_limit=600)
+    race_id = copies[0].race["race"]
+    spectator = await player(serverutil.ws_url(node_b), name="spectator on B")
+    watched = Standings(await spectator.request("race_watch", race=race_id))
+    await start(clients, copies)
+    await finish_by_resigning(clients, copies)
+    await follow_until(spectator, watched, lambda s: s.race["state"] == "finished")
+    made = await clients[0].request("race_rematch", race=race_id)
+    assert made["type"] == "race", made
+    await follow_until(spectator, watched, lambda s: "rematch" in s.race)
+    assert watched.race["rematch"] == {"race": made["race"], "code": made["code"]}
+    await close_all(spectator, *clients)
