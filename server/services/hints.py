@@ -1,7 +1,11 @@
 """The solver off the event loop: hints, the winnable daily deals and winnable random deals.
 
-Solving is CPU work of milliseconds to seconds, so it runs in a process pool (spawned lazily, one
-worker by default): the event loop only awaits its futures. The workers run at `SOLVER_NICENESS`:
+Solving is CPU work of milliseconds to seconds, so it runs in a process pool (one worker by
+default): the event loop only awaits its futures. ``eightoff serve`` starts the workers as it starts
+listening (`SolvingService.start`): a worker's start (a new interpreter importing the engine and the
+solver, some 50 MiB and a good part of a second of CPU) then happens before any player plays, not
+at the first hint, while others play (issue 20). Without ``start`` (tests, tools) the pool starts at
+its first job. The workers run at `SOLVER_NICENESS`:
 a hint may wait, a move's acknowledgement should not (issue 20: under a hint flood the solver took a
 core the server and its players needed, on a small machine). What it finds is cached, since the same
 question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
@@ -82,6 +86,11 @@ def _lower_priority() -> None:
     os.nice(SOLVER_NICENESS)
 
 
+def _ready() -> int:
+    """A solver worker's first job when the pool is started ahead of use: its pid, once it is up."""
+    return os.getpid()
+
+
 def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, tuple[Move, ...]]:
     solution = solve(layout, max_nodes=max_nodes)
     return solution.verdict, solution.moves
@@ -129,6 +138,13 @@ class SolvingService:
         self._solving: set[asyncio.Task[None]] = set()
         self._dailies: dict[tuple[dt.date, int], asyncio.Future[Deal]] = {}
         self._rng: random.Random = secrets.SystemRandom()
+
+    def start(self) -> None:
+        """Start the worker processes now rather than at the first job: each is handed a job that
+        does nothing (the pool starts a process per job while none is idle), not awaited."""
+        executor = self._executor()
+        for _ in range(self._workers):
+            executor.submit(_ready)
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:

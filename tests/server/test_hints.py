@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +21,9 @@ from server.storage import StorageUnavailable
 from server.storage.committer import Done, Write, WriteConflict
 from server.storage.tables import games
 from solver import Verdict, solve_deal, winnable_daily_deal
+from tests.server.test_workers import Node
 from tests.support import serverutil
+from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
 
@@ -186,6 +189,52 @@ async def test_the_solver_workers_run_below_the_servers_priority() -> None:
         assert worker == min(19, os.nice(0) + SOLVER_NICENESS)
     finally:
         service.close()
+
+
+def children(pid: int) -> set[int]:
+    """The pids of the children of process ``pid`` (Linux ``/proc``; none once it is gone)."""
+    try:
+        return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except FileNotFoundError:
+        return set()
+
+
+async def test_started_solver_workers_are_up_before_the_first_hint_and_solve_it() -> None:
+    """Issue 20 (the hint flood): the solver's worker started at the first hint, a new interpreter
+    importing the engine and the solver while the others played. ``start`` starts them at once; the
+    first hint then starts no process (before: the first hint started the one worker)."""
+    before = children(os.getpid())
+    service = SolvingService(workers=2)
+    try:
+        service.start()
+        await eventually(lambda: len(children(os.getpid()) - before) == 2, "both solver workers are up")
+        workers = children(os.getpid()) - before
+        hint = await service.hint("g_1", 0, Deal(1, 8).layout(), Asker("p_1", "127.0.0.1"))
+        assert hint[0] is Verdict.WIN
+        assert children(os.getpid()) - before == workers
+        solver = await asyncio.get_running_loop().run_in_executor(service._executor(), os.getpid)
+        assert solver in workers
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_eightoff_serve_starts_its_solver_workers_as_it_listens(workers: int, tmp_path: Path) -> None:
+    """Each serving process (the one process, or each worker of ``--workers 2``) has its solver
+    worker running, at the solver's lower priority, before anyone asks a hint."""
+    node = Node(f"sqlite+aiosqlite:///{tmp_path / 'eightoff.db'}", tmp_path / "stderr.log", workers=workers)
+    try:
+        servers = [node.process.pid] if workers == 1 else list(node.worker_pids().values())
+
+        niceness = min(19, os.getpriority(os.PRIO_PROCESS, servers[0]) + SOLVER_NICENESS)
+
+        def solvers() -> set[int]:
+            found = {child for server in servers for child in children(server)}
+            return {child for child in found if os.getpriority(os.PRIO_PROCESS, child) == niceness}
+
+        await eventually(lambda: len(solvers()) == len(servers), "each server has its solver worker")
+    finally:
+        node.stop()
 
 
 async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: App) -> None:
