@@ -707,6 +707,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--server-args", default="", help="extra `eightoff serve` flags")
     parser.add_argument(
+        "--server-launcher",
+        default=None,
+        help="command in place of `python -m server` (e.g. `python -m bench.sampled_server REPORT`)",
+    )
+    parser.add_argument(
         "--attacker-nice",
         type=int,
         default=10,
@@ -722,7 +727,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         names.insert(0, "calm")
     rows = []
     with tempfile.TemporaryDirectory(prefix="eightoff-attacks-") as workdir:
-        target = start_target("server", Path(workdir), extra=f"{DEFAULT_LIMITS} {args.server_args}")
+        target = start_target(
+            "server", Path(workdir), args.server_launcher, extra=f"{DEFAULT_LIMITS} {args.server_args}"
+        )
         try:
             for name in names:
                 latencies, seen, cpu, rss_growth = run_attack(
