@@ -183,6 +183,13 @@ class UnfinishedGames:
             self._full = {player: until for player, until in self._full.items() if until > now}
         self._full[player_id] = now + FULL_MEMORY
 
+    def known(self, player_id: str, unfinished: int) -> None:
+        """``player_id`` has ``unfinished`` unfinished games, as a read just found (its ``hello``: a
+        new guest has none, a returning player's welcome lists all of them when they fit on its one
+        page): its next new games need no read of their own."""
+        if self._per_player is not None:
+            self._remember_room(player_id, self._per_player - unfinished, self._clock())
+
     def _take_room(self, player_id: str, now: float) -> bool:
         """Whether a new game of ``player_id`` fits in the room its last read found (taking it)."""
         room, until = self._room.get(player_id, (0, 0.0))
@@ -192,8 +199,7 @@ class UnfinishedGames:
         return True
 
     def _remember_room(self, player_id: str, room: int, now: float) -> None:
-        """``room`` more new games of ``player_id`` fit under the cap (after the one being started),
-        for ``COUNT_MEMORY`` seconds."""
+        """``room`` more new games of ``player_id`` fit under the cap, for ``COUNT_MEMORY`` seconds."""
         if len(self._room) > _REMEMBERED:
             self._room = {player: kept for player, kept in self._room.items() if kept[1] > now}
         if room > 0:
