@@ -91,9 +91,11 @@ def _ready() -> int:
     return os.getpid()
 
 
-def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, tuple[Move, ...]]:
+def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, dict[Layout, Move]]:
+    """In a solver worker: the verdict from ``layout`` and, when it is won, each position of the
+    winning line with its next move (replaying the line costs milliseconds: not on the event loop)."""
     solution = solve(layout, max_nodes=max_nodes)
-    return solution.verdict, solution.moves
+    return solution.verdict, _line_steps(layout, solution.moves)
 
 
 def _line_steps(layout: Layout, moves: tuple[Move, ...]) -> dict[Layout, Move]:
@@ -215,14 +217,14 @@ class SolvingService:
 
     async def _solve_hint(self, game_id: str, layout: Layout) -> Hint:
         loop = asyncio.get_running_loop()
-        verdict, moves = await loop.run_in_executor(self._executor(), _search, layout, self._hint_max_nodes)
-        if not moves:
+        verdict, steps = await loop.run_in_executor(self._executor(), _search, layout, self._hint_max_nodes)
+        if not steps:
             return verdict, None
-        self._lines[game_id] = _line_steps(layout, moves)
+        self._lines[game_id] = steps
         self._lines.move_to_end(game_id)
         while len(self._lines) > _LINES:
             self._lines.popitem(last=False)
-        return verdict, moves[0]
+        return verdict, steps[layout]
 
     def _hint_done(self, key: tuple[str, Layout], done: asyncio.Future[Hint]) -> None:
         self._unanswered.discard(done)

@@ -15,6 +15,7 @@ from sqlalchemy import select
 from engine import Deal, Game, Layout, Move
 from server.app import App
 from server.errors import ErrorCode
+from server.services import hints
 from server.services.hints import SOLVER_NICENESS, Asker, SolverBusy, SolvingService
 from server.services.winnable import winnable_deals
 from server.storage import StorageUnavailable
@@ -187,6 +188,33 @@ async def test_the_solver_workers_run_below_the_servers_priority() -> None:
         assert hint[0] is Verdict.WIN
         worker = await asyncio.get_running_loop().run_in_executor(service._executor(), os.nice, 0)
         assert worker == min(19, os.nice(0) + SOLVER_NICENESS)
+    finally:
+        service.close()
+
+
+async def test_the_winning_line_is_replayed_in_the_solver_not_on_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 20 (the hint flood): each answered hint replayed its winning line (a game rebuilt move by
+    move, some milliseconds) on the event loop, to keep its positions. The solver worker does that
+    now: nothing of it runs in the server's process, and the line still answers the next position."""
+    replayed: list[Layout] = []
+    replay = hints._line_steps
+
+    def counted(layout: Layout, moves: tuple[Move, ...]) -> dict[Layout, Move]:
+        replayed.append(layout)
+        return replay(layout, moves)
+
+    monkeypatch.setattr(hints, "_line_steps", counted)  # in this process only: the worker is spawned
+    service = SolvingService()
+    try:
+        layout = Deal(1, 8).layout()
+        verdict, move = await service.hint("g_1", 0, layout, Asker("p_1", "127.0.0.1"))
+        assert verdict is Verdict.WIN and move is not None
+        game = Game.from_layout(layout)
+        game.push(move)
+        assert service._lines["g_1"][game.layout()] is not None  # the next position is on the line
+        assert replayed == []
     finally:
         service.close()
 
