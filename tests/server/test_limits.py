@@ -8,7 +8,7 @@ paced and unpaced, and a client that sends only keepalive pings or nothing at al
 than the per-address and global caps, idle raw TCP sockets among them; handshakes from foreign
 origins; watching more finished games than the watch limit; sockets from many addresses that never
 finish their handshake, filling the global cap; many connections from one address, each under its own
-rate limit, together over the address's frame budget.
+rate limit, together over the address's frame budget; valid requests flooded before hello.
 """
 
 from __future__ import annotations
