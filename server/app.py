@@ -205,8 +205,8 @@ class App:
         it and start listening: on ``sock`` when given (a bound socket, shared by the workers of
         `server.ops.workers` with SO_REUSEPORT), else on the configured host and port; ``bus`` is the one
         between those workers (default: as the settings say). ``start_solver``: the solver's worker
-        processes start as it listens (``eightoff serve``), not at the first hint (tests leave it off:
-        most never ask one).
+        processes start as it listens, and it returns once they are up (``eightoff serve``), not at the
+        first hint (tests leave it off: most never ask one).
 
         Raises:
             server.config.Unavailable: the database, Redis or the address to listen on.
@@ -235,7 +235,7 @@ class App:
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
             await server.listen(settings.host, settings.port, sock)
         if start_solver:
-            services.solving.start()
+            await services.solving.start()
         sweeper = asyncio.get_running_loop().create_task(
             services.connections.close_idle_forever(), name="idle-sweeper"
         )

@@ -2,10 +2,10 @@
 
 Solving is CPU work of milliseconds to seconds, so it runs in a process pool (one worker by
 default): the event loop only awaits its futures. ``eightoff serve`` starts the workers as it starts
-listening (`SolvingService.start`): a worker's start (a new interpreter importing the engine and the
-solver, some 50 MiB and a good part of a second of CPU) then happens before any player plays, not
-at the first hint, while others play (issue 20). Without ``start`` (tests, tools) the pool starts at
-its first job. The workers run at `SOLVER_NICENESS`:
+listening, and says it serves once they are up (`SolvingService.start`): a worker's start (a new
+interpreter importing the engine and the solver, some 50 MiB and a good part of a second of CPU)
+then happens before any player plays, not at the first hint, while others play (issue 20). Without
+``start`` (tests, tools) the pool starts at its first job. The workers run at `SOLVER_NICENESS`:
 a hint may wait, a move's acknowledgement should not (issue 20: under a hint flood the solver took a
 core the server and its players needed, on a small machine). What it finds is cached, since the same
 question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
@@ -141,12 +141,14 @@ class SolvingService:
         self._dailies: dict[tuple[dt.date, int], asyncio.Future[Deal]] = {}
         self._rng: random.Random = secrets.SystemRandom()
 
-    def start(self) -> None:
-        """Start the worker processes now rather than at the first job: each is handed a job that
-        does nothing (the pool starts a process per job while none is idle), not awaited."""
+    async def start(self) -> None:
+        """Start the worker processes now rather than at the first job: each is handed a job that does
+        nothing (the pool starts a process per job while none is idle), and this returns once they
+        are done, so that a shutdown right after never catches a worker still starting (it would
+        fail to attach to the pool's queues, and the exit would wait for it)."""
+        loop = asyncio.get_running_loop()
         executor = self._executor()
-        for _ in range(self._workers):
-            executor.submit(_ready)
+        await asyncio.gather(*(loop.run_in_executor(executor, _ready) for _ in range(self._workers)))
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:

@@ -234,7 +234,7 @@ async def test_started_solver_workers_are_up_before_the_first_hint_and_solve_it(
     before = children(os.getpid())
     service = SolvingService(workers=2)
     try:
-        service.start()
+        await service.start()
         await eventually(lambda: len(children(os.getpid()) - before) == 2, "both solver workers are up")
         workers = children(os.getpid()) - before
         hint = await service.hint("g_1", 0, Deal(1, 8).layout(), Asker("p_1", "127.0.0.1"))
