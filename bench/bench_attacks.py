@@ -42,6 +42,8 @@ process running for the same window:
   (issue 20, item 5), and a second bystander, a player on 127.0.0.3 in the attacker's process, doing the
   same: the row's last line is the fraction of its hints answered (not ``unavailable`` nor
   ``rate_limited``) and their round trips; hints are slow work, so what counts is that they are answered.
+  The hint bystander loops at most twice a second (a player's new-games quota allows no more; before,
+  it looped as fast as the flood and its own refused ``new_game`` counted as unanswered hints).
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
 server's CPU use during the window and the growth of its resident memory over the attack, then what
@@ -97,6 +99,9 @@ DEFAULT_LIMITS = (
 HINT_BYSTANDER_ADDRESS = "127.0.0.3"
 HINT_FLOOD_ADDRESS = "127.0.0.4"  # one address of its own: the guests attack leaves 127.0.0.1 no guests
 HINT_FLOOD_CONNECTIONS = 12
+#: The hint bystander's new_game / hint / resign loops a second at most: the new games a player may
+#: start (120 a minute by default), so that what it measures is its hints, not its own new-games quota.
+HINT_BYSTANDER_LOOPS = 2.0
 ATTACKS = (
     "calm",
     "flood",
@@ -511,13 +516,17 @@ async def _half_open_attack(url: str, tally: Tally, until: float) -> None:
 
 
 async def _hint_loop(
-    ws: ClientConnection, until: float, seen: Callable[[dict[str, Any], float], None]
+    ws: ClientConnection,
+    until: float,
+    seen: Callable[[dict[str, Any], float], None],
+    loops_per_second: float = RATE * 0.9 / 3,
 ) -> None:
-    """``new_game``, ``hint``, ``resign`` in turn until ``until``, just under the rate limit; ``seen``
-    gets each hint's reply and round trip."""
+    """``new_game``, ``hint``, ``resign`` in turn until ``until``, at most ``loops_per_second`` (by
+    default just under the rate limit); ``seen`` gets each hint's reply and round trip."""
     with contextlib.suppress(ConnectionClosed):
         for index in itertools.count(step=3):
-            if time.monotonic() > until:
+            started = time.monotonic()
+            if started > until:
                 break
             game = (await _request(ws, {"type": "new_game", "id": index})).get("game")
             if game is None:  # refused: counted as the hint's reply, tried again after a pause
@@ -528,7 +537,7 @@ async def _hint_loop(
             reply = await _request(ws, {"type": "hint", "id": index + 1, "game": game})
             seen(reply, time.perf_counter() - started)
             await _request(ws, {"type": "resign", "id": index + 2, "game": game})
-            await asyncio.sleep(3 / (RATE * 0.9))
+            await asyncio.sleep(max(0.0, started + 1 / loops_per_second - time.monotonic()))
 
 
 async def _hints(url: str, tally: Tally, until: float) -> None:
@@ -544,13 +553,16 @@ async def _hints(url: str, tally: Tally, until: float) -> None:
         tally.reply(msgpack.packb(reply))
 
     def bystander_saw(reply: dict[str, Any], seconds: float) -> None:
+        if reply.get("code") == "new_game refused":  # over its own new-games quota: no hint asked
+            tally.counts["bystander new_game refused"] += 1
+            return
         tally.counts["bystander hints asked"] += 1
         tally.counts["bystander hints answered"] += reply.get("type") == "hint"
         trips.append(seconds)
 
     flood = [asyncio.ensure_future(_hint_loop(ws, until, flood_saw)) for ws in flooders]
     await asyncio.sleep(START_MARGIN / 2)  # the flood under way, as for the first bystander
-    await _hint_loop(bystander, until - START_MARGIN / 2, bystander_saw)
+    await _hint_loop(bystander, until - START_MARGIN / 2, bystander_saw, HINT_BYSTANDER_LOOPS)
     await asyncio.gather(*flood)
     trips.sort()
     tally.counts["bystander hint p50 ms"] = round(percentile(trips, 0.5) * 1000)
@@ -707,6 +719,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--server-args", default="", help="extra `eightoff serve` flags")
     parser.add_argument(
+        "--server-launcher",
+        default=None,
+        help="command in place of `python -m server` (e.g. `python -m bench.sampled_server REPORT`)",
+    )
+    parser.add_argument(
         "--attacker-nice",
         type=int,
         default=10,
@@ -722,7 +739,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         names.insert(0, "calm")
     rows = []
     with tempfile.TemporaryDirectory(prefix="eightoff-attacks-") as workdir:
-        target = start_target("server", Path(workdir), extra=f"{DEFAULT_LIMITS} {args.server_args}")
+        target = start_target(
+            "server", Path(workdir), args.server_launcher, extra=f"{DEFAULT_LIMITS} {args.server_args}"
+        )
         try:
             for name in names:
                 latencies, seen, cpu, rss_growth = run_attack(

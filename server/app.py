@@ -200,12 +200,19 @@ class App:
 
     @classmethod
     async def start(
-        cls, settings: Settings, *, sock: socket.socket | None = None, bus: Bus | None = None
+        cls,
+        settings: Settings,
+        *,
+        sock: socket.socket | None = None,
+        bus: Bus | None = None,
+        start_solver: bool = False,
     ) -> App:
         """Migrate the database to head (refusing one it could not write: `prepare_for_serving`), open
         it and start listening: on ``sock`` when given (a bound socket, shared by the workers of
         `server.ops.workers` with SO_REUSEPORT), else on the configured host and port; ``bus`` is the one
-        between those workers (default: as the settings say).
+        between those workers (default: as the settings say). ``start_solver``: the solver's worker
+        processes start as it listens, and it returns once they are up (``eightoff serve``), not at the
+        first hint (tests leave it off: most never ask one).
 
         Raises:
             server.config.Unavailable: the database, Redis or the address to listen on.
@@ -233,6 +240,8 @@ class App:
         )
         with needs("host", "port", what=f"cannot listen on {settings.host} port {settings.port}"):
             await server.listen(settings.host, settings.port, sock)
+        if start_solver:
+            await services.solving.start()
         sweeper = asyncio.get_running_loop().create_task(
             services.connections.close_idle_forever(), name="idle-sweeper"
         )
@@ -282,7 +291,7 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
 
 async def run(settings: Settings) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-    app = await App.start(settings)
+    app = await App.start(settings, start_solver=True)
     # What start-up built (modules, the schema, compiled statements) lives as long as the process: the
     # cyclic collector need not walk it again at every full collection while actions are served.
     gc.freeze()

@@ -229,6 +229,8 @@ class RequestHandler:
             )
             await self._committer.stored(Write(player=record))
             games, more = [], None
+        if more is None:  # every unfinished game of the player is in the page: new_game need not count them
+            self._unfinished.known(record.id, len(games))
         session.identify(PlayerRef.of(record.id, record.name, bot=record.bot))
         assert session.player is not None
         return [

@@ -32,6 +32,11 @@ __all__ = ["Connections", "Fanout"]
 logger = logging.getLogger(__name__)
 
 _ACTIONS = frozenset({"move", "tap", "auto", "undo"})
+REQUESTS_BEFORE_HELLO = 8
+"""Requests other than ``hello`` a connection may send before it says hello, each answered
+``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
+requests that never do (each connection from a new address, so no per-address limit binds) cost a
+reply per frame for two bucketfuls before (issue 20)."""
 
 
 class Fanout:
@@ -148,8 +153,19 @@ class Connections:
             self._metrics.action_latency.observe(time.perf_counter() - started)
 
     def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
-        """The one place a decoded request is let through to the handler, or refused (replied to):
-        the rate limit (the frame was metered as it was read) and shutting down."""
+        """The one place a decoded request is let through to the handler, or refused (replied to, or
+        closed): requests before hello past ``REQUESTS_BEFORE_HELLO``, the rate limit (the frame was
+        metered as it was read) and shutting down."""
+        if (
+            client.player is None
+            and not isinstance(request, protocol.HelloRequest)
+            and client.asked_before_hello() > REQUESTS_BEFORE_HELLO
+        ):
+            self._metrics.errors.labels("flooding").inc()
+            connection: WebSocketConnection = client.transport
+            connection.penalize()  # its address may not reconnect at once, as after a flood
+            connection.close(1008, "say hello first", read_more=False)
+            return False
         if not within_rate:
             self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", request)
             return False

@@ -20,7 +20,11 @@ fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections together
 What the asyncio server gave for free and is done here: the handshake (``/ws`` with subprotocol
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
 HTTP routes and closed), the open timeout, keepalive pings, close handshakes and lingering closes,
-HTTP 400 for a request that is not HTTP. Admission (``server.edge.admission``) is asked at accept, before
+HTTP 400 for a request that is not HTTP. A connection's websockets protocol object (its parser and
+state) is made only once its request is all in (``b"\r\n\r\n"``, or ``MAX_HEAD`` bytes, or a first
+line that is no GET request line, whose 400 comes at once): a socket refused at accept, or one that
+never finishes its request, costs none (issue 20: a half-open flood reconnecting made one per
+socket, the larger part of an accept's work). Admission (``server.edge.admission``) is asked at accept, before
 anything is read, and again at the handshake for the client behind a trusted proxy; until its request
 comes a connection is half-open, and the gate may evict it to make room for a newer one (its open
 timeout is shorter while many are half-open). Once open, each frame also takes a token of the bucket
@@ -88,6 +92,9 @@ FRAMES_PER_TURN = 64
 for the next turn (a real client sends a few per read)."""
 MESSAGE_TIMEOUT = 10.0
 """Seconds a client has to finish a fragmented message it started (a held fragment costs memory)."""
+MAX_HEAD = 16 * 1024
+"""Bytes of a request gathered before the parser is made even without its end (websockets then
+refuses what is too long)."""
 MAX_PARTIAL_BYTES = 8 * 1024 * 1024
 """Bytes of unfinished fragmented messages all connections may hold together; the connection whose
 fragment would pass it is closed 1013 (try again later)."""
@@ -134,6 +141,14 @@ def _select_subprotocol(_: ServerProtocol, offered: list[Subprotocol]) -> Subpro
     if chosen is None:
         raise NegotiationError(f"unsupported subprotocol; offer one of {', '.join(_SUBPROTOCOLS)}")
     return Subprotocol(chosen.value)
+
+
+def _request_in(data: bytes) -> bool:
+    """Whether ``data``, the start of a connection, holds its request's end (or ``MAX_HEAD`` bytes, or a
+    first line that is no GET request line: the parser's 400 for it comes at once)."""
+    if b"\r\n\r\n" in data or len(data) > MAX_HEAD:
+        return True
+    return b"\r\n" in data and not data.startswith(b"GET ")
 
 
 class Channel(Protocol):
@@ -263,6 +278,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_fragment_timer",
         "_fragmented_text",
         "_fragments",
+        "_head",
         "_http_task",
         "_lingering",
         "_parse_later",
@@ -291,11 +307,8 @@ class WebSocketConnection(asyncio.Protocol):
 
     def __init__(self, server: WebSocketServer) -> None:
         self._server = server
-        self._protocol = ServerProtocol(
-            subprotocols=_SUBPROTOCOLS,
-            select_subprotocol=_select_subprotocol,  # type: ignore[arg-type]
-            max_size=server.max_size,
-        )
+        self._protocol: ServerProtocol | None = None  # made once the request is all in (_head)
+        self._head = b""  # the request so far, before the protocol is made
         self.client_address = ""
         self.subprotocol: protocol.Subprotocol = protocol.Subprotocol.MSGPACK
         self.last_frame_at = time.monotonic()
@@ -354,7 +367,28 @@ class WebSocketConnection(asyncio.Protocol):
             return
         if self._plain_http:
             return  # one request per connection: what follows it is not read
+        if self._protocol is None:
+            data = self._head + data
+            if not _request_in(data):
+                self._head = data
+                return
+            self._head = b""
+            self._protocol = ServerProtocol(
+                subprotocols=_SUBPROTOCOLS,
+                select_subprotocol=_select_subprotocol,  # type: ignore[arg-type]
+                max_size=self._server.max_size,
+            )
         self._parse(self._unparsed + data if self._unparsed else data)
+
+    @property
+    def _state(self) -> State:
+        return State.CONNECTING if self._protocol is None else self._protocol.state
+
+    @property
+    def _ws(self) -> ServerProtocol:
+        """The protocol, once the request came (every caller runs after that)."""
+        assert self._protocol is not None
+        return self._protocol
 
     def _parse(self, data: bytes) -> None:
         """Hand ``data`` to the parser ``READ_SLICE`` bytes at a time and act on its frames, up to
@@ -366,9 +400,9 @@ class WebSocketConnection(asyncio.Protocol):
         try:
             for start in range(0, len(data), READ_SLICE):
                 chunk = data if len(data) <= READ_SLICE else data[start : start + READ_SLICE]
-                self._protocol.receive_data(chunk)
+                self._ws.receive_data(chunk)
                 frames += self._events()
-                if self._plain_http or self._flooded or self._protocol.state not in _READING:
+                if self._plain_http or self._flooded or self._ws.state not in _READING:
                     break  # answered by the HTTP routes, or closing: what follows is not parsed
                 if frames >= FRAMES_PER_TURN or self._waiting_full:
                     self._unparsed = data[start + READ_SLICE :]
@@ -377,7 +411,7 @@ class WebSocketConnection(asyncio.Protocol):
             self._parsing = False
         if self._plain_http:
             return  # the HTTP routes answer it; nothing the protocol made is sent
-        if isinstance(self._protocol.handshake_exc, InvalidMessage) and not self._answered:
+        if isinstance(self._ws.handshake_exc, InvalidMessage) and not self._answered:
             # not an HTTP request: websockets only hangs up (its FIN waits in data_to_send)
             self._answered = True
             response = _bad_request()
@@ -388,7 +422,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _events(self) -> int:
         """Act on what the parser made of the data handed to it; the number of frames."""
-        events = self._protocol.events_received()
+        events = self._ws.events_received()
         if events:
             self.last_frame_at = time.monotonic()
         for event in events:
@@ -428,7 +462,7 @@ class WebSocketConnection(asyncio.Protocol):
         if self._plain_http:
             self._peer_done = True
             return True  # its response is still to come
-        if not self._refused:
+        if not self._refused and self._protocol is not None:  # else it hung up before its request
             self._protocol.receive_eof()
             self._flush()
         return None  # close our side too
@@ -463,7 +497,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     def write_frame(self, frame: bytes) -> None:
         """Write a frame made by ``wire_frame``, unless the connection is closing."""
-        if self._protocol.state is State.OPEN and not self.transport.is_closing():
+        if self._state is State.OPEN and not self.transport.is_closing():
             self._write(frame)
 
     def _write(self, data: bytes) -> None:
@@ -500,16 +534,16 @@ class WebSocketConnection(asyncio.Protocol):
 
         With ``read_more`` False nothing more is read (a flooder): its frames are not even parsed.
         """
-        if self._protocol.state is State.CONNECTING:
+        if self._state is State.CONNECTING:
             self._abort_later(CLOSE_LINGER)  # close() waits for unsent data: bounded
             self.transport.close()
             return
-        if self._protocol.state is not State.OPEN:
+        if self._state is not State.OPEN:
             return
         self._waiting.clear()
         self._unparsed = b""
         self._drop_fragments()
-        self._protocol.fail(code, reason.encode()[:120].decode(errors="ignore"))
+        self._ws.fail(code, reason.encode()[:120].decode(errors="ignore"))
         if not read_more and not self._paused:
             self._paused = True
             self.transport.pause_reading()
@@ -522,7 +556,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     @property
     def is_open(self) -> bool:
-        return self._protocol.state is State.OPEN and not self.transport.is_closing()
+        return self._state is State.OPEN and not self.transport.is_closing()
 
     # Serving messages, one at a time
 
@@ -615,12 +649,12 @@ class WebSocketConnection(asyncio.Protocol):
         False, and the connection closing, past either."""
         server = self._server
         if self._fragment_bytes + len(data) > server.max_message:
-            self._protocol.fail(CloseCode.MESSAGE_TOO_BIG, f"message over {server.max_message} bytes")
+            self._ws.fail(CloseCode.MESSAGE_TOO_BIG, f"message over {server.max_message} bytes")
             self._drop_fragments()
             return False
         if server.partial_bytes + len(data) > MAX_PARTIAL_BYTES:
             server.log.warning("closing a connection: unfinished messages hold too much", self.client_address)
-            self._protocol.fail(CloseCode.TRY_AGAIN_LATER, "the server holds too many unfinished messages")
+            self._ws.fail(CloseCode.TRY_AGAIN_LATER, "the server holds too many unfinished messages")
             self._drop_fragments()
             return False
         self._fragments.append(data)
@@ -638,11 +672,11 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _fragments_timed_out(self) -> None:
         self._fragment_timer = None
-        if self._protocol.state is State.OPEN and self._fragments:
+        if self._state is State.OPEN and self._fragments:
             self.close(CloseCode.POLICY_VIOLATION, f"a message unfinished after {MESSAGE_TIMEOUT:g} s")
 
     def _whole(self, data: bytes, text: bool, within_rate: bool) -> None:
-        if self._protocol.state is not State.OPEN:
+        if self._state is not State.OPEN:
             return
         if not text:
             self._message(data, within_rate)
@@ -650,12 +684,12 @@ class WebSocketConnection(asyncio.Protocol):
         try:
             self._message(data.decode(), within_rate)
         except UnicodeDecodeError as exc:
-            self._protocol.fail(CloseCode.INVALID_DATA, f"invalid UTF-8 at position {exc.start}")
+            self._ws.fail(CloseCode.INVALID_DATA, f"invalid UTF-8 at position {exc.start}")
 
     # The opening handshake and plain HTTP
 
     def _open_timed_out(self) -> None:
-        if self._protocol.state is State.CONNECTING and not self._plain_http:
+        if self._state is State.CONNECTING and not self._plain_http:
             self.transport.abort()
 
     def _handshake(self, request: Request) -> None:
@@ -667,23 +701,23 @@ class WebSocketConnection(asyncio.Protocol):
             self._plain_http = True
             self._http_task = asyncio.get_running_loop().create_task(self._serve_http(request))
             return
-        if self._protocol.eof_sent:
+        if self._ws.eof_sent:
             return  # what came with the request was no WebSocket frame: hung up already
-        response = self._refusal(request) or self._protocol.accept(request)
+        response = self._refusal(request) or self._ws.accept(request)
         response.headers["Server"] = self._server.server_header
-        self._protocol.send_response(response)
+        self._ws.send_response(response)
         if response.status_code != http.HTTPStatus.SWITCHING_PROTOCOLS:
             self._close_after_response()
             return
-        if self._protocol.subprotocol is not None:
-            self.subprotocol = protocol.Subprotocol(self._protocol.subprotocol)
+        if self._ws.subprotocol is not None:
+            self.subprotocol = protocol.Subprotocol(self._ws.subprotocol)
         self._timer = asyncio.get_running_loop().call_later(PING_INTERVAL, self._keepalive)
         self._address_bucket = self._server.gate.frame_bucket(self.client_address)
         self.channel = self._server.open_channel(self)
 
     def _refusal(self, request: Request) -> Response | None:
         if not self._server.accepting:
-            return self._protocol.reject(http.HTTPStatus.SERVICE_UNAVAILABLE, "Server is shutting down.\n")
+            return self._ws.reject(http.HTTPStatus.SERVICE_UNAVAILABLE, "Server is shutting down.\n")
         self.client_address, refused = self._server.gate.handshake(
             self.client_address, request.headers.get("X-Forwarded-For")
         )
@@ -698,7 +732,7 @@ class WebSocketConnection(asyncio.Protocol):
             response = await self._server.routes.respond(request)
         except Exception:
             logger.exception("HTTP %s failed", request.path)
-            response = self._protocol.reject(http.HTTPStatus.INTERNAL_SERVER_ERROR, "the server failed\n")
+            response = self._ws.reject(http.HTTPStatus.INTERNAL_SERVER_ERROR, "the server failed\n")
         self._http_task = None
         if self.transport.is_closing():
             return
@@ -727,7 +761,7 @@ class WebSocketConnection(asyncio.Protocol):
     # Writing, keepalive, timers
 
     def _flush(self) -> None:
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self._protocol is None:
             return
         for data in self._protocol.data_to_send():
             if self.transport.is_closing():
@@ -743,19 +777,19 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _keepalive(self) -> None:
         """A ping every ``PING_INTERVAL``; its pong must come within ``PING_TIMEOUT``."""
-        if self._protocol.state is not State.OPEN:
+        if self._state is not State.OPEN:
             return
         self._pong_awaited = True
         self._ping_payload = os.urandom(4)
-        self._protocol.send_ping(self._ping_payload)
+        self._ws.send_ping(self._ping_payload)
         self._flush()
         self._timer = asyncio.get_running_loop().call_later(PING_TIMEOUT, self._check_pong)
 
     def _check_pong(self) -> None:
-        if self._protocol.state is not State.OPEN:
+        if self._state is not State.OPEN:
             return
         if self._pong_awaited:
-            self._protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+            self._ws.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
             self._flush()
             return
         # a ping every PING_INTERVAL (from one ping to the next, as websockets does it)

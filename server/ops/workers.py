@@ -503,7 +503,7 @@ async def _serve(
         with needs("host", "port", what=f"cannot listen on {settings.host} port {address.port}"):
             sock = address.bound_socket()
         bus = None if link is None else RelayBus(link, on_lost=supervisor_gone)
-        app = await App.start(settings, sock=sock, bus=bus)
+        app = await App.start(settings, sock=sock, bus=bus, start_solver=True)
     except Unavailable as exc:
         _report(control, "failed", str(exc))
         return 1

@@ -33,6 +33,7 @@ class Session:
     """A connection's player (once it said hello) and the rooms it follows, as a viewer or a spectator."""
 
     __slots__ = (
+        "_before_hello",
         "_host",
         "last_seen",
         "player",
@@ -54,6 +55,7 @@ class Session:
         self.watching: dict[str, RoomDriver[Any]] = {}
         self.watched_finished: set[str] = set()  # finished games watched: they count toward the limit
         self.last_seen = 0.0
+        self._before_hello = 0  # requests other than hello while no player is identified
 
     # The transport's Channel
 
@@ -73,6 +75,11 @@ class Session:
     def identify(self, player: PlayerRef) -> None:
         """The connection said hello as ``player``."""
         self.player = player
+
+    def asked_before_hello(self) -> int:
+        """One more request other than ``hello`` came before the connection said hello: how many so far."""
+        self._before_hello += 1
+        return self._before_hello
 
     def touch(self, now: float) -> None:
         """Something was sent to or read from the connection at ``now`` (it is not idle)."""

@@ -1,7 +1,11 @@
 """The solver off the event loop: hints, the winnable daily deals and winnable random deals.
 
-Solving is CPU work of milliseconds to seconds, so it runs in a process pool (spawned lazily, one
-worker by default): the event loop only awaits its futures. The workers run at `SOLVER_NICENESS`:
+Solving is CPU work of milliseconds to seconds, so it runs in a process pool (one worker by
+default): the event loop only awaits its futures. ``eightoff serve`` starts the workers as it starts
+listening, and says it serves once they are up (`SolvingService.start`): a worker's start (a new
+interpreter importing the engine and the solver, some 50 MiB and a good part of a second of CPU)
+then happens before any player plays, not at the first hint, while others play (issue 20). Without
+``start`` (tests, tools) the pool starts at its first job. The workers run at `SOLVER_NICENESS`:
 a hint may wait, a move's acknowledgement should not (issue 20: under a hint flood the solver took a
 core the server and its players needed, on a small machine). What it finds is cached, since the same
 question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
@@ -82,9 +86,16 @@ def _lower_priority() -> None:
     os.nice(SOLVER_NICENESS)
 
 
-def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, tuple[Move, ...]]:
+def _ready() -> int:
+    """A solver worker's first job when the pool is started ahead of use: its pid, once it is up."""
+    return os.getpid()
+
+
+def _search(layout: Layout, max_nodes: int) -> tuple[Verdict, dict[Layout, Move]]:
+    """In a solver worker: the verdict from ``layout`` and, when it is won, each position of the
+    winning line with its next move (replaying the line costs milliseconds: not on the event loop)."""
     solution = solve(layout, max_nodes=max_nodes)
-    return solution.verdict, solution.moves
+    return solution.verdict, _line_steps(layout, solution.moves)
 
 
 def _line_steps(layout: Layout, moves: tuple[Move, ...]) -> dict[Layout, Move]:
@@ -129,6 +140,15 @@ class SolvingService:
         self._solving: set[asyncio.Task[None]] = set()
         self._dailies: dict[tuple[dt.date, int], asyncio.Future[Deal]] = {}
         self._rng: random.Random = secrets.SystemRandom()
+
+    async def start(self) -> None:
+        """Start the worker processes now rather than at the first job: each is handed a job that does
+        nothing (the pool starts a process per job while none is idle), and this returns once they
+        are done, so that a shutdown right after never catches a worker still starting (it would
+        fail to attach to the pool's queues, and the exit would wait for it)."""
+        loop = asyncio.get_running_loop()
+        executor = self._executor()
+        await asyncio.gather(*(loop.run_in_executor(executor, _ready) for _ in range(self._workers)))
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -199,14 +219,14 @@ class SolvingService:
 
     async def _solve_hint(self, game_id: str, layout: Layout) -> Hint:
         loop = asyncio.get_running_loop()
-        verdict, moves = await loop.run_in_executor(self._executor(), _search, layout, self._hint_max_nodes)
-        if not moves:
+        verdict, steps = await loop.run_in_executor(self._executor(), _search, layout, self._hint_max_nodes)
+        if not steps:
             return verdict, None
-        self._lines[game_id] = _line_steps(layout, moves)
+        self._lines[game_id] = steps
         self._lines.move_to_end(game_id)
         while len(self._lines) > _LINES:
             self._lines.popitem(last=False)
-        return verdict, moves[0]
+        return verdict, steps[layout]
 
     def _hint_done(self, key: tuple[str, Layout], done: asyncio.Future[Hint]) -> None:
         self._unanswered.discard(done)

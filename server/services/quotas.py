@@ -9,7 +9,12 @@ address ``per_address``, a quarter of either at once; past that ``new_game`` is 
 A player keeps at most ``max_unfinished_games_per_player`` unfinished games. Starting one more
 abandons the least recently active ones no connection here has open (and none played in the last
 two sweep intervals, which may be open on another node); when every one of them is, ``new_game`` is refused
-with ``rate_limited``. Every ``sweep_interval`` the sweeper abandons the unfinished games idle (by
+with ``rate_limited``. The player's unfinished games are read only when its remembered room has run
+out or lapsed (``COUNT_MEMORY``): a read finds how many more games fit under the cap, and the new
+games after it take from that room without a read (issue 20: a new_game loop read them at every
+game). Games that end only leave more room than remembered; games started where this process does
+not count them (another node, a race's seats) may pass the cap by what starts within the memory,
+until the next read abandons them. Every ``sweep_interval`` the sweeper abandons the unfinished games idle (by
 ``games.active_at``, which every commit of an action keeps current) for longer than ``abandon_after``,
 but those open on this node. Abandoned games are stored, marked ``abandoned`` through the node's one
 write pipeline (`server.storage.committer`), gone from ``welcome`` and never counted
@@ -46,6 +51,9 @@ SWEEP_INTERVAL = 60.0
 EXPIRY_BATCH = 1000
 FULL_MEMORY = 1.0
 """Seconds a player refused at the cap is refused again without reading its games."""
+COUNT_MEMORY = 60.0
+"""Seconds the room a read of a player's unfinished games found under the cap is remembered."""
+_REMEMBERED = 10_000  # players remembered (full, or their room) before the lapsed ones are forgotten
 
 
 def _per_minute(per_minute: int | None, clock: Callable[[], float]) -> BucketsByKey | None:
@@ -94,6 +102,7 @@ class UnfinishedGames:
         *,
         per_player: int | None,
         abandon_after: float | None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``open_rooms()``: the games open on this node now (the room registry's)."""
         self._database = database
@@ -101,7 +110,9 @@ class UnfinishedGames:
         self._rooms = open_rooms
         self._per_player = per_player
         self._abandon_after = abandon_after
+        self._clock = clock
         self._full: dict[str, float] = {}  # player -> until when new_game is refused at once
+        self._room: dict[str, tuple[int, float]] = {}  # player -> (new games that fit, until when)
         self.sweep_interval = min(SWEEP_INTERVAL, abandon_after / 4) if abandon_after else SWEEP_INTERVAL
 
     def _open_ids(self) -> set[str]:
@@ -134,13 +145,16 @@ class UnfinishedGames:
         cap = self._per_player
         if cap is None:
             return
-        now = time.monotonic()
+        now = self._clock()
         if self._full.get(player_id, 0.0) > now:  # refused a moment ago: spare the database
             raise self._refusal(cap)
+        if self._take_room(player_id, now):
+            return
         async with self._database.connection() as conn:
             games = await storage.player_unfinished_games(conn, player_id)
         excess = len(games) - (cap - 1)
         if excess <= 0:
+            self._remember_room(player_id, -excess, now)
             return
         # The rooms open now, with no await between this look and the write's submission: a game
         # opened meanwhile is spared (one opened before the write commits is the narrow race that
@@ -165,9 +179,33 @@ class UnfinishedGames:
     def _remember_full(self, player_id: str, now: float) -> None:
         """A player at the cap with nothing to abandon is refused without a query for
         ``FULL_MEMORY`` seconds (a new_game loop would otherwise read its games each time)."""
-        if len(self._full) > 10_000:  # bounded: forget the ones that lapsed
+        if len(self._full) > _REMEMBERED:  # bounded: forget the ones that lapsed
             self._full = {player: until for player, until in self._full.items() if until > now}
         self._full[player_id] = now + FULL_MEMORY
+
+    def known(self, player_id: str, unfinished: int) -> None:
+        """``player_id`` has ``unfinished`` unfinished games, as a read just found (its ``hello``: a
+        new guest has none, a returning player's welcome lists all of them when they fit on its one
+        page): its next new games need no read of their own."""
+        if self._per_player is not None:
+            self._remember_room(player_id, self._per_player - unfinished, self._clock())
+
+    def _take_room(self, player_id: str, now: float) -> bool:
+        """Whether a new game of ``player_id`` fits in the room its last read found (taking it)."""
+        room, until = self._room.get(player_id, (0, 0.0))
+        if room <= 0 or until <= now:
+            return False
+        self._room[player_id] = (room - 1, until)
+        return True
+
+    def _remember_room(self, player_id: str, room: int, now: float) -> None:
+        """``room`` more new games of ``player_id`` fit under the cap, for ``COUNT_MEMORY`` seconds."""
+        if len(self._room) > _REMEMBERED:
+            self._room = {player: kept for player, kept in self._room.items() if kept[1] > now}
+        if room > 0:
+            self._room[player_id] = (room, now + COUNT_MEMORY)
+        else:
+            self._room.pop(player_id, None)
 
     async def sweep(self, now: dt.datetime | None = None) -> int:
         """Abandon the idle unfinished games no connection here has open (through the write pipeline:

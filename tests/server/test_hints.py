@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,13 +15,16 @@ from sqlalchemy import select
 from engine import Deal, Game, Layout, Move
 from server.app import App
 from server.errors import ErrorCode
+from server.services import hints
 from server.services.hints import SOLVER_NICENESS, Asker, SolverBusy, SolvingService
 from server.services.winnable import winnable_deals
 from server.storage import StorageUnavailable
 from server.storage.committer import Done, Write, WriteConflict
 from server.storage.tables import games
 from solver import Verdict, solve_deal, winnable_daily_deal
+from tests.server.test_workers import Node
 from tests.support import serverutil
+from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
 
@@ -186,6 +190,79 @@ async def test_the_solver_workers_run_below_the_servers_priority() -> None:
         assert worker == min(19, os.nice(0) + SOLVER_NICENESS)
     finally:
         service.close()
+
+
+async def test_the_winning_line_is_replayed_in_the_solver_not_on_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 20 (the hint flood): each answered hint replayed its winning line (a game rebuilt move by
+    move, some milliseconds) on the event loop, to keep its positions. The solver worker does that
+    now: nothing of it runs in the server's process, and the line still answers the next position."""
+    replayed: list[Layout] = []
+    replay = hints._line_steps
+
+    def counted(layout: Layout, moves: tuple[Move, ...]) -> dict[Layout, Move]:
+        replayed.append(layout)
+        return replay(layout, moves)
+
+    monkeypatch.setattr(hints, "_line_steps", counted)  # in this process only: the worker is spawned
+    service = SolvingService()
+    try:
+        layout = Deal(1, 8).layout()
+        verdict, move = await service.hint("g_1", 0, layout, Asker("p_1", "127.0.0.1"))
+        assert verdict is Verdict.WIN and move is not None
+        game = Game.from_layout(layout)
+        game.push(move)
+        assert service._lines["g_1"][game.layout()] is not None  # the next position is on the line
+        assert replayed == []
+    finally:
+        service.close()
+
+
+def children(pid: int) -> set[int]:
+    """The pids of the children of process ``pid`` (Linux ``/proc``; none once it is gone)."""
+    try:
+        return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except FileNotFoundError:
+        return set()
+
+
+async def test_started_solver_workers_are_up_before_the_first_hint_and_solve_it() -> None:
+    """Issue 20 (the hint flood): the solver's worker started at the first hint, a new interpreter
+    importing the engine and the solver while the others played. ``start`` starts them at once; the
+    first hint then starts no process (before: the first hint started the one worker)."""
+    before = children(os.getpid())
+    service = SolvingService(workers=2)
+    try:
+        await service.start()
+        await eventually(lambda: len(children(os.getpid()) - before) == 2, "both solver workers are up")
+        workers = children(os.getpid()) - before
+        hint = await service.hint("g_1", 0, Deal(1, 8).layout(), Asker("p_1", "127.0.0.1"))
+        assert hint[0] is Verdict.WIN
+        assert children(os.getpid()) - before == workers
+        solver = await asyncio.get_running_loop().run_in_executor(service._executor(), os.getpid)
+        assert solver in workers
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_eightoff_serve_starts_its_solver_workers_as_it_listens(workers: int, tmp_path: Path) -> None:
+    """Each serving process (the one process, or each worker of ``--workers 2``) has its solver
+    worker running, at the solver's lower priority, before anyone asks a hint."""
+    node = Node(f"sqlite+aiosqlite:///{tmp_path / 'eightoff.db'}", tmp_path / "stderr.log", workers=workers)
+    try:
+        servers = [node.process.pid] if workers == 1 else list(node.worker_pids().values())
+
+        niceness = min(19, os.getpriority(os.PRIO_PROCESS, servers[0]) + SOLVER_NICENESS)
+
+        def solvers() -> set[int]:
+            found = {child for server in servers for child in children(server)}
+            return {child for child in found if os.getpriority(os.PRIO_PROCESS, child) == niceness}
+
+        await eventually(lambda: len(solvers()) == len(servers), "each server has its solver worker")
+    finally:
+        node.stop()
 
 
 async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: App) -> None:

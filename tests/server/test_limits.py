@@ -8,7 +8,7 @@ paced and unpaced, and a client that sends only keepalive pings or nothing at al
 than the per-address and global caps, idle raw TCP sockets among them; handshakes from foreign
 origins; watching more finished games than the watch limit; sockets from many addresses that never
 finish their handshake, filling the global cap; many connections from one address, each under its own
-rate limit, together over the address's frame budget.
+rate limit, together over the address's frame budget; valid requests flooded before hello.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from websockets.protocol import State
 
 from server.app import App
 from server.edge.admission import ConnectionGate
+from server.edge.connections import REQUESTS_BEFORE_HELLO
 from tests.support import serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
@@ -139,6 +140,33 @@ async def test_unpaced_burst_is_answered_then_closed_1008(strict_app: App, messa
             await connect(url)
         assert refused.value.response.status_code == 503
     assert_replies_then_1008(flooder, replies, burst=20)
+
+
+async def test_requests_before_hello_past_a_few_close_1008(app: App) -> None:
+    """Issue 20 (the botnet row): a connection that floods valid requests without ever saying hello
+    was answered ``unauthorized`` for two bucketfuls (800 replies) before its 1008, each reconnect from
+    a new address; now ``REQUESTS_BEFORE_HELLO`` are answered, the next closes it 1008 and its
+    address waits before it may connect again. A client that says hello after a few plays on."""
+    url = serverutil.ws_url(app)
+    async with bystander_playing(url):
+        flooder = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.5", app.port))
+        with contextlib.suppress(ConnectionClosed):
+            for index in range(50):
+                await flooder.ws.send(flooder.encode({"type": "live", "id": index}))
+        replies = await read_until_closed(flooder)
+        assert [(reply["id"], reply["code"]) for reply in replies] == [
+            (index, "unauthorized") for index in range(REQUESTS_BEFORE_HELLO)
+        ]
+        assert (flooder.ws.close_code, flooder.ws.close_reason) == (1008, "say hello first")
+        with pytest.raises(InvalidStatus) as refused:
+            await WsClient.open(url, sock=serverutil.socket_from("127.0.0.5", app.port))
+        assert refused.value.response.status_code == 503
+        late = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.6", app.port))
+        for _ in range(REQUESTS_BEFORE_HELLO):
+            assert (await late.request("live"))["code"] == "unauthorized"
+        await late.hello()
+        assert (await late.request("live"))["type"] == "live"
+        await late.close()
 
 
 async def test_flood_paced_just_above_the_refill_rate_is_closed_1008(strict_app: App) -> None:
@@ -474,6 +502,8 @@ async def test_an_address_s_connections_share_one_frame_budget(database_url: str
                 await WsClient.open(url, sock=serverutil.socket_from("127.0.0.3", app.port)) for _ in range(6)
             ]
             lone = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.4", app.port))
+            for client in [*crowd, lone]:  # (requests before hello close a connection after a few)
+                await client.hello()
 
             async def send_paced(client: WsClient, until: float) -> list[dict[str, Any]]:
                 reader = asyncio.create_task(read_until_closed(client))

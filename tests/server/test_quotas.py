@@ -14,12 +14,17 @@ import datetime as dt
 import time
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.app import App
 from server.ops.verify import verify_games
+from server.services import quotas
 from server.services.quotas import FULL_MEMORY
+from server.storage import unfinished as unfinished_storage
 from server.storage.tables import games
+from server.storage.unfinished import UnfinishedGame
 from tests.support import serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
@@ -102,6 +107,44 @@ async def test_unfinished_games_cap_abandons_the_least_recently_active(database_
         assert checked == 4 and mismatches == []
         await client.close()
         await again.close()
+
+
+async def test_new_games_read_the_players_unfinished_games_only_when_the_room_known_runs_out_or_lapses(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20 (the hint flood's game churn): every new_game read the player's unfinished games.
+    Now what a read (or the hello's welcome) found is remembered as the room left under the cap: a
+    new guest's six games under a cap of six read nothing (before: six reads), the seventh reads and
+    is refused at the cap, a returning player whose welcome listed its games starts one without a
+    read, and the remembered room lapses."""
+    reads: list[str] = []
+    read = unfinished_storage.player_unfinished_games
+
+    async def counted(conn: AsyncConnection, player_id: str) -> list[UnfinishedGame]:
+        reads.append(player_id)
+        return await read(conn, player_id)
+
+    monkeypatch.setattr(unfinished_storage, "player_unfinished_games", counted)
+    settings = {"max_unfinished_games_per_player": 6, "sqlite_synchronous": "NORMAL"}
+    async with serverutil.running_app(database_url, **settings) as app:
+        client, ids = await player_who_left_games(app, 6)
+        assert reads == []
+        refused = await client.request("new_game", code=CODE)  # the room ran out: read, all six active
+        assert refused["type"] == "error" and refused["code"] == "rate_limited", refused
+        assert len(reads) == 1
+        assert set((await statuses(app, ids)).values()) == {"playing"}
+        other, _ = await player_who_left_games(app, 2)
+        await other.close()
+        back = await WsClient.open(serverutil.ws_url(app))
+        assert len((await back.hello(token=other.token))["games"]) == 2  # room for four more
+        await start_and_leave(back, 1)
+        assert len(reads) == 1
+        later = time.monotonic() + quotas.COUNT_MEMORY  # the remembered room lapses
+        monkeypatch.setattr(app.unfinished, "_clock", lambda: later)
+        await start_and_leave(back, 1)
+        assert len(reads) == 2 and reads[1] != reads[0]
+        await client.close()
+        await back.close()
 
 
 async def test_welcome_lists_the_most_recent_games_and_games_pages_the_rest(database_url: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 import pytest
 from websockets.frames import Close, Frame, Opcode
+from websockets.server import ServerProtocol
 
 from server.app import App
 from server.config import Settings
@@ -341,6 +342,56 @@ async def test_a_socket_that_sends_no_request_is_dropped(app: App, monkeypatch: 
     stalling[1].write(b"GET /ws HTTP/1.1\r\nHost: 127.0")
     for reader, _ in (silent, stalling):
         assert await asyncio.wait_for(reader.read(), 5) == b""
+    assert await settled(app) == (0, 0, 0)
+
+
+async def test_a_protocol_object_is_made_only_once_a_request_came_whole(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20 (the half-open flood): every accepted socket got websockets' protocol object (a
+    parser, an id, a logger), refused ones and ones that never finish their request included: a
+    half-open flood reconnecting made one per socket. Now only a request that came whole (here in
+    three pieces) makes one; sockets stalled mid-request and a socket refused at accept (HTTP 503)
+    make none, and a first line that is no request line still gets its 400 at once."""
+    made: list[ServerProtocol] = []
+
+    class Counted(ServerProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            made.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(transport, "ServerProtocol", Counted)
+    stalled = []
+    for _ in range(5):
+        reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+        writer.write(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        stalled.append(writer)
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (
+        f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{app.port}\r\nUpgrade: websocket\r\n"
+        f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port)
+    for piece in (request[:20], request[20:-3], request[-3:]):
+        writer.write(piece)
+        await asyncio.sleep(0.05)
+    assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)).startswith(b"HTTP/1.1 101 ")
+    client = RawClient(reader, writer)
+    client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    assert (await client.message())["type"] == "welcome"
+    assert len(made) == 1
+    monkeypatch.setattr(app.server.gate.caps, "per_address", 6)  # the five stalled and the client
+    refused = await asyncio.open_connection("127.0.0.1", app.port)
+    refused[1].write(request)
+    assert (await asyncio.wait_for(refused[0].read(), 5)).startswith(b"HTTP/1.1 503 ")
+    assert len(made) == 1
+    monkeypatch.setattr(app.server.gate.caps, "per_address", None)
+    garbage = await asyncio.open_connection("127.0.0.1", app.port)
+    garbage[1].write(b"HELLO THERE\r\n")  # no blank line yet: answered all the same
+    assert (await asyncio.wait_for(garbage[0].read(), 5)).startswith(b"HTTP/1.1 400 ")
+    assert len(made) == 2
+    for writer in (*stalled, client.writer, garbage[1]):
+        writer.transport.abort()
     assert await settled(app) == (0, 0, 0)
 
 

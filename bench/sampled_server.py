@@ -1,0 +1,159 @@
+"""``eightoff`` with a sampling profiler of its main thread (the event loop), for the benches.
+
+    .venv/bin/python -m bench.bench_attacks --attacks halfopen \\
+        --server-launcher "python -m bench.sampled_server /tmp/halfopen.txt"
+
+Every ``INTERVAL`` seconds of wall time (``signal.setitimer``, no tracing hook: the server runs at
+about its usual speed) the main thread's stack is taken; at exit the report goes to the file named
+first. Only samples taken while the event loop runs count (start-up is left out). A sample whose top
+Python frame is the loop's own ``run`` is the loop waiting, or in its C code (uvloop): "free". The
+report gives the share of busy samples in which each function was on the stack (inclusive) and at
+its top (self), and the runs of consecutive busy samples ("holds": how long the loop was kept from
+anything else, what a bystander's request may wait behind), with what the long ones were doing. Not
+a test, and not part of the server: py-spy is not installed here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+INTERVAL = 0.001
+TOP = 40
+LONG_HOLD = 5  # samples: a hold at least this long has its stacks kept apart
+
+_stacks: Counter[tuple[CodeType, ...]] = Counter()
+_long: Counter[tuple[CodeType, ...]] = Counter()
+_holds: Counter[int] = Counter()  # hold length in samples -> how many
+_hold: list[tuple[CodeType, ...]] = []
+_free = 0
+_sampling = False
+
+
+def _sample(_: int, frame: FrameType | None) -> None:
+    global _sampling
+    if _sampling:  # a signal during the handler: not nested
+        return
+    _sampling = True
+    try:
+        _take(frame)
+    finally:
+        _sampling = False
+
+
+def _take(frame: FrameType | None) -> None:
+    global _free
+    stack = []
+    while frame is not None:
+        stack.append(frame.f_code)
+        frame = frame.f_back
+    stack.reverse()
+    names = [code.co_name for code in stack]
+    if "run" not in names or "_serve" not in names:
+        return  # start-up or shutdown
+    if stack[-1].co_name == "run" and stack[-1].co_filename.endswith("runners.py"):
+        _free += 1
+        if _hold:
+            _holds[len(_hold)] += 1
+            if len(_hold) >= LONG_HOLD:
+                _long.update(_hold)
+            _hold.clear()
+        return
+    key = tuple(stack)
+    _stacks[key] += 1
+    _hold.append(key)
+
+
+def _name(code: CodeType) -> str:
+    return f"{os.path.basename(code.co_filename)}:{code.co_name}"
+
+
+def _named(counter: Counter[tuple[CodeType, ...]]) -> Counter[tuple[str, ...]]:
+    named: Counter[tuple[str, ...]] = Counter()
+    for codes, count in list(counter.items()):
+        named[tuple(_name(code) for code in codes)] += count
+    return named
+
+
+def _functions(stacks: Counter[tuple[str, ...]]) -> tuple[Counter[str], Counter[str]]:
+    inclusive: Counter[str] = Counter()
+    leaf: Counter[str] = Counter()
+    for stack, count in stacks.items():
+        for name in set(stack):
+            inclusive[name] += count
+        leaf[stack[-1]] += count
+    return inclusive, leaf
+
+
+def _report(path: Path) -> None:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    stacks = _named(_stacks)
+    busy = sum(stacks.values()) or 1
+    inclusive, leaf = _functions(stacks)
+    lines = [
+        f"{busy + _free} samples of the loop's thread, one every {INTERVAL * 1000:g} ms: "
+        f"{busy / (busy + _free or 1):.1%} busy in Python",
+        "",
+        "holds (ms of consecutive busy samples: how many, their share of busy samples):",
+    ]
+    for low, high in ((1, 2), (3, 4), (5, 9), (10, 19), (20, 49), (50, 10**9)):
+        count = sum(n for length, n in _holds.items() if low <= length <= high)
+        share = sum(n * length for length, n in _holds.items() if low <= length <= high) / busy
+        lines.append(f"  {low:>3}-{high if high < 10**9 else '':<3} {count:>7}  {share:6.1%}")
+    lines += ["", "inclusive (of busy samples):"]
+    lines += [f"{n / busy:7.1%}  {name}" for name, n in inclusive.most_common(TOP)]
+    lines += ["", "self:"] + [f"{n / busy:7.1%}  {name}" for name, n in leaf.most_common(TOP)]
+    long_inclusive, _ = _functions(_named(_long))
+    long_total = sum(_long.values()) or 1
+    lines += ["", f"in holds of {LONG_HOLD} ms or more (of their samples):"]
+    lines += [f"{n / long_total:7.1%}  {name}" for name, n in long_inclusive.most_common(TOP)]
+    lines += ["", "stacks:"]
+    for stack, count in stacks.most_common(TOP):
+        lines.append(f"{count / busy:7.1%}  " + " < ".join(reversed(stack[-10:])))
+    lines += ["", "admission:"] + [f"{n:>9,}  {what}" for what, n in sorted(_events.items())]
+    path.write_text("\n".join(lines) + "\n")
+
+
+_events: Counter[str] = Counter()
+
+
+def _count_admissions() -> None:
+    """Count the gate's decisions (admitted, refused and why, evicted) into the report."""
+    from server.edge.admission import ConnectionGate
+
+    accept, evict = ConnectionGate.accept, ConnectionGate._evict
+
+    def counted_accept(gate: ConnectionGate, peer: str, waiting: Any = None) -> str | None:
+        pressed = gate.under_pressure()
+        refused = accept(gate, peer, waiting)
+        outcome = "admitted" if refused is None else "refused: " + refused.split(",")[0].split(" from ")[0]
+        _events[f"{outcome}{' (under pressure)' if pressed else ''}"] += 1
+        return refused
+
+    def counted_evict(gate: ConnectionGate, waiting: Any, why: str) -> None:
+        _events[f"evicted: {why.split(' s ')[0]}"] += 1
+        evict(gate, waiting, why)
+
+    setattr(ConnectionGate, "accept", counted_accept)  # noqa: B010 (a bench's patch, untyped on purpose)
+    setattr(ConnectionGate, "_evict", counted_evict)  # noqa: B010
+
+
+def main() -> None:
+    report = Path(sys.argv.pop(1))
+    _count_admissions()
+    atexit.register(_report, report)
+    signal.signal(signal.SIGALRM, _sample)
+    signal.setitimer(signal.ITIMER_REAL, INTERVAL, INTERVAL)
+    from server.ops.cli import main as eightoff
+
+    sys.exit(eightoff())
+
+
+if __name__ == "__main__":
+    main()
