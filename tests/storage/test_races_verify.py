@@ -32,35 +32,32 @@ async def a_finished_race(database_url: str) -> tuple[str, list[str]]:
 
 
 async def test_a_finished_race_verifies_and_changes_to_it_are_found(
-    database_url: str, capsys: pytest.CaptureFixture[str]
+    database: Database, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Bad input tried: a seat's stored figures edited (10 cards home: its place no longer follows),
-    and a seat's game made of another deal."""
-    race_id, game_ids = await a_finished_race(database_url)
-    database = Database.create(database_url)
-    try:
-        assert await verify_races(database, batch=1) == (1, [])
-        async with database.transaction() as conn:
-            await conn.execute(
-                update(race_seats)
-                .where(race_seats.c.race_id == race_id, race_seats.c.seat == 2)
-                .values(cards_home=10)
-            )
-        checked, mismatches = await verify_races(database)
-        assert checked == 1 and [m.game_id for m in mismatches] == [race_id]
-        assert mismatches[0].problem.startswith("places stored {1: 1, 2: ")  # 2: 1 if resigned in one ms
-        assert mismatches[0].problem.endswith("the seats' figures give {1: 2, 2: 1}")
-        async with database.transaction() as conn:
-            await conn.execute(
-                update(race_seats)
-                .where(race_seats.c.race_id == race_id, race_seats.c.seat == 2)
-                .values(cards_home=0)
-            )
-            await conn.execute(update(games).where(games.c.id == game_ids[1]).values(code="EO1-C8-AAAAAFA"))
-        (mismatch,) = (await verify_races(database))[1]
-        assert f"game {game_ids[1]} is of deal EO1-C8-AAAAAFA" in mismatch.problem
-    finally:
-        await database.dispose()
+    and a seat's game made of another deal. The session's PostgreSQL database is emptied first
+    (``database``): a race left open by an earlier test would be finished by the app's sweep."""
+    race_id, game_ids = await a_finished_race(database_url)  # into the emptied database: one race
+    assert await verify_races(database, batch=1) == (1, [])
+    async with database.transaction() as conn:
+        await conn.execute(
+            update(race_seats)
+            .where(race_seats.c.race_id == race_id, race_seats.c.seat == 2)
+            .values(cards_home=10)
+        )
+    checked, mismatches = await verify_races(database)
+    assert checked == 1 and [m.game_id for m in mismatches] == [race_id]
+    assert mismatches[0].problem.startswith("places stored {1: 1, 2: ")  # 2: 1 if resigned in one ms
+    assert mismatches[0].problem.endswith("the seats' figures give {1: 2, 2: 1}")
+    async with database.transaction() as conn:
+        await conn.execute(
+            update(race_seats)
+            .where(race_seats.c.race_id == race_id, race_seats.c.seat == 2)
+            .values(cards_home=0)
+        )
+        await conn.execute(update(games).where(games.c.id == game_ids[1]).values(code="EO1-C8-AAAAAFA"))
+    (mismatch,) = (await verify_races(database))[1]
+    assert f"game {game_ids[1]} is of deal EO1-C8-AAAAAFA" in mismatch.problem
     assert await asyncio.to_thread(cli.main, ["verify", "--database-url", database_url]) == 1
     out = capsys.readouterr().out
     assert f"RACE MISMATCH {race_id}: seat 2's game" in out
