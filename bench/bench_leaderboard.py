@@ -15,11 +15,18 @@ directory (WAL, the server's connection settings).
 (default 1,000,000) of ``--players`` players (50,000; a few play much more than most), on ``--codes``
 deals (1,000, a third of each variant) and daily challenges, over ``--days`` UTC days (60) ending on
 2026-12-03, a Thursday: about 15 % are daily games, 55 % are won. Players and games go in with
-multi-row inserts (SQLite: ``executemany`` in one transaction; PostgreSQL: ``COPY``). The summary
-tables are then built by the migration itself: the database is downgraded one revision (dropping the
-summaries) and upgraded again, whose backfill computes every player's best game of every scope from
-``games`` in SQL. (The tests check that this backfill gives exactly the rows the server maintains
-game by game.) Then ``ANALYZE`` (PostgreSQL: ``VACUUM ANALYZE``, so that index-only scans apply).
+multi-row inserts (SQLite: ``executemany`` in one transaction; PostgreSQL: ``COPY``), into the schema
+of revision ``--rebuild-from`` (default `REBUILD_FROM`); the upgrade to head then builds the summary
+tables from ``games`` with the migrations' own SQL, as on a production database that is upgraded.
+(The tests check that this backfill gives exactly the rows the server maintains game by game.) Then
+``ANALYZE`` (PostgreSQL: ``VACUUM ANALYZE``, so that index-only scans apply).
+
+**Sizes.** Rows of ``games`` and of each summary table, and the bytes of every table and index
+(SQLite: the ``dbstat`` table; PostgreSQL: ``pg_relation_size``), with the summary rows and the
+bytes of the summaries and of ``games``' indexes per finished game. Then ``--finishes`` more games
+(default 1,000) are finished one transaction each through ``repository.finish_game``, the server's
+path: rows the database changed per finished game (SQLite ``total_changes()``; PostgreSQL the
+tables' ``n_tup_ins + n_tup_upd + n_tup_del``), and on PostgreSQL the WAL bytes per finished game.
 
 **Measuring.** The clock is fixed at 2026-12-03 18:00 UTC. For each board (deal and variant boards
 over all time, the week and the day; the daily board of the day; the players board over all time,
@@ -72,7 +79,7 @@ from sqlalchemy.pool import NullPool
 import protocol
 from engine import Deal, daily_deal
 from server.services.rankings import LeaderboardService
-from server.storage import Database, upgrade_to_head
+from server.storage import Database, GameResult, GameStart, repository, upgrade_to_head
 from server.storage import leaderboards as boards
 from server.storage.db import _alembic_config, async_url
 from server.storage.tables import board_bests, games, player_stats
@@ -222,10 +229,20 @@ async def load_postgres(url: str, world: World) -> None:
         await connection.close()
 
 
-def build_summaries(url: str) -> None:
-    """The migration's own backfill: drop the summaries (downgrade one revision), then upgrade."""
-    command.downgrade(_alembic_config(url), "-1")
+#: The revision whose schema the games are loaded into by default: the one before the summaries' latest
+#: rebuild, so that the upgrade to head builds them with the migration's own SQL.
+REBUILD_FROM = "f1c0b3814649"
+
+
+def load_at(url: str, revision: str, load: Callable[[], None]) -> tuple[float, float]:
+    """Load the games into the schema of ``revision``, then upgrade to head (the migrations after it
+    build the summaries from ``games``): the seconds each step took."""
+    started = time.perf_counter()
+    command.upgrade(_alembic_config(url), revision)
+    load()
+    loaded = time.perf_counter()
     upgrade_to_head(url)
+    return loaded - started, time.perf_counter() - loaded
 
 
 async def analyze(url: str) -> None:
@@ -472,36 +489,147 @@ def postgres_database(server_url: str) -> Iterator[str]:
         asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@dataclass(frozen=True)
+class Options:
+    samples: int
+    rebuild_from: str
+    finishes: int
+
+
 def run_backend(
-    backend: str, world: World, samples: int, postgres_url: str | None
+    backend: str, world: World, options: Options, postgres_url: str | None
 ) -> tuple[list[Any], list[str]]:
     print(f"\n== {backend}: loading {world.games:,} games of {world.players:,} players …", flush=True)
     if backend == "sqlite":
         with sqlite_database() as (url, path):
-            return _load_and_measure(url, world, samples, lambda: load_sqlite(path, world), path)
+            return _load_and_measure(url, world, options, lambda: load_sqlite(path, world), path)
     assert postgres_url is not None
     with postgres_database(postgres_url) as url:
-        return _load_and_measure(url, world, samples, lambda: asyncio.run(load_postgres(url, world)), None)
+        return _load_and_measure(url, world, options, lambda: asyncio.run(load_postgres(url, world)), None)
 
 
 def _load_and_measure(
-    url: str, world: World, samples: int, load: Callable[[], None], path: Path | None
+    url: str, world: World, options: Options, load: Callable[[], None], path: Path | None
 ) -> tuple[list[Any], list[str]]:
+    loading, building = load_at(url, options.rebuild_from, load)
     started = time.perf_counter()
-    upgrade_to_head(url)
-    load()
-    loaded = time.perf_counter()
-    build_summaries(url)
-    built = time.perf_counter()
     asyncio.run(analyze(url))
     analyzed = time.perf_counter()
     size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
     print(
-        f"  games loaded in {loaded - started:.1f} s; summaries built by the migration in "
-        f"{built - loaded:.1f} s; ANALYZE {analyzed - built:.1f} s{size}",
+        f"  games loaded at revision {options.rebuild_from} in {loading:.1f} s; upgraded to head "
+        f"(summaries built by the migrations) in {building:.1f} s; ANALYZE {analyzed - started:.1f} s{size} "
+        f"(load average {_load_average()})",
         flush=True,
     )
-    return asyncio.run(measure(url, world, samples))
+    print("\n".join(asyncio.run(sizes(url))), flush=True)
+    measured = asyncio.run(measure(url, world, options.samples))
+    if options.finishes:
+        print(asyncio.run(finish_probe(url, world, options.finishes)), flush=True)
+    return measured
+
+
+def _load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+# --------------------------------------------------------------------------- sizes and writes
+
+_SUMMARY_TABLES = ("board_bests", "player_stats")
+_SQLITE_SIZES = """
+SELECT d.name, COALESCE(m.tbl_name, d.name), SUM(d.pgsize)
+FROM dbstat AS d LEFT JOIN sqlite_master AS m ON m.name = d.name
+GROUP BY d.name ORDER BY 3 DESC
+"""
+_POSTGRES_SIZES = """
+SELECT c.relname, COALESCE(t.relname, c.relname), pg_relation_size(c.oid)
+FROM pg_class AS c
+LEFT JOIN pg_index AS i ON i.indexrelid = c.oid
+LEFT JOIN pg_class AS t ON t.oid = i.indrelid
+WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')
+ORDER BY 3 DESC
+"""
+
+
+async def sizes(url: str) -> list[str]:
+    """Rows of games and of the summaries, bytes of every table and index, and both per finished game."""
+    engine = create_async_engine(async_url(url), poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            query = _SQLITE_SIZES if engine.dialect.name == "sqlite" else _POSTGRES_SIZES
+            result: list[Any] = list((await conn.exec_driver_sql(query)).all())
+            relations = [(str(row[0]), str(row[1]), int(row[2])) for row in result]
+            finished_games = select(func.count()).where(games.c.finished_at.is_not(None))
+            finished = int(await conn.scalar(finished_games) or 0)
+            rows = {
+                table: int((await conn.exec_driver_sql(f"SELECT count(*) FROM {table}")).scalar() or 0)
+                for table in _SUMMARY_TABLES
+            }
+    finally:
+        await engine.dispose()
+    per_game = max(finished, 1)
+    lines = [f"  {finished:,} finished games; relations of games and the summaries, bytes:"]
+    for name, table, size in relations:
+        if table in ("games", *_SUMMARY_TABLES) and size:
+            kind = "table" if name == table else "index"
+            lines.append(f"    {name:52} {kind:6} {size / 2**20:>10,.1f} MiB {size / per_game:>8,.1f} B/game")
+    summary_rows = sum(rows.values())
+    summary_bytes = sum(size for _, table, size in relations if table in _SUMMARY_TABLES)
+    games_indexes = sum(size for name, table, size in relations if table == "games" and name != "games")
+    lines.append(
+        "  summary rows: "
+        + ", ".join(f"{table} {count:,}" for table, count in rows.items())
+        + f"; {summary_rows / per_game:.2f} per finished game; summaries {summary_bytes / 2**20:,.1f} MiB "
+        f"({summary_bytes / per_game:,.0f} B/game), games' indexes {games_indexes / 2**20:,.1f} MiB "
+        f"({games_indexes / per_game:,.0f} B/game)"
+    )
+    return lines
+
+
+_POSTGRES_CHANGES = "SELECT COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_xact_user_tables"
+
+
+async def finish_probe(url: str, world: World, count: int) -> str:
+    """Finish ``count`` more games through ``repository.finish_game``, one transaction each: the rows
+    the database changed per finish (the game's own row included) and the time of a finish."""
+    database = Database.create(url, sqlite_synchronous="OFF")
+    rng = random.Random(SEED + 2)
+    sqlite_db = database.is_sqlite
+    changed = 0
+    times = []
+    try:
+        async with database.engine.connect() as conn:
+            for index in range(count):
+                game_id, player = f"probe{index:06d}", f"p{rng.randrange(world.players):07d}"
+                code = Deal(rng.getrandbits(35), (8, 4, 2)[index % 3]).code()
+                async with conn.begin():
+                    await repository.insert_game(
+                        conn, GameStart(game_id, player, code, (8, 4, 2)[index % 3], None, NOW)
+                    )
+                won = rng.random() < WON_SHARE
+                result = GameResult(
+                    game_id, "won" if won else "resigned", rng.randrange(0, 700, 5), rng.randrange(60, 300),
+                    0, NOW + dt.timedelta(seconds=index), rng.randrange(30_000, 2_400_000), won,
+                )  # fmt: skip
+                started = time.perf_counter()
+                async with conn.begin():
+                    before = await _changes(conn, sqlite_db)
+                    assert await repository.finish_game(conn, result)
+                    changed += await _changes(conn, sqlite_db) - before
+                times.append((time.perf_counter() - started) * 1000)
+    finally:
+        await database.dispose()
+    p50, p99 = _p50_p99(times)
+    return (
+        f"  {count:,} more games finished through repository.finish_game: {changed / count:.2f} rows "
+        f"changed per finish (the game's row included); a finish p50 {p50:.2f} / p99 {p99:.2f} ms "
+        f"(load average {_load_average()})"
+    )
+
+
+async def _changes(conn: Any, sqlite_db: bool) -> int:
+    query = "SELECT total_changes()" if sqlite_db else _POSTGRES_CHANGES
+    return int((await conn.exec_driver_sql(query)).scalar() or 0)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -512,6 +640,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--days", type=int, default=60)
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument(
+        "--rebuild-from",
+        default=REBUILD_FROM,
+        help="the revision whose schema the games are loaded into; the upgrade to head builds the summaries",
+    )
+    parser.add_argument("--finishes", type=int, default=1000, help="games finished one by one at the end")
     parser.add_argument("--postgres-url", default=os.environ.get("EIGHTOFF_TEST_POSTGRES_URL"))
     args = parser.parse_args(argv)
     world = World(args.games, args.players, args.codes, args.days)
@@ -522,10 +656,14 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     tables = {}
     for backend in backends:
-        tables[backend] = run_backend(backend, world, args.samples, args.postgres_url)
+        options = Options(args.samples, args.rebuild_from, args.finishes)
+        tables[backend] = run_backend(backend, world, options, args.postgres_url)
     for backend, (results, _) in tables.items():
         base_p99 = results[0][3]
-        print(f"\n{backend}: {world.games:,} games, {args.samples} samples each, times in ms")
+        print(
+            f"\n{backend}: {world.games:,} games, {args.samples} samples each, times in ms "
+            f"(load average at the end {_load_average()})"
+        )
         print(f"{'board':20}{'read':32}{'rows':>9}{'p50':>9}{'p99':>9}{'p99/base':>10}")
         for name, what, p50, p99, size in results:
             print(f"{name:20}{what:32}{size:>9,}{p50:>9.2f}{p99:>9.2f}{p99 / base_p99:>10.1f}")
