@@ -19,7 +19,8 @@ multi-row inserts (SQLite: ``executemany`` in one transaction; PostgreSQL: ``COP
 of revision ``--rebuild-from`` (default `REBUILD_FROM`); the upgrade to head then builds the summary
 tables from ``games`` with the migrations' own SQL, as on a production database that is upgraded.
 (The tests check that this backfill gives exactly the rows the server maintains game by game.) Then
-``ANALYZE`` (PostgreSQL: ``VACUUM ANALYZE``, so that index-only scans apply).
+``ANALYZE`` (PostgreSQL: ``VACUUM FULL ANALYZE``: index-only scans apply, and the sizes below are
+those of the live rows, not of the rows a migration deleted).
 
 **Sizes.** Rows of ``games`` and of each summary table, and the bytes of every table and index
 (SQLite: the ``dbstat`` table; PostgreSQL: ``pg_relation_size``), with the summary rows and the
@@ -37,8 +38,9 @@ parses it, the queries, the rows as the protocol builds them; no network) for:
 - a deep page: the 50th page of 20 (rows 981-1000), reached by following 49 cursors first, or the
   last page of a board with fewer rows;
 - ``around`` a player drawn at random among the board's rows (limit 20), a different one each time;
-- and, alone, the count that ranks the middle row of the deal, variant C8 and players boards (all
-  time): the one statement whose cost grows with the rank.
+- and, alone, the count that ranks the middle row of the variant C8 and players boards (all time):
+  the one statement whose cost grows with the rank (a deal or daily board, read from ``games``, ranks
+  its rows in the statement that reads them).
 
 ``--samples`` runs each (default 200, after 10 warm-up runs), reporting p50 and p99 in milliseconds,
 and the ratio of each p99 to the p99 of a baseline measured in the same run: a primary-key lookup of
@@ -249,7 +251,7 @@ async def analyze(url: str) -> None:
     engine = create_async_engine(async_url(url), poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
         async with engine.connect() as conn:
-            await conn.execute(text("ANALYZE" if engine.dialect.name == "sqlite" else "VACUUM ANALYZE"))
+            await conn.execute(text("ANALYZE" if engine.dialect.name == "sqlite" else "VACUUM FULL ANALYZE"))
     finally:
         await engine.dispose()
 
