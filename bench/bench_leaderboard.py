@@ -38,9 +38,8 @@ parses it, the queries, the rows as the protocol builds them; no network) for:
 - a deep page: the 50th page of 20 (rows 981-1000), reached by following 49 cursors first, or the
   last page of a board with fewer rows;
 - ``around`` a player drawn at random among the board's rows (limit 20), a different one each time;
-- and, alone, the count that ranks the middle row of the variant C8 and players boards (all time):
-  the one statement whose cost grows with the rank (a deal or daily board, read from ``games``, ranks
-  its rows in the statement that reads them).
+- and, alone, the count that ranks the middle row of the deal, variant C8 and players boards (all
+  time): the one statement whose cost grows with the rank.
 
 ``--samples`` runs each (default 200, after 10 warm-up runs), reporting p50 and p99 in milliseconds,
 and the ratio of each p99 to the p99 of a baseline measured in the same run: a primary-key lookup of
