@@ -9,8 +9,13 @@ __all__ = ["hash_token", "new_id", "new_token"]
 
 
 def new_id() -> str:
-    """A 16-character URL-safe id (96 random bits): unguessable, so a game id is no enumeration handle."""
-    return secrets.token_urlsafe(12)
+    """A 16-character URL-safe id (96 random bits): unguessable, so a game id is no enumeration handle.
+    Never one that starts with ``-``: a command line (``eightoff export ID``) would read it as an option
+    (one id in 64 did, and the CLI tests failed when their game's id began ``-h``)."""
+    while True:
+        candidate = secrets.token_urlsafe(12)
+        if not candidate.startswith("-"):
+            return candidate
 
 
 def new_token() -> str:
