@@ -6,6 +6,7 @@ import asyncio
 import datetime as dt
 import os
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -281,6 +282,25 @@ async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: 
             await hint
     await asyncio.sleep(0.1)
     assert service._pool is None
+
+
+async def test_closing_the_solving_service_ends_its_workers_even_mid_search() -> None:
+    """A worker stopping its node waited for its solver process for ever (seen in CI: `eightoff serve
+    --workers 2` stopped 0.05 s after it served, one worker never exited). The pool asks its processes
+    to stop through its queue, which a process busy with a search (or one that never reads the
+    request) does not answer, and the interpreter's exit joins them: ``close`` ends them itself. Here a
+    job that would run for a minute stands for a search that never ends."""
+    service = SolvingService()
+    await service.start()
+    before = children(os.getpid())
+    solver = await asyncio.get_running_loop().run_in_executor(service._executor(), os.getpid)
+    assert solver in before
+    search = asyncio.get_running_loop().run_in_executor(service._executor(), time.sleep, 60)
+    await asyncio.sleep(0.2)  # pacing: the job is handed to the worker, which sleeps in it
+    service.close()
+    await eventually(lambda: solver not in children(os.getpid()), "the solver process is gone", timeout=10)
+    with pytest.raises(BrokenProcessPool):  # the search ended with its process
+        await search
 
 
 FLOOD_CONNECTIONS = 12
