@@ -167,15 +167,14 @@ async def write_player(database: Database, id_: str) -> None:
 
 
 async def test_both_paths_open_a_fresh_database_at_once_and_every_write_is_stored(tmp_path: Path) -> None:
-    """Stress: on each of ``ROUNDS`` fresh databases, the writer's first batch, the engine's first
-    write and an engine read all start together, as at a server's first requests."""
+    """Stress: on each of ``ROUNDS`` fresh databases, the writer's first batch (a new player, as a
+    server's first ``hello``), the engine's first writes and reads all start together."""
     for round_ in range(ROUNDS):
         path = await fresh_file(tmp_path, f"round-{round_}.db")
         async with both_paths(path) as (database, writer):
             await asyncio.gather(
-                asyncio.to_thread(writer.commit, [Write(actions=())]),
+                asyncio.to_thread(writer.commit, [Write(player=new_player("by-writer"))]),
                 *(write_player(database, f"by-engine-{index}") for index in range(ENGINE_WRITES)),
                 *(count_players(database) for _ in range(ENGINE_WRITES)),
             )
-            await asyncio.to_thread(writer.commit, [Write(player=new_player("by-writer"))])
             assert await count_players(database) == ENGINE_WRITES + 1, f"round {round_}"
