@@ -5,13 +5,15 @@ and the hand-back to the event loop; a backend only commits one batch, atomicall
 writer thread, and says how it failed:
 
 - `SqlAlchemyBackend`: every write, through the async engine on the event loop (PostgreSQL; on SQLite,
-  the writes that finish or abandon games, store races or ratings, with the leaderboard summaries that
-  go with them).
-- `SqliteBackend`: batches that append actions (the hot path), add players or games or mark games
-  hinted, straight through a plain ``sqlite3`` connection owned by the writer thread (through aiosqlite
-  a commit is about eight round trips between the event loop and the driver's thread, each a turn of
-  the loop; here it is none: issue 20, a hint flood's new games and hinted marks held the loop); a
-  batch with anything else goes to the SQLAlchemy backend whole. The statements are the Core ones of
+  the writes that finish games that rank, abandon games, store races or ratings, with the leaderboard
+  summaries that go with them).
+- `SqliteBackend`: batches that append actions (the hot path), add players or games, mark games
+  hinted or finish games played with hints (which rank nowhere), straight through a plain ``sqlite3``
+  connection owned by the writer thread (through aiosqlite a commit is about eight round trips
+  between the event loop and the driver's thread, each a turn of the loop; here it is none: issue 20,
+  a hint flood's new games, hinted marks and resignations held the loop); a batch with anything
+  else goes to the SQLAlchemy backend whole (one whose result turns out to be a ranked game's is
+  rolled back and handed over). The statements are the Core ones of
   `repository`, compiled for SQLite once, their parameters bound as the engine binds them (`_Bound`).
   The writer's connection and the engine's (which the presence writer also uses, from the event loop)
   do contend for SQLite's write lock: each write begins ``BEGIN IMMEDIATE`` on a file the migrations
@@ -103,9 +105,10 @@ class Write(NamedTuple):
     race: RaceWrite | None = None
 
     def is_for_the_writer(self) -> bool:
-        """Whether the SQLite writer's own connection commits it: new players, new games, actions
-        and hinted marks (no result, race, rating nor abandonment)."""
-        return self.race is None and self.result is None and not self.abandoned and self.ratings is None
+        """Whether the SQLite writer's own connection may commit it: new players, new games, actions,
+        hinted marks and results (no race, rating nor abandonment). A result only if its game was
+        played with hints, which the writer finds out as it stores it (`_write`)."""
+        return self.race is None and not self.abandoned and self.ratings is None
 
     def is_actions_only(self) -> bool:
         return (
@@ -249,6 +252,8 @@ class SqliteBackend:
                 _append(self._conn, [row for write in writes for row in write.actions])
             else:
                 _write(self._conn, writes)
+        except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
+            self._others.commit(writes)
         except sqlite3.IntegrityError as exc:
             raise WriteConflict(str(exc)) from None
         except (sqlite3.Error, OSError) as exc:
@@ -384,12 +389,19 @@ def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> N
         )
 
 
+class _RanksOnLeaderboards(Exception):
+    """A result the writer does not store: its game was not played with hints (its leaderboard
+    summaries are the engine's, `repository.finish_game`), or is no longer being played, or the
+    status is not final (the engine says which)."""
+
+
 def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
     """The statements of `SqlAlchemyBackend._commit` for a batch the writer commits (each write
     `Write.is_for_the_writer`), in its order, through the plain driver, in one transaction.
 
     Raises:
         WriteConflict: a game to mark hinted is no longer being played (nothing is stored).
+        _RanksOnLeaderboards: a result is not for the writer (nothing is stored).
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -399,14 +411,28 @@ def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
             if write.game is not None:
                 _execute(conn, repository.INSERT_GAME, repository.game_values(write.game))
         _insert_actions(conn, [row for write in writes for row in write.actions])
-        for hinted in (write.hinted for write in writes if write.hinted is not None):
-            if _execute(conn, repository.MARK_HINTED, {"h_game": hinted}).rowcount != 1:
-                raise WriteConflict(f"game {hinted} is no longer being played")
+        for write in writes:
+            if write.hinted is not None and not _mark_hinted(conn, write.hinted):
+                raise WriteConflict(f"game {write.hinted} is no longer being played")
+            if write.result is not None and not _finish_hinted(conn, write.result):
+                raise _RanksOnLeaderboards(write.result.id)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _mark_hinted(conn: sqlite3.Connection, game_id: str) -> bool:
+    return _execute(conn, repository.MARK_HINTED, {"h_game": game_id}).rowcount == 1
+
+
+def _finish_hinted(conn: sqlite3.Connection, result: GameResult) -> bool:
+    """`repository.finish_game` for a game played with hints (False, nothing changed: another game)."""
+    if not repository.is_final(result.status):
+        return False
+    values = {"f_game": result.id, **repository.result_values(result)}
+    return _execute(conn, repository.FINISH_HINTED, values).rowcount == 1
 
 
 def _stored_time(moment: object) -> object:

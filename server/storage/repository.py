@@ -37,6 +37,11 @@ INSERT_GAME: Final = insert(games)
 MARK_HINTED: Final = (
     update(games).where(games.c.id == bindparam("h_game"), games.c.status == "playing").values(hinted=True)
 )
+#: A result for a game played with hints, which ranks on no leaderboard: the whole of `finish_game`
+#: for it (the SQLite writer commits those itself; the values are `result_values`'s).
+FINISH_HINTED: Final = update(games).where(
+    games.c.id == bindparam("f_game"), games.c.status == "playing", games.c.hinted.is_(True)
+)
 INSERT_ACTIONS: Final = insert(actions)
 RECORD_PROGRESS: Final = (
     update(games)
@@ -180,21 +185,13 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
     Raises:
         ValueError: when ``result.status`` is not a final status (``won`` or ``resigned``).
     """
-    if result.status not in _FINAL_STATUSES:
+    if not is_final(result.status):
         raise ValueError(f"finish_game status {result.status!r} is not one of {sorted(_FINAL_STATUSES)}")
     finished = (
         await conn.execute(
             update(games)
             .where(games.c.id == result.id, games.c.status == "playing")
-            .values(
-                status=result.status,
-                score=result.score,
-                moves=result.moves,
-                undos=result.undos,
-                finished_at=result.finished_at,
-                duration_ms=result.duration_ms,
-                won=result.won,
-            )
+            .values(result_values(result))
             .returning(
                 games.c.player_id,
                 games.c.code,
@@ -226,6 +223,24 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
         ),
     )
     return True
+
+
+def result_values(result: GameResult) -> dict[str, Any]:
+    """The final figures of a game, for its row (`finish_game`, `FINISH_HINTED`)."""
+    return {
+        "status": result.status,
+        "score": result.score,
+        "moves": result.moves,
+        "undos": result.undos,
+        "finished_at": result.finished_at,
+        "duration_ms": result.duration_ms,
+        "won": result.won,
+    }
+
+
+def is_final(status: str) -> bool:
+    """Whether a game may end with ``status`` (`finish_game` refuses any other)."""
+    return status in _FINAL_STATUSES
 
 
 async def mark_hinted(conn: AsyncConnection, game_id: str) -> bool:

@@ -17,7 +17,7 @@ import pytest
 from server.storage import ActionRecord, Database, StorageUnavailable, commit_backends, repository
 from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
-from server.storage.records import GameStart, PlayerRecord
+from server.storage.records import GameResult, GameStart, PlayerRecord
 from tests.server.test_startup import can_chattr, unwritable
 from tests.support import dbutil
 
@@ -233,6 +233,61 @@ async def test_new_players_games_and_hinted_marks_are_stored_by_the_writer_as_th
         batch = [Write(game=start("gw4", "pw", at)), Write(abandoned=("gw",))]
         writer.commit(batch)
         assert others.batches == [batch] and rows(path, "games", ["gw4"]) == {}
+    finally:
+        writer.close()
+
+
+def game_column(path: Path, game: str, column: str) -> object:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"SELECT {column} FROM games WHERE id = ?", [game]).fetchone()[0]
+    finally:
+        conn.close()
+
+
+async def test_a_game_played_with_hints_is_finished_by_the_writer_as_the_engine_finishes_it(
+    path: Path,
+) -> None:
+    """Issue 20 (the hint flood, new_game then hint then resign): a resignation was still committed
+    through the engine on the event loop. A game played with hints ranks on no leaderboard, so its
+    result is one UPDATE, which the writer's connection now commits itself, storing the row as the
+    engine does. A result of a game that ranks (or that is over, or not final) goes to the engine
+    whole, nothing of its batch stored by the writer."""
+    others = RecordingWrites()
+    writer = SqliteBackend(path, others, synchronous="FULL")
+    ended = dt.datetime(2026, 12, 3, 10, 0, 2, 500, tzinfo=dt.timezone(dt.timedelta(hours=-3)))
+
+    def result(game: str, status: str = "resigned") -> GameResult:
+        return GameResult(game, status, 15, 7, 1, ended, 61_000, won=False)
+
+    hinted_by_engine, hinted_by_writer, ranked = GAMES[0], GAMES[1], GAMES[2]
+    try:
+        database = Database.create(f"sqlite+aiosqlite:///{path}")
+        try:
+            async with database.transaction() as conn:
+                assert await repository.mark_hinted(conn, hinted_by_engine)
+                assert await repository.finish_game(conn, result(hinted_by_engine))
+        finally:
+            await database.dispose()
+        writer.commit([Write(hinted=hinted_by_writer), Write(result=result(hinted_by_writer))])
+        assert others.batches == []
+        games = rows(path, "games", [hinted_by_engine, hinted_by_writer])
+        assert games[hinted_by_writer] == games[hinted_by_engine]
+        assert game_column(path, hinted_by_writer, "status") == "resigned"
+
+        batch = [
+            Write(game=GameStart("gw", "p", "EO1-C8-AAAAAFA", 8, None, ended)),
+            Write(result=result(ranked)),
+        ]
+        writer.commit(batch)  # a game that ranks: the engine's (its leaderboard summaries)
+        again = [Write(result=result(hinted_by_writer))]  # over already: the engine says it conflicts
+        writer.commit(again)
+        not_final = [Write(hinted=GAMES[3], result=result(GAMES[3], status="playing"))]
+        writer.commit(not_final)  # the engine refuses it (ValueError)
+        assert others.batches == [batch, again, not_final]
+        assert rows(path, "games", ["gw"]) == {}
+        assert game_column(path, ranked, "status") == "playing"
+        assert game_column(path, GAMES[3], "hinted") == 0  # its mark was rolled back with the result
     finally:
         writer.close()
 
