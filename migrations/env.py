@@ -17,7 +17,7 @@ from sqlalchemy import event, pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from server.storage.db import async_url, ensure_sqlite_directory
+from server.storage.db import SQLITE_WRITE_AHEAD_LOG, async_url, ensure_sqlite_directory
 from server.storage.tables import Base, UTCDateTime
 
 config = context.config
@@ -58,11 +58,18 @@ def _configure_options(dialect_name: str) -> dict[str, Any]:
 
 
 def _emit_sqlite_begin(engine: AsyncEngine) -> None:
-    """Make the sqlite3 driver leave BEGIN to SQLAlchemy, so that DDL runs inside the transaction."""
+    """Make the sqlite3 driver leave BEGIN to SQLAlchemy, so that DDL runs inside the transaction; and
+    put the file in write-ahead-log mode first, before any server connection opens it (see
+    `SQLITE_WRITE_AHEAD_LOG`)."""
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
         dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(SQLITE_WRITE_AHEAD_LOG)
+        finally:
+            cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:

@@ -5,12 +5,19 @@ and the hand-back to the event loop; a backend only commits one batch, atomicall
 writer thread, and says how it failed:
 
 - `SqlAlchemyBackend`: every write, through the async engine on the event loop (PostgreSQL; on SQLite,
-  the rare writes that add players, games or results, with the leaderboard summaries that go with them).
-- `SqliteBackend`: batches that only append actions (the hot path) straight through a plain ``sqlite3``
-  connection owned by the writer thread (through aiosqlite a commit is about eight round trips between
-  the event loop and the driver's thread; here it is none); anything else goes to the SQLAlchemy
-  backend. The statements are the Core ones of `repository`, compiled for SQLite once. Both paths are
-  driven by the same one thread, so they never contend for SQLite's write lock.
+  the writes that finish games that rank, abandon games, store races or ratings, with the leaderboard
+  summaries that go with them).
+- `SqliteBackend`: batches that append actions (the hot path), add players or games, mark games
+  hinted or finish games played with hints (which rank nowhere), straight through a plain ``sqlite3``
+  connection owned by the writer thread (through aiosqlite a commit is about eight round trips
+  between the event loop and the driver's thread, each a turn of the loop; here it is none: issue 20,
+  a hint flood's new games, hinted marks and resignations held the loop); a batch with anything
+  else goes to the SQLAlchemy backend whole (one whose result turns out to be a ranked game's is
+  rolled back and handed over). The statements are the Core ones of
+  `repository`, compiled for SQLite once, their parameters bound as the engine binds them (`_Bound`).
+  The writer's connection and the engine's (which the presence writer also uses, from the event loop)
+  do contend for SQLite's write lock: each write begins ``BEGIN IMMEDIATE`` on a file the migrations
+  made a write-ahead log, so either waits for the other (docs/durability.md says why that holds).
 
   The actions of a batch go in multi-row INSERTs of up to `ROWS_PER_INSERT` rows, not one statement
   per row: the driver releases the GIL around every statement it steps, and with ``executemany`` that
@@ -38,7 +45,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
@@ -96,6 +103,12 @@ class Write(NamedTuple):
     ratings: RatedRace | None = None
     #: A race stored whole (`server.play.race_room`), with the games its seats start.
     race: RaceWrite | None = None
+
+    def is_for_the_writer(self) -> bool:
+        """Whether the SQLite writer's own connection may commit it: new players, new games, actions,
+        hinted marks and results (no race, rating nor abandonment). A result only if its game was
+        played with hints, which the writer finds out as it stores it (`_write`)."""
+        return self.race is None and not self.abandoned and self.ratings is None
 
     def is_actions_only(self) -> bool:
         return (
@@ -229,12 +242,18 @@ class SqliteBackend:
 
     def commit(self, writes: Sequence[Write]) -> None:
         self._check_log()
-        if not all(write.is_actions_only() for write in writes):
+        actions_only = all(write.is_actions_only() for write in writes)
+        if not actions_only and not all(write.is_for_the_writer() for write in writes):
             self._others.commit(writes)
             return
         try:
             self._conn = self._conn or self._connect()
-            _append(self._conn, [row for write in writes for row in write.actions])
+            if actions_only:
+                _append(self._conn, [row for write in writes for row in write.actions])
+            else:
+                _write(self._conn, writes)
+        except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
+            self._others.commit(writes)
         except sqlite3.IntegrityError as exc:
             raise WriteConflict(str(exc)) from None
         except (sqlite3.Error, OSError) as exc:
@@ -307,25 +326,113 @@ def _insert_sql(count: int) -> str:
     return str(repository.INSERT_ACTIONS.values(rows).compile(dialect=_DIALECT))
 
 
+class _Bound:
+    """A Core statement compiled for the plain driver once, and its parameters bound as the engine
+    binds them: the columns' Python defaults filled in, each value through its type's bind processing
+    (aware times as UTC text, booleans as 0 and 1), in the statement's order."""
+
+    def __init__(self, statement: Any, keys: Sequence[str]) -> None:
+        compiled = statement.compile(dialect=_DIALECT, column_keys=list(keys))
+        self.sql = str(compiled)
+        self._compiled = compiled
+        self._names = tuple(compiled.positiontup or ())
+        self._processors = tuple(
+            compiled.binds[name].type.dialect_impl(_DIALECT).bind_processor(_DIALECT) for name in self._names
+        )
+        # the columns' Python defaults, which the engine fills in as it executes (not compiled in)
+        self._defaults = {
+            column.key: column.default.arg
+            for column in compiled.insert_prefetch
+            if column.default is not None and column.default.is_scalar
+        }
+
+    def parameters(self, values: Mapping[str, Any]) -> list[Any]:
+        given = self._compiled.construct_params({**self._defaults, **values})
+        return [
+            given[name] if process is None else process(given[name])
+            for name, process in zip(self._names, self._processors, strict=True)
+        ]
+
+
+@functools.cache
+def _bound(statement: Any, keys: tuple[str, ...]) -> _Bound:
+    return _Bound(statement, keys)
+
+
+def _execute(conn: sqlite3.Connection, statement: Any, values: Mapping[str, Any]) -> sqlite3.Cursor:
+    bound = _bound(statement, tuple(values))
+    return conn.execute(bound.sql, bound.parameters(values))
+
+
 def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
     """The statements of `repository.append_actions`, through the plain driver, in one transaction."""
-    last = {row.game_id: row.progress for row in rows if row.progress is not None}
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for start in range(0, len(rows), ROWS_PER_INSERT):
-            chunk = rows[start : start + ROWS_PER_INSERT]
-            values = [value for row in chunk for value in (row.game_id, row.v, row.action)]
-            conn.execute(_insert_sql(len(chunk)), values)
-        if last:
-            conn.executemany(
-                _PROGRESS_SQL,
-                [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
-            )
+        _insert_actions(conn, rows)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    last = {row.game_id: row.progress for row in rows if row.progress is not None}
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        chunk = rows[start : start + ROWS_PER_INSERT]
+        values = [value for row in chunk for value in (row.game_id, row.v, row.action)]
+        conn.execute(_insert_sql(len(chunk)), values)
+    if last:
+        conn.executemany(
+            _PROGRESS_SQL,
+            [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
+        )
+
+
+class _RanksOnLeaderboards(Exception):
+    """A result the writer does not store: its game was not played with hints (its leaderboard
+    summaries are the engine's, `repository.finish_game`), or is no longer being played, or the
+    status is not final (the engine says which)."""
+
+
+def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
+    """The statements of `SqlAlchemyBackend._commit` for a batch the writer commits (each write
+    `Write.is_for_the_writer`), in its order, through the plain driver, in one transaction.
+
+    Raises:
+        WriteConflict: a game to mark hinted is no longer being played (nothing is stored).
+        _RanksOnLeaderboards: a result is not for the writer (nothing is stored).
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for write in writes:
+            if write.player is not None:
+                _execute(conn, repository.INSERT_PLAYER, repository.player_values(write.player))
+            if write.game is not None:
+                _execute(conn, repository.INSERT_GAME, repository.game_values(write.game))
+        _insert_actions(conn, [row for write in writes for row in write.actions])
+        for write in writes:
+            if write.hinted is not None and not _mark_hinted(conn, write.hinted):
+                raise WriteConflict(f"game {write.hinted} is no longer being played")
+            if write.result is not None and not _finish_hinted(conn, write.result):
+                raise _RanksOnLeaderboards(write.result.id)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _mark_hinted(conn: sqlite3.Connection, game_id: str) -> bool:
+    return _execute(conn, repository.MARK_HINTED, {"h_game": game_id}).rowcount == 1
+
+
+def _finish_hinted(conn: sqlite3.Connection, result: GameResult) -> bool:
+    """`repository.finish_game` for a game played with hints (False, nothing changed: another game)."""
+    if not repository.is_final(result.status):
+        return False
+    values = {"f_game": result.id, **repository.result_values(result)}
+    return _execute(conn, repository.FINISH_HINTED, values).rowcount == 1
 
 
 def _stored_time(moment: object) -> object:

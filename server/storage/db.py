@@ -9,7 +9,9 @@ The schema is made only by the alembic migrations in the ``migrations`` package.
 `upgrade_to_head`, `downgrade_to_base`, `current_revision` and `head_revision` run them from the command line
 or, from async code, through ``await asyncio.to_thread(upgrade_to_head, url)``.
 
-SQLite, the single-node default, is set up on every new connection: write-ahead log, the configured
+SQLite, the single-node default, is put in write-ahead-log mode by the migrations, once, before the
+server opens it (`SQLITE_WRITE_AHEAD_LOG` says why), and set up on every new connection: write-ahead
+log (then a mere check), the configured
 ``synchronous`` level, foreign keys enforced, a busy timeout of 5 s, and a checkpoint every
 `SQLITE_WAL_AUTOCHECKPOINT_PAGES` pages of log (SQLite's default, 1000, costs the writer thread about a
 tenth of its CPU at the server's rate of appends; the log, reused after each checkpoint, stays about
@@ -42,6 +44,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import ConnectionPoolEntry, NullPool
 
 SQLITE_SYNCHRONOUS: Final = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+#: Run by the migrations' connection (migrations/env.py) before the server opens the file, and first by
+#: every connection of the server (where the file already is a write-ahead log, it only reads). The
+#: switch from a rollback journal is a write that SQLite makes from within a read transaction, where it
+#: calls no busy handler: were it left to the server's first connections, one opening while another
+#: holds the write lock (the writer thread's and the async engine's, at a fresh server's first
+#: requests) would fail at once with ``database is locked``, whatever the busy timeout.
+SQLITE_WRITE_AHEAD_LOG: Final = "PRAGMA journal_mode=WAL"
 SQLITE_BUSY_TIMEOUT_MS: Final = 5000
 #: Pages (4 KiB) of write-ahead log after which a commit checkpoints it into the database file: fewer,
 #: larger checkpoints copy each hot page once for many commits (bench/bench_sqlite_append.py).
@@ -331,7 +340,7 @@ class Database:
 def sqlite_pragmas(synchronous: str) -> tuple[str, ...]:
     """What every SQLite connection of the server runs first, whichever path writes through it."""
     return (
-        "PRAGMA journal_mode=WAL",
+        SQLITE_WRITE_AHEAD_LOG,
         f"PRAGMA synchronous={synchronous}",
         "PRAGMA foreign_keys=ON",
         f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",

@@ -31,9 +31,17 @@ from server.storage.tables import actions, games, live_rooms, players
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
 
 # Statements built once: the server inserts actions on its hot path (the SQLite writer thread compiles
-# the two public ones for its plain driver).
-_INSERT_PLAYER: Final = insert(players)
-_INSERT_GAME: Final = insert(games)
+# the public ones for its plain driver: action appends, new players, new games and hinted marks).
+INSERT_PLAYER: Final = insert(players)
+INSERT_GAME: Final = insert(games)
+MARK_HINTED: Final = (
+    update(games).where(games.c.id == bindparam("h_game"), games.c.status == "playing").values(hinted=True)
+)
+#: A result for a game played with hints, which ranks on no leaderboard: the whole of `finish_game`
+#: for it (the SQLite writer commits those itself; the values are `result_values`'s).
+FINISH_HINTED: Final = update(games).where(
+    games.c.id == bindparam("f_game"), games.c.status == "playing", games.c.hinted.is_(True)
+)
 INSERT_ACTIONS: Final = insert(actions)
 RECORD_PROGRESS: Final = (
     update(games)
@@ -59,16 +67,18 @@ async def insert_player(conn: AsyncConnection, player: PlayerRecord) -> None:
     Raises:
         sqlalchemy.exc.IntegrityError: when the id or the token hash is already taken.
     """
-    await conn.execute(
-        _INSERT_PLAYER,
-        {
-            "id": player.id,
-            "name": player.name,
-            "token_hash": player.token_hash,
-            "created_at": player.created_at,
-            "bot": player.bot,
-        },
-    )
+    await conn.execute(INSERT_PLAYER, player_values(player))
+
+
+def player_values(player: PlayerRecord) -> dict[str, Any]:
+    """The row of a new player, for `INSERT_PLAYER`."""
+    return {
+        "id": player.id,
+        "name": player.name,
+        "token_hash": player.token_hash,
+        "created_at": player.created_at,
+        "bot": player.bot,
+    }
 
 
 async def get_player_by_token_hash(conn: AsyncConnection, token_hash: str) -> PlayerRecord | None:
@@ -91,20 +101,22 @@ async def insert_game(conn: AsyncConnection, game: GameStart) -> None:
     Raises:
         sqlalchemy.exc.IntegrityError: when the id is taken or the player does not exist.
     """
-    await conn.execute(
-        _INSERT_GAME,
-        {
-            "id": game.id,
-            "player_id": game.player_id,
-            "code": game.code,
-            "cells": game.cells,
-            "daily_date": game.daily_date,
-            "status": "playing",
-            "started_at": game.started_at,
-            "active_at": game.started_at,
-            "race_id": game.race_id,
-        },
-    )
+    await conn.execute(INSERT_GAME, game_values(game))
+
+
+def game_values(game: GameStart) -> dict[str, Any]:
+    """The row of a new game, for `INSERT_GAME`."""
+    return {
+        "id": game.id,
+        "player_id": game.player_id,
+        "code": game.code,
+        "cells": game.cells,
+        "daily_date": game.daily_date,
+        "status": "playing",
+        "started_at": game.started_at,
+        "active_at": game.started_at,
+        "race_id": game.race_id,
+    }
 
 
 async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
@@ -173,21 +185,13 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
     Raises:
         ValueError: when ``result.status`` is not a final status (``won`` or ``resigned``).
     """
-    if result.status not in _FINAL_STATUSES:
+    if not is_final(result.status):
         raise ValueError(f"finish_game status {result.status!r} is not one of {sorted(_FINAL_STATUSES)}")
     finished = (
         await conn.execute(
             update(games)
             .where(games.c.id == result.id, games.c.status == "playing")
-            .values(
-                status=result.status,
-                score=result.score,
-                moves=result.moves,
-                undos=result.undos,
-                finished_at=result.finished_at,
-                duration_ms=result.duration_ms,
-                won=result.won,
-            )
+            .values(result_values(result))
             .returning(
                 games.c.player_id,
                 games.c.code,
@@ -221,12 +225,28 @@ async def finish_game(conn: AsyncConnection, result: GameResult) -> bool:
     return True
 
 
+def result_values(result: GameResult) -> dict[str, Any]:
+    """The final figures of a game, for its row (`finish_game`, `FINISH_HINTED`)."""
+    return {
+        "status": result.status,
+        "score": result.score,
+        "moves": result.moves,
+        "undos": result.undos,
+        "finished_at": result.finished_at,
+        "duration_ms": result.duration_ms,
+        "won": result.won,
+    }
+
+
+def is_final(status: str) -> bool:
+    """Whether a game may end with ``status`` (`finish_game` refuses any other)."""
+    return status in _FINAL_STATUSES
+
+
 async def mark_hinted(conn: AsyncConnection, game_id: str) -> bool:
     """Note that the player of ``game_id`` asked for a hint: the game will rank on no leaderboard. Only
     while it is being played: False (nothing changed) once it is finished, when it may already rank."""
-    marked = await conn.execute(
-        update(games).where(games.c.id == game_id, games.c.status == "playing").values(hinted=True)
-    )
+    marked = await conn.execute(MARK_HINTED, {"h_game": game_id})
     return marked.rowcount == 1
 
 

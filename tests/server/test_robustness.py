@@ -3,11 +3,14 @@ unexpected error in one group commit answers ``unavailable`` without stopping th
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import select
 
 from server.app import App
 from server.storage import repository
+from server.storage.records import PlayerRecord
 from server.storage.tables import live_rooms
 from tests.support.wsclient import WsClient
 
@@ -36,17 +39,19 @@ async def test_refused_requests_leave_no_room_in_memory(app: App, url: str) -> N
 async def test_an_unexpected_commit_error_is_unavailable_and_contained(
     app: App, url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_insert_player = repository.insert_player
+    # A new player's row is made by repository.player_values on either path: the async engine's
+    # (PostgreSQL) and the SQLite writer thread's own connection.
+    real_player_values = repository.player_values
     calls = 0
 
-    async def insert_player_failing_once(*args: object, **kwargs: object) -> None:
+    def player_values_failing_once(player: PlayerRecord) -> dict[str, Any]:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise RuntimeError("a bug in storage")
-        await real_insert_player(*args, **kwargs)  # type: ignore[arg-type]
+        return real_player_values(player)
 
-    monkeypatch.setattr(repository, "insert_player", insert_player_failing_once)
+    monkeypatch.setattr(repository, "player_values", player_values_failing_once)
     first = await WsClient.open(url)
     refused = await first.request("hello", protocol=1)
     assert refused["type"] == "error" and refused["code"] == "unavailable"

@@ -5,6 +5,7 @@ batch written in several multi-row INSERTs is still one transaction."""
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import shutil
 import sqlite3
@@ -13,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from server.storage import ActionRecord, StorageUnavailable, commit_backends
+from server.storage import ActionRecord, Database, StorageUnavailable, commit_backends, repository
 from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
+from server.storage.records import GameResult, GameStart, PlayerRecord
 from tests.server.test_startup import can_chattr, unwritable
 from tests.support import dbutil
 
@@ -157,6 +159,137 @@ def test_a_batch_of_several_inserts_commits_whole_or_not_at_all(backend: SqliteB
 
     backend.commit([Write(actions=rows[:100]), Write(actions=rows[100:])])
     assert stored_actions(path) == sorted([(row.game_id, row.v) for row in rows] + [(GAMES[89], 3)])
+
+
+class RecordingWrites:
+    """The backend for the writes the writer does not commit: records the batches handed to it."""
+
+    def __init__(self) -> None:
+        self.batches: list[Sequence[Write]] = []
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        self.batches.append(writes)
+
+    def close(self) -> None:
+        pass
+
+
+def rows(path: Path, table: str, ids: Sequence[str]) -> dict[str, tuple[object, ...]]:
+    """The stored rows of ``table`` by id, every column but the id, as the file holds them."""
+    conn = sqlite3.connect(path)
+    try:
+        marks = ", ".join("?" * len(ids))
+        found = conn.execute(f"SELECT * FROM {table} WHERE id IN ({marks})", list(ids)).fetchall()
+        return {row[0]: tuple(row[1:]) for row in found}
+    finally:
+        conn.close()
+
+
+async def test_new_players_games_and_hinted_marks_are_stored_by_the_writer_as_the_engine_stores_them(
+    path: Path,
+) -> None:
+    """Issue 20 (the hint flood): on SQLite only action appends skipped the async engine; a new player,
+    a new game or a hinted mark was committed through it on the event loop (about eight round trips
+    with the driver's thread). Now the writer's own connection commits them, nothing of them is handed
+    to the engine's backend, and the rows are stored exactly as the engine stores them (times as UTC
+    text, booleans, the columns' defaults); a batch with anything else still goes to the engine whole."""
+    others = RecordingWrites()
+    writer = SqliteBackend(path, others, synchronous="FULL")
+    at = dt.datetime(2026, 12, 3, 9, 30, 1, tzinfo=dt.timezone(dt.timedelta(hours=2)))
+    on_time = at.replace(microsecond=250)
+
+    def start(game: str, player: str, moment: dt.datetime) -> GameStart:
+        return GameStart(game, player, "EO1-C8-AAAAAFA", 8, dt.date(2026, 12, 3), moment)
+
+    try:
+        writer.commit(
+            [Write(player=PlayerRecord("pw", "w", "hw", at, bot=True)), Write(game=start("gw", "pw", at))]
+        )
+        writer.commit([Write(game=start("gw2", "pw", on_time), actions=[ActionRecord("gw2", 1, "t1-c5")])])
+        writer.commit([Write(hinted="gw")])
+        assert others.batches == []
+        database = Database.create(f"sqlite+aiosqlite:///{path}")
+        try:
+            async with database.transaction() as conn:
+                await repository.insert_player(conn, PlayerRecord("pe", "e", "he", at, bot=True))
+                await repository.insert_game(conn, start("ge", "pe", at))
+                await repository.insert_game(conn, start("ge2", "pe", on_time))
+                await repository.append_actions(conn, [ActionRecord("ge2", 1, "t1-c5")])
+                assert await repository.mark_hinted(conn, "ge")
+        finally:
+            await database.dispose()
+        players = rows(path, "players", ["pw", "pe"])
+        assert players["pw"][2:] == players["pe"][2:]  # past the name and the token's hash
+        games = rows(path, "games", ["gw", "ge", "gw2", "ge2"])
+        assert games["gw"][1:] == games["ge"][1:] and games["gw2"][1:] == games["ge2"][1:]  # past the player
+        assert games["gw"] != games["gw2"]  # hinted, and started at another time
+        raw = sqlite3.connect(path)
+        raw.execute("UPDATE games SET status = 'won' WHERE id = 'gw2'")
+        raw.commit()
+        raw.close()
+        with pytest.raises(WriteConflict, match="gw2 is no longer being played"):
+            writer.commit([Write(game=start("gw3", "pw", at)), Write(hinted="gw2")])
+        assert rows(path, "games", ["gw3"]) == {}  # the whole batch or nothing
+        batch = [Write(game=start("gw4", "pw", at)), Write(abandoned=("gw",))]
+        writer.commit(batch)
+        assert others.batches == [batch] and rows(path, "games", ["gw4"]) == {}
+    finally:
+        writer.close()
+
+
+def game_column(path: Path, game: str, column: str) -> object:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(f"SELECT {column} FROM games WHERE id = ?", [game]).fetchone()[0]
+    finally:
+        conn.close()
+
+
+async def test_a_game_played_with_hints_is_finished_by_the_writer_as_the_engine_finishes_it(
+    path: Path,
+) -> None:
+    """Issue 20 (the hint flood, new_game then hint then resign): a resignation was still committed
+    through the engine on the event loop. A game played with hints ranks on no leaderboard, so its
+    result is one UPDATE, which the writer's connection now commits itself, storing the row as the
+    engine does. A result of a game that ranks (or that is over, or not final) goes to the engine
+    whole, nothing of its batch stored by the writer."""
+    others = RecordingWrites()
+    writer = SqliteBackend(path, others, synchronous="FULL")
+    ended = dt.datetime(2026, 12, 3, 10, 0, 2, 500, tzinfo=dt.timezone(dt.timedelta(hours=-3)))
+
+    def result(game: str, status: str = "resigned") -> GameResult:
+        return GameResult(game, status, 15, 7, 1, ended, 61_000, won=False)
+
+    hinted_by_engine, hinted_by_writer, ranked = GAMES[0], GAMES[1], GAMES[2]
+    try:
+        database = Database.create(f"sqlite+aiosqlite:///{path}")
+        try:
+            async with database.transaction() as conn:
+                assert await repository.mark_hinted(conn, hinted_by_engine)
+                assert await repository.finish_game(conn, result(hinted_by_engine))
+        finally:
+            await database.dispose()
+        writer.commit([Write(hinted=hinted_by_writer), Write(result=result(hinted_by_writer))])
+        assert others.batches == []
+        games = rows(path, "games", [hinted_by_engine, hinted_by_writer])
+        assert games[hinted_by_writer] == games[hinted_by_engine]
+        assert game_column(path, hinted_by_writer, "status") == "resigned"
+
+        batch = [
+            Write(game=GameStart("gw", "p", "EO1-C8-AAAAAFA", 8, None, ended)),
+            Write(result=result(ranked)),
+        ]
+        writer.commit(batch)  # a game that ranks: the engine's (its leaderboard summaries)
+        again = [Write(result=result(hinted_by_writer))]  # over already: the engine says it conflicts
+        writer.commit(again)
+        not_final = [Write(hinted=GAMES[3], result=result(GAMES[3], status="playing"))]
+        writer.commit(not_final)  # the engine refuses it (ValueError)
+        assert others.batches == [batch, again, not_final]
+        assert rows(path, "games", ["gw"]) == {}
+        assert game_column(path, ranked, "status") == "playing"
+        assert game_column(path, GAMES[3], "hinted") == 0  # its mark was rolled back with the result
+    finally:
+        writer.close()
 
 
 @pytest.mark.usefixtures("can_chattr")
