@@ -121,6 +121,12 @@ def too_many_connections() -> Response:
     return Response(503, "Service Unavailable", headers, _TOO_MANY)
 
 
+_TOO_MANY_BYTES = too_many_connections().serialize()
+"""The 503 written to each socket refused at accept, made once: a flood of refused sockets is answered
+thousands of times a second (issue 20: building it was a tenth of the loop's work under the halfopen
+attack)."""
+
+
 def _bad_request() -> Response:
     body = b"not an HTTP request\n"
     headers = Headers([("Content-Length", str(len(body))), ("Connection", "close")])
@@ -364,7 +370,7 @@ class WebSocketConnection(asyncio.Protocol):
             self._lingering = True
             self._abort_later(REFUSAL_LINGER)
         else:  # no slot left: answer at once and close, the best that can be done in a storm
-            self.transport.write(too_many_connections().serialize())
+            self.transport.write(_TOO_MANY_BYTES)
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
@@ -773,7 +779,7 @@ class WebSocketConnection(asyncio.Protocol):
         if self._answered or self.transport.is_closing():
             return
         self._answered = True
-        self.transport.write(too_many_connections().serialize())
+        self.transport.write(_TOO_MANY_BYTES)
         self._write_eof()
 
     # Writing, keepalive, timers
