@@ -9,8 +9,10 @@ first. Only samples taken while the event loop runs count (start-up is left out)
 Python frame is the loop's own ``run`` is the loop waiting, or in its C code (uvloop): "free". The
 report gives the share of busy samples in which each function was on the stack (inclusive) and at
 its top (self), and the runs of consecutive busy samples ("holds": how long the loop was kept from
-anything else, what a bystander's request may wait behind), with what the long ones were doing. Not
-a test, and not part of the server: py-spy is not installed here.
+anything else, what a bystander's request may wait behind), with what the long ones were doing; then
+the gate's decisions, and the CPU time (of the loop's thread) each read callback of a WebSocket
+connection took, timed apart from the sampling (a callback's wall time also counts the moments the
+machine ran another process). Not a test, and not part of the server: py-spy is not installed here.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import atexit
 import os
 import signal
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from types import CodeType, FrameType
@@ -117,6 +120,8 @@ def _report(path: Path) -> None:
     for stack, count in stacks.most_common(TOP):
         lines.append(f"{count / busy:7.1%}  " + " < ".join(reversed(stack[-10:])))
     lines += ["", "admission:"] + [f"{n:>9,}  {what}" for what, n in sorted(_events.items())]
+    lines += ["", "read callbacks (ms of CPU: how many):"]
+    lines += [f"  {name:<14} {ms:>3}-{ms + 1:<3} {n:>7,}" for (name, ms), n in sorted(_callbacks.items())]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -144,9 +149,30 @@ def _count_admissions() -> None:
     setattr(ConnectionGate, "_evict", counted_evict)  # noqa: B010
 
 
+_callbacks: Counter[tuple[str, int]] = Counter()  # (callback, whole ms of CPU) -> how many
+
+
+def _time_read_callbacks() -> None:
+    """Time each read callback of a connection (a read, or the parse of a read's rest in a later turn)."""
+    from server.edge.transport import WebSocketConnection
+
+    for name in ("data_received", "_parse_rest"):
+        callback = getattr(WebSocketConnection, name)
+
+        def timed(connection: Any, *args: Any, name: str = name, callback: Any = callback) -> None:
+            started = time.thread_time()
+            try:
+                callback(connection, *args)
+            finally:
+                _callbacks[name, int((time.thread_time() - started) * 1000)] += 1
+
+        setattr(WebSocketConnection, name, timed)
+
+
 def main() -> None:
     report = Path(sys.argv.pop(1))
     _count_admissions()
+    _time_read_callbacks()
     atexit.register(_report, report)
     signal.signal(signal.SIGALRM, _sample)
     signal.setitimer(signal.ITIMER_REAL, INTERVAL, INTERVAL)

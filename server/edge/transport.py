@@ -11,11 +11,12 @@ a peer that lets unsent frames (replies, pushes, the pongs of its own pings) pil
 
 No connection may hold the event loop: every frame it sends, control frames included, takes a token
 of its ``TokenBucket`` as it is parsed (a flood closes 1008 whatever its frames are: pings, pongs,
-tiny fragments, messages), and one read callback parses at most ``READ_SLICE`` bytes at a time and
-``FRAMES_PER_TURN`` frames in all; the rest of the read waits for the next turn of the loop, with
-reading paused meanwhile. A message still incomplete holds at most ``max_message`` bytes (its
-fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections together at most
-``MAX_PARTIAL_BYTES``.
+tiny fragments, messages), and one read callback acts on at most ``FRAMES_PER_TURN`` frames: the
+parser is handed no more bytes at once than that many of the smallest frames a client can send
+(``MIN_CLIENT_FRAME``), so that it cannot make more of them, and the rest of the read waits for the
+next turn of the loop, with reading paused meanwhile. A message still incomplete holds at most
+``max_message`` bytes (its fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections
+together at most ``MAX_PARTIAL_BYTES``.
 
 What the asyncio server gave for free and is done here: the handshake (``/ws`` with subprotocol
 selection, the ``Server`` header, HTTP 503 while shutting down; any other path is answered by the
@@ -84,12 +85,15 @@ REFUSAL_LINGER = 0.5
 """Seconds a connection refused at accept has to send its request and read its HTTP 503."""
 MAX_WAITING = 16
 """Messages a connection may have waiting behind the one being served before reading pauses."""
-READ_SLICE = 1024
-"""Bytes of a read handed to the frame parser at once: it parses every whole frame it holds, so
-this bounds the frames (at least 6 bytes each from a client) parsed before they can be metered."""
-FRAMES_PER_TURN = 64
-"""Frames one connection may have parsed in one turn of the event loop; more of the same read wait
-for the next turn (a real client sends a few per read)."""
+MIN_CLIENT_FRAME = 6
+"""Bytes of the smallest frame a client can send (a 2-byte header and its 4-byte mask): the parser
+makes every whole frame of the bytes it is handed, so ``n * MIN_CLIENT_FRAME`` bytes hold at most
+``n`` frames, with or without the end of one begun in an earlier hand."""
+FRAMES_PER_TURN = 32
+"""Frames one connection may have acted on in one turn of the event loop (one read callback, each
+a message served or a control frame answered: some 1-2 ms of the loop); more of the same read wait
+for the next turn (a real client sends a few per read). Frames bigger than ``FRAMES_PER_TURN *
+MIN_CLIENT_FRAME`` bytes reach the parser in several hands."""
 MESSAGE_TIMEOUT = 10.0
 """Seconds a client has to finish a fragmented message it started (a held fragment costs memory)."""
 MAX_HEAD = 16 * 1024
@@ -115,6 +119,12 @@ def too_many_connections() -> Response:
     headers = Headers([("Content-Length", str(len(_TOO_MANY))), ("Connection", "close")])
     headers["Retry-After"] = "5"
     return Response(503, "Service Unavailable", headers, _TOO_MANY)
+
+
+_TOO_MANY_BYTES = too_many_connections().serialize()
+"""The 503 written to each socket refused at accept, made once: a flood of refused sockets is answered
+thousands of times a second (issue 20: building it was a tenth of the loop's work under the halfopen
+attack)."""
 
 
 def _bad_request() -> Response:
@@ -294,6 +304,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_serving",
         "_timer",
         "_unparsed",
+        "_unparsed_at",
         "_waiting",
         "_waiting_full",
         "channel",
@@ -325,7 +336,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._fragment_bytes = 0  # counted in the server's partial_bytes too
         self._fragment_timer: asyncio.TimerHandle | None = None
         self._fragmented_text = False
-        self._unparsed = b""  # the rest of a read, parsed from the next turn of the loop
+        self._unparsed = b""  # a read whose rest, from _unparsed_at, is parsed from the next turn
+        self._unparsed_at = 0  # (an offset, not a copy of the rest at each turn)
         self._parse_later: asyncio.Handle | None = None
         self._waiting: collections.deque[tuple[bytes | str, bool]] = collections.deque()
         self._serving = False
@@ -358,7 +370,7 @@ class WebSocketConnection(asyncio.Protocol):
             self._lingering = True
             self._abort_later(REFUSAL_LINGER)
         else:  # no slot left: answer at once and close, the best that can be done in a storm
-            self.transport.write(too_many_connections().serialize())
+            self.transport.write(_TOO_MANY_BYTES)
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
@@ -378,7 +390,9 @@ class WebSocketConnection(asyncio.Protocol):
                 select_subprotocol=_select_subprotocol,  # type: ignore[arg-type]
                 max_size=self._server.max_size,
             )
-        self._parse(self._unparsed + data if self._unparsed else data)
+        if self._unparsed:  # reading pauses while a rest waits; a read that comes anyway follows it
+            data = self._unparsed[self._unparsed_at :] + data
+        self._parse(data)
 
     @property
     def _state(self) -> State:
@@ -390,22 +404,23 @@ class WebSocketConnection(asyncio.Protocol):
         assert self._protocol is not None
         return self._protocol
 
-    def _parse(self, data: bytes) -> None:
-        """Hand ``data`` to the parser ``READ_SLICE`` bytes at a time and act on its frames, up to
-        ``FRAMES_PER_TURN`` of them: the rest waits for the next turn of the loop (reading paused), so
-        that one connection's flood of tiny frames never holds the loop for more than a slice or two."""
+    def _parse(self, data: bytes, at: int = 0) -> None:
+        """Hand ``data`` from ``at`` to the parser and act on its frames, up to ``FRAMES_PER_TURN`` of
+        them: the rest waits for the next turn of the loop (reading paused), so that one connection's
+        flood of tiny frames never holds the loop for more than a turn's frames."""
         self._parsing = True
         self._unparsed = b""
         frames = 0
         try:
-            for start in range(0, len(data), READ_SLICE):
-                chunk = data if len(data) <= READ_SLICE else data[start : start + READ_SLICE]
-                self._ws.receive_data(chunk)
+            while at < len(data):
+                end = self._hand_end(data, at, FRAMES_PER_TURN - frames)
+                self._ws.receive_data(data if at == 0 and end == len(data) else data[at:end])
+                at = end
                 frames += self._events()
                 if self._plain_http or self._flooded or self._ws.state not in _READING:
                     break  # answered by the HTTP routes, or closing: what follows is not parsed
-                if frames >= FRAMES_PER_TURN or self._waiting_full:
-                    self._unparsed = data[start + READ_SLICE :]
+                if (frames >= FRAMES_PER_TURN or self._waiting_full) and at < len(data):
+                    self._unparsed, self._unparsed_at = data, at
                     break
         finally:
             self._parsing = False
@@ -419,6 +434,15 @@ class WebSocketConnection(asyncio.Protocol):
             self.transport.write(response.serialize())
         self._flush()
         self._update_reading()
+
+    def _hand_end(self, data: bytes, at: int, frames: int) -> int:
+        """Where the next hand of ``data`` to the parser ends: at the end of the request while the
+        handshake is under way (its response is then queued before anything a frame after it makes,
+        such as a pong), else after as many bytes as ``frames`` of the smallest frames."""
+        if self._ws.state is State.CONNECTING:
+            end = data.find(b"\r\n\r\n", at)
+            return len(data) if end < 0 else end + 4
+        return min(len(data), at + frames * MIN_CLIENT_FRAME)
 
     def _events(self) -> int:
         """Act on what the parser made of the data handed to it; the number of frames."""
@@ -456,7 +480,7 @@ class WebSocketConnection(asyncio.Protocol):
     def _parse_rest(self) -> None:
         self._parse_later = None
         if self._unparsed and self.is_open and not self._waiting_full:
-            self._parse(self._unparsed)
+            self._parse(self._unparsed, self._unparsed_at)
 
     def eof_received(self) -> bool | None:
         if self._plain_http:
@@ -755,7 +779,7 @@ class WebSocketConnection(asyncio.Protocol):
         if self._answered or self.transport.is_closing():
             return
         self._answered = True
-        self.transport.write(too_many_connections().serialize())
+        self.transport.write(_TOO_MANY_BYTES)
         self._write_eof()
 
     # Writing, keepalive, timers

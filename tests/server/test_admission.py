@@ -249,26 +249,26 @@ def test_gate_never_evicts_for_an_address_at_its_own_cap() -> None:
     assert FakeHalfOpen(gate, "c").admitted and held[0].evicted
 
 
-def test_gate_under_pressure_shortens_the_open_timeout_and_expires_old_half_open_connections() -> None:
-    """Past a quarter of the cap half-open, a new connection gets the shorter open timeout, and
-    each new one drops a few half-open connections older than that, oldest first, until the
-    pressure is gone; a connection younger than that is kept."""
+def test_gate_under_pressure_drops_no_one_until_a_place_is_needed() -> None:
+    """Past a quarter of the cap half-open the gate is under pressure (new connections get the
+    shorter open timeout), yet accepts below the cap drop nobody, however old the half-open
+    connections (each one dropped is an attacker's reconnect: churn); once the cap is reached, each
+    newcomer takes the place of the oldest half-open connection, one for one."""
     clock = [0.0]
     gate = _gate(None, 40, clock)
     early = [FakeHalfOpen(gate, f"10.0.0.{index}") for index in range(10)]
     assert not gate.under_pressure()
     early += [FakeHalfOpen(gate, f"10.0.0.{index}") for index in range(10, 12)]
-    assert gate.under_pressure() and not any(connection.evicted for connection in early)
-    clock[0] = 1.0
-    young = FakeHalfOpen(gate, "10.0.1.1")
-    clock[0] = gate.PRESSED_OPEN_TIMEOUT + 0.1
-    FakeHalfOpen(gate, "10.0.2.1")
-    assert [connection.evicted for connection in early] == [True] * gate.EXPIRED_PER_ACCEPT + [False] * (
-        12 - gate.EXPIRED_PER_ACCEPT
-    )
-    assert not gate.under_pressure() and not young.evicted
-    FakeHalfOpen(gate, "10.0.2.2")
-    assert sum(connection.evicted for connection in early) == gate.EXPIRED_PER_ACCEPT
+    assert gate.under_pressure()
+    clock[0] = 10 * gate.PRESSED_OPEN_TIMEOUT
+    later = [FakeHalfOpen(gate, f"10.0.1.{index}") for index in range(40 - 12)]
+    assert all(connection.admitted for connection in early + later)
+    assert not any(connection.evicted for connection in early + later)
+    assert gate.caps.full
+    newcomers = [FakeHalfOpen(gate, f"10.0.2.{index}") for index in range(3)]
+    assert all(newcomer.admitted for newcomer in newcomers)
+    assert [connection.evicted for connection in early[:4]] == [True, True, True, False]
+    assert not any(connection.evicted for connection in early[4:] + later + newcomers)
 
 
 def test_gate_under_pressure_caps_the_half_open_connections_of_one_address() -> None:

@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from websockets.server import ServerProtocol
 from server.app import App
 from server.config import Settings
 from server.edge import transport
-from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING, READ_SLICE
+from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING
 from tests.support import dbutil, serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import player
@@ -241,8 +241,7 @@ async def test_a_flood_that_does_not_read_pauses_reading(app: App) -> None:
             paused = True
             break
     assert paused, "the server never stopped reading the flood"
-    one_slice = READ_SLICE // len(Frame(Opcode.BINARY, LIVE).serialize(mask=True)) + 1
-    assert most_waiting <= MAX_WAITING + one_slice
+    assert most_waiting <= MAX_WAITING + FRAMES_PER_TURN
     client.writer.transport.abort()
     assert await settled(app) == (0, 0, 0)
 
@@ -488,7 +487,7 @@ async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app:
         assert opcode is Opcode.PONG
         pongs += 1
     burst = default_app.services.settings.rate_burst
-    assert 2 * burst <= pongs <= 2 * burst + FRAMES_PER_TURN + READ_SLICE // len(ping)
+    assert 2 * burst <= pongs <= 2 * burst + FRAMES_PER_TURN
     assert default_app.metrics.errors.labels("flooding")._value.get() == 1
 
 
@@ -536,33 +535,103 @@ class FakeSocket(asyncio.Transport):
         pass
 
 
-async def test_a_read_is_parsed_a_turn_at_a_time(app: App) -> None:
-    """One read of 2,000 pings (no rate limit to stop them): each call back parses at most
-    ``FRAMES_PER_TURN`` frames and a slice, with reading paused until the rest is parsed in the next
-    turns of the loop; every ping is answered in the end and reading resumes."""
+@contextlib.contextmanager
+def _opened(
+    app: App, sock: FakeSocket, after_request: bytes = b""
+) -> Iterator[transport.WebSocketConnection]:
+    """A connection on ``sock`` past its handshake, whose request came in one read with
+    ``after_request``; lost at the end (a fake socket never says so itself)."""
     connection = transport.WebSocketConnection(app.server)
-    sock = FakeSocket()
     connection.connection_made(sock)
     key = base64.b64encode(os.urandom(16)).decode()
-    connection.data_received(
-        f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
-    )
-    assert sock.written and sock.written[0].startswith(b"HTTP/1.1 101 ")
-    sock.written.clear()
-    ping = Frame(Opcode.PING, b"").serialize(mask=True)
-    connection.data_received(ping * 2000)
+    try:
+        connection.data_received(
+            f"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+            + after_request
+        )
+        assert sock.written and sock.written[0].startswith(b"HTTP/1.1 101 ")
+        yield connection
+    finally:
+        connection.connection_lost(None)
+
+
+async def _pongs_per_turn(sock: FakeSocket) -> list[int]:
+    """The pongs of nothing (2 bytes each) written in each turn of the loop until reading resumes."""
     per_turn = []
     while True:
-        per_turn.append(sum(len(data) // 2 for data in sock.written))  # a pong of nothing is 2 bytes
+        per_turn.append(sum(len(data) // 2 for data in sock.written if not data.startswith(b"HTTP/")))
         sock.written.clear()
         if sock.reading:
-            break
+            return per_turn
         await asyncio.sleep(0)
+
+
+async def test_a_read_is_parsed_a_turn_at_a_time(app: App) -> None:
+    """One read of 2,000 empty pings (6 bytes each, the smallest frame a client can send; no rate
+    limit to stop them): each call back acts on at most ``FRAMES_PER_TURN`` of them, however many
+    a slice of bytes holds, with reading paused until the rest is parsed in the next turns of the
+    loop; every ping is answered in the end and reading resumes."""
+    sock = FakeSocket()
+    with _opened(app, sock) as connection:
+        sock.written.clear()
+        ping = Frame(Opcode.PING, b"").serialize(mask=True)
+        connection.data_received(ping * 2000)
+        per_turn = await _pongs_per_turn(sock)
     assert sum(per_turn) == 2000
-    assert max(per_turn) <= FRAMES_PER_TURN + READ_SLICE // len(ping)
-    assert len(per_turn) >= 2000 // (FRAMES_PER_TURN + READ_SLICE // len(ping))
-    connection.connection_lost(None)
+    assert max(per_turn) == FRAMES_PER_TURN
+    assert len(per_turn) >= 2000 // FRAMES_PER_TURN
+
+
+async def test_frames_in_the_read_of_the_request_wait_their_turn(app: App) -> None:
+    """Pings that come in the same read as the request: the call back that opens the connection
+    acts on no more than ``FRAMES_PER_TURN`` of them either."""
+    sock = FakeSocket()
+    ping = Frame(Opcode.PING, b"").serialize(mask=True)
+    with _opened(app, sock, ping * 500):
+        per_turn = await _pongs_per_turn(sock)
+    assert sum(per_turn) == 500
+    assert max(per_turn) == FRAMES_PER_TURN
+
+
+class Recorder:
+    """A channel that keeps every message served to it, in order, and is done with each at once."""
+
+    def __init__(self, connection: transport.WebSocketConnection) -> None:
+        self.connection = connection
+        self.messages: list[bytes | str] = []
+
+    def serve(self, message: bytes | str, within_rate: bool) -> None:
+        self.messages.append(message)
+        self.connection.served()
+
+    def closed(self) -> None:
+        pass
+
+
+async def test_frames_bigger_than_a_turn_s_bytes_are_parsed_whole(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages far bigger than the bytes a turn hands the parser (4,000 bytes each, and tiny ones
+    between them), in reads cut anywhere: every one comes out whole and in order."""
+    channels: list[Recorder] = []
+
+    def open_channel(connection: transport.WebSocketConnection) -> Recorder:
+        channels.append(Recorder(connection))
+        return channels[-1]
+
+    monkeypatch.setattr(app.server, "open_channel", open_channel)
+    sock = FakeSocket()
+    messages = [bytes([index]) * (4000 if index % 2 else 1) for index in range(9)]
+    stream = b"".join(Frame(Opcode.BINARY, message).serialize(mask=True) for message in messages)
+    with _opened(app, sock) as connection:
+        for start in range(0, len(stream), 5001):
+            await eventually(lambda: sock.reading, "the last read is parsed")
+            connection.data_received(stream[start : start + 5001])
+        await eventually(
+            lambda: sock.reading and len(channels[0].messages) == len(messages), "all are served"
+        )
+    assert channels[0].messages == messages
 
 
 async def test_a_fragmented_message_over_the_frame_limit_closes_1009_at_once(app: App) -> None:
