@@ -57,10 +57,11 @@ class TokenBucket:
         self._refill()
         return self._tokens >= self._burst
 
-    def drain(self, tokens: float) -> None:
-        """Take ``tokens`` at once, below zero if need be: a penalty that only time pays back."""
+    def owe(self, tokens: float) -> None:
+        """Leave the bucket ``tokens`` below zero at most: a penalty that only time pays back. It
+        does not add up: closures at once (one address's many connections) cost no more than one."""
         self._refill()
-        self._tokens -= tokens
+        self._tokens = min(self._tokens, -tokens)
 
     def take(self) -> Metered:
         """Meter one frame."""
@@ -92,12 +93,12 @@ class BucketsByKey:
         return bucket.take() is Metered.SERVE
 
     def penalize(self, key: str) -> None:
-        """Empty ``key``'s bucket and then some: nothing more passes for at least ``burst / rate``
-        seconds."""
+        """Empty ``key``'s bucket and then some: nothing more passes for ``burst / rate`` seconds
+        from now (not longer for several penalties at once)."""
         bucket = self._buckets.get(key)
         if bucket is None:
             bucket = self._buckets[key] = TokenBucket(self._rate, self._burst, self._clock)
-        bucket.drain(2 * self._burst)
+        bucket.owe(self._burst)
 
     def __len__(self) -> int:
         return len(self._buckets)

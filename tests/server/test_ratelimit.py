@@ -84,3 +84,29 @@ def test_penalized_key_waits_at_least_a_refill() -> None:
     assert buckets.allow("b")
     clock.now += 0.1
     assert buckets.allow("a")
+
+
+def test_penalties_at_once_do_not_add_up() -> None:
+    """Eight connections of one address closed for flooding in the same second (the deafpings attack)
+    once locked the address out for eight refills, 16 s at the bench's settings: a penalty is a wait
+    of one refill from the last closure, however many closures there were."""
+    clock = FakeClock()
+    buckets = BucketsByKey(rate=10.0, burst=20, clock=clock)
+    for _ in range(8):
+        buckets.penalize("a")
+    clock.now += 2.05
+    assert not buckets.allow("a")
+    clock.now += 0.1
+    assert buckets.allow("a")
+
+
+def test_a_penalty_counts_from_the_last_closure() -> None:
+    clock = FakeClock()
+    buckets = BucketsByKey(rate=10.0, burst=20, clock=clock)
+    buckets.penalize("a")
+    clock.now += 1.5  # -20 + 15 = -5 tokens
+    buckets.penalize("a")  # back to -20, not -45
+    clock.now += 2.05
+    assert not buckets.allow("a")
+    clock.now += 0.1
+    assert buckets.allow("a")
