@@ -129,13 +129,21 @@ CROWD = 199  # the addresses attack
 HALF_OPEN_ADDRESSES, HALF_OPEN_PER_ADDRESS, NEWCOMERS = 150, 25, 34
 
 
-async def _connect(url: str, address: str) -> ClientConnection:
+async def _connect(url: str, address: str, receive_buffer: int | None = None) -> ClientConnection:
+    """A connection from ``address``; with ``receive_buffer``, a kernel buffer of that size (a slow
+    network: the kernel queues little for it, so the server's own buffer grows as soon as it stops
+    reading)."""
     host, port = url.removeprefix("ws://").split("/")[0].split(":")
     sock = socket.socket()
     sock.setblocking(False)
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     sock.bind((address, 0))
     await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
-    return await connect(url, sock=sock, subprotocols=[SUBPROTOCOL], ping_interval=None, max_size=None)
+    max_queue = 16 if receive_buffer is None else 1  # 16: websockets' default
+    return await connect(
+        url, sock=sock, subprotocols=[SUBPROTOCOL], ping_interval=None, max_size=None, max_queue=max_queue
+    )
 
 
 async def _request(ws: ClientConnection, message: dict[str, Any]) -> dict[str, Any]:
@@ -224,13 +232,13 @@ async def _flooder(
         tally.closed(ws)
 
 
-async def _admitted(url: str, patience: float = 10.0) -> ClientConnection:
+async def _admitted(url: str, patience: float = 10.0, receive_buffer: int | None = None) -> ClientConnection:
     """A connection from the attacker's address once it is admitted again (an earlier attack may
-    have left it refused for a while)."""
+    have left it refused for a while: an address closed for flooding waits a refill)."""
     deadline = time.monotonic() + patience
     while True:
         try:
-            return await _connect(url, ATTACKER_ADDRESS)
+            return await _connect(url, ATTACKER_ADDRESS, receive_buffer)
         except Exception:
             if time.monotonic() > deadline:
                 raise
@@ -265,16 +273,9 @@ async def _requester(
 
 
 async def _deaf(url: str, tally: Tally, first: dict[str, Any]) -> tuple[ClientConnection, dict[str, Any]]:
-    """A connection from the attacker's address with a 4 KiB receive buffer (a slow network: the
-    kernel queues little for it, so the server's own buffer grows as soon as it stops reading) that
-    says hello, sends ``first``, reads its reply (returned) and from then on reads nothing."""
-    host, port = url.removeprefix("ws://").split("/")[0].split(":")
-    sock = socket.socket()
-    sock.setblocking(False)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.bind((ATTACKER_ADDRESS, 0))
-    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
-    ws = await connect(url, sock=sock, subprotocols=[SUBPROTOCOL], ping_interval=None, max_queue=1)
+    """A connection from the attacker's address with a 4 KiB receive buffer that says hello, sends
+    ``first``, reads its reply (returned) and from then on reads nothing."""
+    ws = await _admitted(url, receive_buffer=4096)
     await _request(ws, {"type": "hello", "protocol": 1, "id": 1})
     reply = await _request(ws, {**first, "id": 2})
     tally.reply(msgpack.packb(reply))
