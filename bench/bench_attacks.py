@@ -627,8 +627,9 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         ]
     elif name == "fragments":
         tasks = [_fragment_holders(url, tally, until)]
-    elif name == "addresses":
-        tasks = [_crowd_player(url, tally, _crowd_address(index), until) for index in range(CROWD)]
+    elif name.partition(":")[0] == "addresses":  # addresses:N, a crowd of N (the load's knee)
+        crowd = int(name.partition(":")[2] or CROWD)
+        tasks = [_crowd_player(url, tally, _crowd_address(index), until) for index in range(crowd)]
     elif name == "halfopen":
         tasks = [_half_open_attack(url, tally, until)]
     elif name == "hints":
@@ -691,14 +692,14 @@ def report(rows: list[Row], command: str) -> None:
     calm = next((latencies for name, latencies, *_ in rows if name == "calm"), [])
     calm_p50, calm_p99 = percentile(calm, 0.5), percentile(calm, 0.99)
     print(
-        f"{'attack':<9} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
+        f"{'attack':<13} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
         f"{'server CPU':>10} {'RSS +MiB':>8} {'max ms':>8}"
     )
     for name, latencies, _, server_cpu, rss_growth in rows:
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         most = latencies[-1] if latencies else float("nan")
         print(
-            f"{name:<9} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
+            f"{name:<13} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
             f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f} {server_cpu:>10.0%} "
             f"{rss_growth / 2**20:>8.1f} {most * 1000:>8.1f}"
         )
@@ -716,7 +717,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="window per attack (default 6)")
     parser.add_argument(
-        "--attacks", default=",".join(ATTACKS), help=f"comma-separated of {', '.join(ATTACKS)}"
+        "--attacks",
+        default=",".join(ATTACKS),
+        help=f"comma-separated of {', '.join(ATTACKS)}; addresses:N: a crowd of N addresses (199 by default)",
     )
     parser.add_argument("--server-args", default="", help="extra `eightoff serve` flags")
     parser.add_argument(
@@ -733,7 +736,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     names = [name for name in args.attacks.split(",") if name]
-    unknown = set(names) - set(ATTACKS)
+    unknown = {name for name in names if name.partition(":")[0] not in ATTACKS}
+    unknown |= {name for name in names if ":" in name and not name.startswith("addresses:")}
     if unknown:
         parser.error(f"unknown attacks: {', '.join(sorted(unknown))}")
     if "calm" not in names:
