@@ -48,6 +48,7 @@ asserts nothing.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import datetime as dt
 import functools
@@ -503,5 +504,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # No options: --help says what it measures instead of running it, and a stray flag is refused.
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None).parse_args()
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:  # the server's event loop
         runner.run(main())
