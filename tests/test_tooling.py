@@ -176,3 +176,21 @@ def test_lint_imports_breaks_each_contract_on_its_violation(tmp_path: Path) -> N
         "solver.search is not allowed to import msgpack",
     ):
         assert message in result.stdout, message
+
+
+BENCHES = sorted(path.stem for path in (Path(__file__).resolve().parents[1] / "bench").glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("bench", BENCHES)
+def test_every_bench_answers_help_without_running(bench: str) -> None:
+    """``--help`` prints the bench's usage and exits at once: bench_request_path used to ignore it
+    and run for a minute."""
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{bench}", "--help"],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage:"), done.stdout[:200]
