@@ -83,6 +83,7 @@ from server.storage.commit_backends import (
     _append,
     _insert_sql,
     _stored_time,
+    immediate_transaction,
     writer_pragmas,
 )
 from server.storage.db import _alembic_config
@@ -153,15 +154,9 @@ class Figures:
 
 def _append_executemany(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
     """`_append` as it was: ``executemany`` of the one-row INSERT (the driver steps it once per row)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate_transaction(conn):
         conn.executemany(_insert_sql(1), [(row.game_id, row.v, row.action) for row in rows])
         _update_progress(conn, rows)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _update_progress(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
@@ -215,39 +210,31 @@ def _journal_blob(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> Non
 
 def _journal_append(fence: Append, journal: Append) -> Append:
     def append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(conn):
             fence(conn, rows)
             journal(conn, rows)
             _update_progress(conn, rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
 
     return append
 
 
 def _compact_rows(conn: sqlite3.Connection) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    conn.execute(
-        "INSERT INTO actions (game_id, v, action) SELECT game_id, v, action FROM journal ORDER BY game_id, v"
-    )
-    conn.execute("DELETE FROM journal")
-    conn.execute("COMMIT")
+    with immediate_transaction(conn):
+        conn.execute(
+            "INSERT INTO actions (game_id, v, action) "
+            "SELECT game_id, v, action FROM journal ORDER BY game_id, v"
+        )
+        conn.execute("DELETE FROM journal")
 
 
 def _compact_blobs(conn: sqlite3.Connection) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    rows = sorted(
-        row for (batch,) in conn.execute("SELECT batch FROM commit_journal") for row in msgpack.unpackb(batch)
-    )
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        chunk = rows[start : start + ROWS_PER_INSERT]
-        conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row])
-    conn.execute("DELETE FROM commit_journal")
-    conn.execute("COMMIT")
+    with immediate_transaction(conn):
+        batches = conn.execute("SELECT batch FROM commit_journal")
+        rows = sorted(row for (batch,) in batches for row in msgpack.unpackb(batch))
+        for start in range(0, len(rows), ROWS_PER_INSERT):
+            chunk = rows[start : start + ROWS_PER_INSERT]
+            conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row])
+        conn.execute("DELETE FROM commit_journal")
 
 
 def variants() -> list[Variant]:

@@ -43,7 +43,7 @@ import functools
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -364,16 +364,24 @@ def _execute(conn: sqlite3.Connection, statement: Any, values: Mapping[str, Any]
     return conn.execute(bound.sql, bound.parameters(values))
 
 
-def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
-    """The statements of `repository.append_actions`, through the plain driver, in one transaction."""
+@contextlib.contextmanager
+def immediate_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error: the write lock is taken at the
+    start, where SQLite's busy handler waits for it, never half-way (docs/durability.md)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        _insert_actions(conn, rows)
+        yield
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """The statements of `repository.append_actions`, through the plain driver, in one transaction."""
+    with immediate_transaction(conn):
+        _insert_actions(conn, rows)
 
 
 def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
@@ -403,8 +411,7 @@ def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
         WriteConflict: a game to mark hinted is no longer being played (nothing is stored).
         _RanksOnLeaderboards: a result is not for the writer (nothing is stored).
     """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with immediate_transaction(conn):
         for write in writes:
             if write.player is not None:
                 _execute(conn, repository.INSERT_PLAYER, repository.player_values(write.player))
@@ -416,11 +423,6 @@ def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
                 raise WriteConflict(f"game {write.hinted} is no longer being played")
             if write.result is not None and not _finish_hinted(conn, write.result):
                 raise _RanksOnLeaderboards(write.result.id)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
 
 
 def _mark_hinted(conn: sqlite3.Connection, game_id: str) -> bool:
