@@ -79,6 +79,7 @@ from sqlalchemy.pool import NullPool
 
 import protocol
 from engine import Deal, daily_deal
+from server.services.pruning import PRUNE_BATCH, BoardPruning
 from server.services.rankings import LeaderboardService
 from server.storage import Database, GameResult, GameStart, repository, upgrade_to_head
 from server.storage import leaderboards as boards
@@ -246,13 +247,54 @@ def load_at(url: str, revision: str, load: Callable[[], None]) -> tuple[float, f
     return loaded - started, time.perf_counter() - loaded
 
 
-async def analyze(url: str) -> None:
+async def analyze(url: str, *, vacuum: bool = False) -> None:
+    """``ANALYZE`` (SQLite, after ``VACUUM`` when ``vacuum``: the pages of pruned rows given back) or
+    ``VACUUM FULL ANALYZE`` (PostgreSQL)."""
     engine = create_async_engine(async_url(url), poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
         async with engine.connect() as conn:
-            await conn.execute(text("ANALYZE" if engine.dialect.name == "sqlite" else "VACUUM FULL ANALYZE"))
+            if engine.dialect.name == "sqlite":
+                if vacuum:
+                    await conn.execute(text("VACUUM"))
+                await conn.execute(text("ANALYZE"))
+            else:
+                await conn.execute(text("VACUUM FULL ANALYZE"))
     finally:
         await engine.dispose()
+
+
+async def prune(url: str) -> str:
+    """Prune the closed buckets as the server does at `NOW` (`BoardPruning`, its batches, no pause):
+    the summary rows before and after, per finished game, and what it took."""
+    database = Database.create(url, sqlite_synchronous="FULL")
+    try:
+        before = await _summary_rows(database)
+        started = time.perf_counter()
+        pruned = await BoardPruning(database, pause=0, clock=lambda: NOW).prune()
+        seconds = time.perf_counter() - started
+        after = await _summary_rows(database)
+    finally:
+        await database.dispose()
+    finished = before[0]
+    return (
+        f"  pruned the buckets before the previous day and week (as the server does at "
+        f"{NOW:%Y-%m-%d %H:%M} UTC): {pruned.buckets} buckets, {pruned.board_rows:,} board_bests and "
+        f"{pruned.stats_rows:,} "
+        f"player_stats rows in {pruned.transactions:,} transactions of at most {PRUNE_BATCH} rows, "
+        f"{seconds:.1f} s, the longest transaction {pruned.longest * 1000:.1f} ms (load average "
+        f"{_load_average()})\n  summary rows per finished game: {sum(before[1:]) / finished:.2f} before, "
+        f"{sum(after[1:]) / finished:.2f} after (board_bests {after[1] / finished:.2f}, player_stats "
+        f"{after[2] / finished:.2f})"
+    )
+
+
+async def _summary_rows(database: Database) -> tuple[int, int, int]:
+    """(finished games, board_bests rows, player_stats rows)."""
+    async with database.connection() as conn:
+        finished = await conn.scalar(select(func.count()).where(games.c.finished_at.is_not(None)))
+        bests = await conn.scalar(select(func.count()).select_from(board_bests))
+        stats = await conn.scalar(select(func.count()).select_from(player_stats))
+    return int(finished or 0), int(bests or 0), int(stats or 0)
 
 
 # --------------------------------------------------------------------------- measuring
@@ -495,6 +537,7 @@ class Options:
     samples: int
     rebuild_from: str
     finishes: int
+    prune: bool = True
 
 
 def run_backend(
@@ -513,8 +556,10 @@ def _load_and_measure(
     url: str, world: World, options: Options, load: Callable[[], None], path: Path | None
 ) -> tuple[list[Any], list[str]]:
     loading, building = load_at(url, options.rebuild_from, load)
+    if options.prune:
+        print(asyncio.run(prune(url)), flush=True)
     started = time.perf_counter()
-    asyncio.run(analyze(url))
+    asyncio.run(analyze(url, vacuum=options.prune))
     analyzed = time.perf_counter()
     size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
     print(
@@ -647,6 +692,12 @@ def main(argv: list[str] | None = None) -> None:
         help="the revision whose schema the games are loaded into; the upgrade to head builds the summaries",
     )
     parser.add_argument("--finishes", type=int, default=1000, help="games finished one by one at the end")
+    parser.add_argument(
+        "--no-prune",
+        dest="prune",
+        action="store_false",
+        help="keep every closed day and week bucket (the server prunes those older than the previous one)",
+    )
     parser.add_argument("--postgres-url", default=os.environ.get("EIGHTOFF_TEST_POSTGRES_URL"))
     args = parser.parse_args(argv)
     world = World(args.games, args.players, args.codes, args.days)
@@ -657,7 +708,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     tables = {}
     for backend in backends:
-        options = Options(args.samples, args.rebuild_from, args.finishes)
+        options = Options(args.samples, args.rebuild_from, args.finishes, args.prune)
         tables[backend] = run_backend(backend, world, options, args.postgres_url)
     for backend, (results, _) in tables.items():
         base_p99 = results[0][3]

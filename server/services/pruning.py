@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -44,12 +45,14 @@ _BUCKETS_PER_RUN: Final = 1000  # a bound, in case rows of a closed bucket kept 
 
 @dataclass(frozen=True, slots=True)
 class Pruned:
-    """What one run deleted: closed buckets, ``board_bests`` rows, ``player_stats`` rows, transactions."""
+    """What one run deleted: closed buckets, ``board_bests`` rows, ``player_stats`` rows, delete
+    transactions, and the seconds the longest of them took (what a writer waited at most)."""
 
     buckets: int = 0
     board_rows: int = 0
     stats_rows: int = 0
     transactions: int = 0
+    longest: float = 0.0
 
     def __add__(self, other: Pruned) -> Pruned:
         return Pruned(
@@ -57,6 +60,7 @@ class Pruned:
             self.board_rows + other.board_rows,
             self.stats_rows + other.stats_rows,
             self.transactions + other.transactions,
+            max(self.longest, other.longest),
         )
 
 
@@ -103,12 +107,14 @@ class BoardPruning:
                     break
                 pruned = await self._prune_bucket(period, start)
                 logger.info(
-                    "pruned the %s bucket of %s: %d board rows, %d player rows, %d transactions",
+                    "pruned the %s bucket of %s: %d board rows, %d player rows, %d transactions "
+                    "(the longest %.1f ms)",
                     period,
                     start.isoformat(),
                     pruned.board_rows,
                     pruned.stats_rows,
                     pruned.transactions,
+                    pruned.longest * 1000,
                 )
                 done += pruned
         return done
@@ -126,20 +132,21 @@ class BoardPruning:
         """The deal boards' rows page of games by page, then the variant boards', then the players'."""
         done = Pruned(buckets=1)
         seen: set[str] = set()
-        after: tuple[dt.datetime, str] | None = None
+        since: dt.datetime | None = None
         while True:
             async with self._database.connection() as conn:
-                codes, after = await storage.bucket_codes(conn, period, start, after, self._batch)
+                codes, since = await storage.bucket_codes(conn, period, start, since, self._batch)
             new = sorted(set(codes) - seen)
             seen.update(new)
             done += await self._delete_boards(storage.board_scopes(period, start, new))
-            if after is None:
+            if since is None:
                 break
         done += await self._delete_boards(storage.variant_scopes(period, start))
         while True:  # last: while any is left, the bucket is found again by the next run
+            started = time.perf_counter()
             async with self._database.transaction() as conn:
                 deleted = await storage.delete_stats_rows(conn, period, start, self._batch)
-            done += Pruned(stats_rows=deleted, transactions=1)
+            done += Pruned(stats_rows=deleted, transactions=1, longest=time.perf_counter() - started)
             await asyncio.sleep(self._pause)
             if deleted < self._batch:
                 return done
@@ -149,9 +156,10 @@ class BoardPruning:
         for first in range(0, len(scopes), _SCOPES_PER_DELETE):
             chunk = scopes[first : first + _SCOPES_PER_DELETE]
             while True:
+                started = time.perf_counter()
                 async with self._database.transaction() as conn:
                     deleted = await storage.delete_board_rows(conn, chunk, self._batch)
-                done += Pruned(board_rows=deleted, transactions=1)
+                done += Pruned(board_rows=deleted, transactions=1, longest=time.perf_counter() - started)
                 await asyncio.sleep(self._pause)
                 if deleted < self._batch:
                     break

@@ -123,29 +123,34 @@ def _bucket_day(text: str) -> dt.date | None:
 
 
 async def bucket_codes(
-    conn: AsyncConnection,
-    period: ClosablePeriod,
-    start: dt.date,
-    after: tuple[dt.datetime, str] | None,
-    limit: int,
-) -> tuple[list[str], tuple[dt.datetime, str] | None]:
+    conn: AsyncConnection, period: ClosablePeriod, start: dt.date, since: dt.datetime | None, limit: int
+) -> tuple[list[str], dt.datetime | None]:
     """The deal codes of up to ``limit`` games finished during the bucket of ``period`` from ``start``,
-    after the (finished_at, id) key ``after``; and the key to go on from, None when that was the last
-    page."""
-    statement = (
-        select(games.c.finished_at, games.c.id, games.c.code)
-        .where(
-            games.c.finished_at >= (after[0] if after else _midnight(start)),
-            games.c.finished_at < _midnight(start + dt.timedelta(days=_DAYS[period])),
+    from the instant ``since`` on (the bucket's start when None), in the order of ``ix_games_finished_at``
+    (no sort); and the instant to go on from, None after the last page.
+
+    The next page starts at the last game's instant again, not after it (the games of that instant
+    past the page are not lost, those on it come twice: their codes are a set). A page of one instant
+    only takes every game of that instant and goes on after it.
+    """
+    end = _midnight(start + dt.timedelta(days=_DAYS[period]))
+    since = since or _midnight(start)
+    page = (
+        await conn.execute(
+            select(games.c.finished_at, games.c.code)
+            .where(games.c.finished_at >= since, games.c.finished_at < end)
+            .order_by(games.c.finished_at)
+            .limit(limit)
         )
-        .order_by(games.c.finished_at, games.c.id)
-        .limit(limit)
-    )
-    if after is not None:
-        statement = statement.where(tuple_(games.c.finished_at, games.c.id) > tuple_(*after))
-    rows = (await conn.execute(statement)).all()
-    following = (rows[-1].finished_at, rows[-1].id) if len(rows) == limit else None
-    return [row.code for row in rows], following
+    ).all()
+    codes = [row.code for row in page]
+    if len(page) < limit:
+        return codes, None
+    last = page[-1].finished_at
+    if page[0].finished_at != last:
+        return codes, last
+    codes += await conn.scalars(select(games.c.code).where(games.c.finished_at == last))
+    return codes, last + dt.timedelta(microseconds=1)
 
 
 def board_scopes(period: ClosablePeriod, start: dt.date, codes: Sequence[str]) -> list[str]:

@@ -265,3 +265,27 @@ async def test_a_cursor_of_an_older_bucket_is_not_found(database: Database) -> N
 
 def _players(page: dict[str, Any]) -> list[str]:
     return [row["player"]["id"] for row in page["rows"]]
+
+
+async def test_games_of_one_instant_past_a_page_are_pruned_all(database: Database) -> None:
+    """A bucket's deal codes are read a page of games at a time in finishing order: games finished at
+    one instant, more of them than a page holds, on a page boundary and alone on a page, all count."""
+    instant = NOW - dt.timedelta(days=3)
+    codes = [f"EO1-C8-AAAAA{letter}A" for letter in "BCDEFGHJK"]
+    games = [
+        Finished("first", "p0", code=CODE, finished_at=instant - dt.timedelta(seconds=1)),
+        *(
+            Finished(f"g{index}", f"p{index}", code=code, finished_at=instant)
+            for index, code in enumerate(codes)
+        ),
+        Finished("last", "p0", code="EO1-C8-AAAAAMA", finished_at=instant + dt.timedelta(seconds=1)),
+    ]
+    await Recorder(database).add(*games)
+    await _pruner(database, batch=3).prune()
+    bests, stats = await _summaries(database)
+    day = f"d{instant.date().isoformat()}"
+    assert [row for row in bests if row[0].endswith(day)] == []
+    assert [row for row in stats if row[0] == day] == []
+    assert {row[0] for row in bests if row[0].startswith("D/") and row[0].endswith("/m/a")} == {
+        f"D/{code}/m/a" for code in (CODE, *codes, "EO1-C8-AAAAAMA")
+    }
