@@ -5,9 +5,9 @@ What is kept and why is in `server.storage.pruning`. Every node's every process 
 the start): when nothing is left to prune a run is a few index seeks. A bucket is pruned in
 transactions of at most ``batch`` rows each, with a pause between them, so that a writer (on SQLite,
 the writer thread) waits for one of them at most (bench/bench_leaderboard.py prints the longest); the
-deal codes of its games are read in pages of ``batch`` games, outside any write. Two runners racing (two workers, two
-nodes) delete the same rows one after the other and end with the same result. A run that fails (the
-database away) logs it, and the next run takes up where it stopped.
+deal codes of its games are read in pages of ``batch`` games, outside any write. Two runners racing
+(two workers, two nodes) delete the same rows one after the other and end with the same result. A run
+that fails (the database away) logs it, and the next run takes up where it stopped.
 
 Its clock is the server's, an hour late (`PRUNE_GRACE`): the previous bucket of a node whose clock is
 behind, which a cursor it accepts may pin, is not yet older than the pruner's previous one.
