@@ -13,12 +13,15 @@ import pytest
 from sqlalchemy import select
 
 from engine import daily_deal
+from server.clock import utc_now
 from server.errors import Refusal
+from server.services import pruning as pruning_service
 from server.services.pruning import PRUNE_GRACE, BoardPruning, Pruned
 from server.storage import Database, PlayerRecord, StorageUnavailable, repository
 from server.storage import pruning as storage
 from server.storage.tables import board_bests, player_stats
 from tests.leaderboard.leaderboard_support import CODE, T0, Finished, Recorder, ask, service, whole_board
+from tests.support import serverutil
 
 UTC = dt.UTC
 #: Wednesday 2026-12-16, noon: the kept buckets are the days 12-15 and 12-16, the weeks of 12-07 and 12-14.
@@ -289,3 +292,24 @@ async def test_games_of_one_instant_past_a_page_are_pruned_all(database: Databas
     assert {row[0] for row in bests if row[0].startswith("D/") and row[0].endswith("/m/a")} == {
         f"D/{code}/m/a" for code in (CODE, *codes, "EO1-C8-AAAAAMA")
     }
+
+
+async def test_the_server_prunes_in_the_background(
+    server_database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A running server's ``board-pruning`` task deletes a bucket three days old (its own clock)."""
+    monkeypatch.setattr(pruning_service, "PRUNE_INTERVAL", 0.05)
+    three_days_ago = utc_now() - dt.timedelta(days=3)
+    day = f"d{three_days_ago.date().isoformat()}"
+    async with serverutil.running_app(server_database_url, sqlite_synchronous="OFF") as app:
+        await Recorder(app.database).add(Finished("old", "p0", finished_at=three_days_ago))
+        for _ in range(200):
+            bests, stats = await _summaries(app.database)
+            if not any(row[0] == day for row in stats):
+                break
+            await asyncio.sleep(0.05)
+        assert [row for row in bests if row[0].endswith(day)] == []
+        assert [row for row in stats if row[0] == day] == []
+        assert {row[0] for row in bests} >= {f"D/{CODE}/m/a", "V/8/m/a"}  # all time stays
+        assert app.pruner.get_name() == "board-pruning" and not app.pruner.done()
+    assert app.pruner.cancelled()
