@@ -289,6 +289,33 @@ async def prune(url: str) -> str:
     )
 
 
+def _kind(scope: str) -> str:
+    """all / daily / day / week: the period of a summary row's scope."""
+    scope = scope.removeprefix("B/")
+    if scope.startswith("Y/"):
+        return "daily"
+    return {"a": "all", "d": "day", "w": "week"}[scope.split("/")[-1][0]]
+
+
+async def rows_by_period(url: str) -> str:
+    """The summary rows per finished game by the period of their bucket (daily: the daily boards)."""
+    database = Database.create(url)
+    try:
+        counts = dict.fromkeys(("all", "daily", "day", "week"), 0)
+        async with database.connection() as conn:
+            finished = await conn.scalar(select(func.count()).where(games.c.finished_at.is_not(None)))
+            for table in (board_bests, player_stats):
+                grouped = await conn.execute(select(table.c.scope, func.count()).group_by(table.c.scope))
+                for scope, count in grouped:
+                    counts[_kind(scope)] += count
+    finally:
+        await database.dispose()
+    per_game = max(int(finished or 0), 1)
+    return "  summary rows per finished game by period: " + ", ".join(
+        f"{kind} {count / per_game:.2f}" for kind, count in counts.items()
+    )
+
+
 async def _summary_rows(database: Database) -> tuple[int, int, int]:
     """(finished games, board_bests rows, player_stats rows)."""
     async with database.connection() as conn:
@@ -559,6 +586,7 @@ def _load_and_measure(
     loading, building = load_at(url, options.rebuild_from, load)
     if options.prune:
         print(asyncio.run(prune(url)), flush=True)
+    print(asyncio.run(rows_by_period(url)), flush=True)
     started = time.perf_counter()
     asyncio.run(analyze(url, vacuum=options.prune))
     analyzed = time.perf_counter()
