@@ -22,6 +22,13 @@ tables from ``games`` with the migrations' own SQL, as on a production database 
 ``ANALYZE`` (PostgreSQL: ``VACUUM FULL ANALYZE``: index-only scans apply, and the sizes below are
 those of the live rows, not of the rows a migration deleted).
 
+**Pruning.** Everything below is measured twice on the same database in the same run: with every
+bucket the migration built, then after the closed day and week buckets are pruned as the server does
+at the fixed clock (`server.services.pruning.BoardPruning`: its batches, no pause; SQLite then
+``VACUUM``), with the rows deleted, the transactions, their average and longest time, the summary
+rows per finished game by period, and each read's p50 and p99 over those with every bucket kept.
+``--no-prune`` measures the first state only.
+
 **Sizes.** Rows of ``games`` and of each summary table, and the bytes of every table and index
 (SQLite: the ``dbstat`` table; PostgreSQL: ``pg_relation_size``), with the summary rows and the
 bytes of the summaries and of ``games``' indexes per finished game. Then ``--finishes`` more games
@@ -568,9 +575,11 @@ class Options:
     prune: bool = True
 
 
-def run_backend(
-    backend: str, world: World, options: Options, postgres_url: str | None
-) -> tuple[list[Any], list[str]]:
+#: What one backend's run measured: (state, results, plans) for every state measured (all kept, pruned).
+Measured = list[tuple[str, list["Result"], list[str]]]
+
+
+def run_backend(backend: str, world: World, options: Options, postgres_url: str | None) -> Measured:
     print(f"\n== {backend}: loading {world.games:,} games of {world.players:,} players …", flush=True)
     if backend == "sqlite":
         with sqlite_database() as (url, path):
@@ -582,26 +591,36 @@ def run_backend(
 
 def _load_and_measure(
     url: str, world: World, options: Options, load: Callable[[], None], path: Path | None
-) -> tuple[list[Any], list[str]]:
+) -> Measured:
+    """Measure the boards with every bucket kept, then (unless ``--no-prune``) once more after the
+    pruning, on the same database in the same run: the two tables' ratios are comparable."""
     loading, building = load_at(url, options.rebuild_from, load)
-    if options.prune:
-        print(asyncio.run(prune(url)), flush=True)
-    print(asyncio.run(rows_by_period(url)), flush=True)
-    started = time.perf_counter()
-    asyncio.run(analyze(url, vacuum=options.prune))
-    analyzed = time.perf_counter()
-    size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
     print(
         f"  games loaded at revision {options.rebuild_from} in {loading:.1f} s; upgraded to head "
-        f"(summaries built by the migrations) in {building:.1f} s; ANALYZE {analyzed - started:.1f} s{size} "
-        f"(load average {_load_average()})",
+        f"(summaries built by the migrations) in {building:.1f} s (load average {_load_average()})",
         flush=True,
     )
-    print("\n".join(asyncio.run(sizes(url))), flush=True)
-    measured = asyncio.run(measure(url, world, options.samples))
+    measured: Measured = [
+        ("every bucket kept", *_analyze_and_measure(url, world, options, path, vacuum=False))
+    ]
+    if options.prune:
+        print(asyncio.run(prune(url)), flush=True)
+        measured.append(("pruned", *_analyze_and_measure(url, world, options, path, vacuum=True)))
     if options.finishes:
         print(asyncio.run(finish_probe(url, world, options.finishes)), flush=True)
     return measured
+
+
+def _analyze_and_measure(
+    url: str, world: World, options: Options, path: Path | None, *, vacuum: bool
+) -> tuple[list[Result], list[str]]:
+    started = time.perf_counter()
+    asyncio.run(analyze(url, vacuum=vacuum))
+    size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
+    print(f"  ANALYZE {time.perf_counter() - started:.1f} s{size}", flush=True)
+    print("\n".join(asyncio.run(sizes(url))), flush=True)
+    print(asyncio.run(rows_by_period(url)), flush=True)
+    return asyncio.run(measure(url, world, options.samples))
 
 
 def _load_average() -> str:
@@ -707,6 +726,32 @@ async def _changes(conn: Any, sqlite_db: bool) -> int:
     return int((await conn.exec_driver_sql(query)).scalar() or 0)
 
 
+def _print_table(
+    backend: str,
+    state: str,
+    results: list[Result],
+    kept: list[Result] | None,
+    samples: int,
+    world: World,
+) -> None:
+    """One backend's timings in one state; beside those after the pruning, their p50 and p99 over those
+    of the same read with every bucket kept (the reads come in the same order)."""
+    base_p99 = results[0][3]
+    print(
+        f"\n{backend}, {state}: {world.games:,} games, {samples} samples each, times in ms "
+        f"(load average at the end {_load_average()})"
+    )
+    versus = f"{'p50/kept':>10}{'p99/kept':>10}" if kept else ""
+    print(f"{'board':20}{'read':32}{'rows':>9}{'p50':>9}{'p99':>9}{'p99/base':>10}{versus}")
+    for index, (name, what, p50, p99, size) in enumerate(results):
+        line = f"{name:20}{what:32}{size:>9,}{p50:>9.2f}{p99:>9.2f}{p99 / base_p99:>10.1f}"
+        if kept and index < len(kept) and kept[index][0] == name:
+            line += f"{p50 / kept[index][2]:>10.2f}{p99 / kept[index][3]:>10.2f}"
+        print(line)
+    worst = max(p99 for _, _, _, p99, _ in results[1:])
+    print(f"worst p99 {worst:.2f} ms: {'within' if worst < 20 else 'OVER'} the 20 ms target")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", type=int, default=1_000_000)
@@ -739,20 +784,13 @@ def main(argv: list[str] | None = None) -> None:
     for backend in backends:
         options = Options(args.samples, args.rebuild_from, args.finishes, args.prune)
         tables[backend] = run_backend(backend, world, options, args.postgres_url)
-    for backend, (results, _) in tables.items():
-        base_p99 = results[0][3]
-        print(
-            f"\n{backend}: {world.games:,} games, {args.samples} samples each, times in ms "
-            f"(load average at the end {_load_average()})"
-        )
-        print(f"{'board':20}{'read':32}{'rows':>9}{'p50':>9}{'p99':>9}{'p99/base':>10}")
-        for name, what, p50, p99, size in results:
-            print(f"{name:20}{what:32}{size:>9,}{p50:>9.2f}{p99:>9.2f}{p99 / base_p99:>10.1f}")
-        worst = max(p99 for _, _, _, p99, _ in results[1:])
-        print(f"worst p99 {worst:.2f} ms: {'within' if worst < 20 else 'OVER'} the 20 ms target")
-    for backend, (_, plans) in tables.items():
-        print(f"\n{backend}: query plans")
-        print("\n".join(plans))
+    for backend, states in tables.items():
+        kept = states[0][1]
+        for state, results, _plans in states:
+            _print_table(backend, state, results, None if results is kept else kept, args.samples, world)
+    for backend, states in tables.items():
+        print(f"\n{backend}: query plans ({states[-1][0]})")
+        print("\n".join(states[-1][2]))
     print(f"\ncommand: python -m bench.bench_leaderboard {' '.join(sys.argv[1:])}".rstrip())
     print(f"total run {time.perf_counter() - started:.0f} s")
 
