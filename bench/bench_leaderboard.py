@@ -22,6 +22,13 @@ tables from ``games`` with the migrations' own SQL, as on a production database 
 ``ANALYZE`` (PostgreSQL: ``VACUUM FULL ANALYZE``: index-only scans apply, and the sizes below are
 those of the live rows, not of the rows a migration deleted).
 
+**Pruning.** Everything below is measured twice on the same database in the same run: with every
+bucket the migration built, then after the closed day and week buckets are pruned as the server does
+at the fixed clock (`server.services.pruning.BoardPruning`: its batches, no pause; SQLite then
+``VACUUM``), with the rows deleted, the transactions, their average and longest time, the summary
+rows per finished game by period, and each read's p50 and p99 over those with every bucket kept.
+``--no-prune`` measures the first state only.
+
 **Sizes.** Rows of ``games`` and of each summary table, and the bytes of every table and index
 (SQLite: the ``dbstat`` table; PostgreSQL: ``pg_relation_size``), with the summary rows and the
 bytes of the summaries and of ``games``' indexes per finished game. Then ``--finishes`` more games
@@ -79,6 +86,7 @@ from sqlalchemy.pool import NullPool
 
 import protocol
 from engine import Deal, daily_deal
+from server.services.pruning import PRUNE_BATCH, BoardPruning
 from server.services.rankings import LeaderboardService
 from server.storage import Database, GameResult, GameStart, repository, upgrade_to_head
 from server.storage import leaderboards as boards
@@ -246,13 +254,82 @@ def load_at(url: str, revision: str, load: Callable[[], None]) -> tuple[float, f
     return loaded - started, time.perf_counter() - loaded
 
 
-async def analyze(url: str) -> None:
+async def analyze(url: str, *, vacuum: bool = False) -> None:
+    """``ANALYZE`` (SQLite, after ``VACUUM`` when ``vacuum``: the pages of pruned rows given back) or
+    ``VACUUM FULL ANALYZE`` (PostgreSQL)."""
     engine = create_async_engine(async_url(url), poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
         async with engine.connect() as conn:
-            await conn.execute(text("ANALYZE" if engine.dialect.name == "sqlite" else "VACUUM FULL ANALYZE"))
+            if engine.dialect.name == "sqlite":
+                if vacuum:
+                    await conn.execute(text("VACUUM"))
+                await conn.execute(text("ANALYZE"))
+            else:
+                await conn.execute(text("VACUUM FULL ANALYZE"))
     finally:
         await engine.dispose()
+
+
+async def prune(url: str) -> str:
+    """Prune the closed buckets as the server does at `NOW` (`BoardPruning`, its batches, no pause):
+    the summary rows before and after, per finished game, and what it took."""
+    database = Database.create(url, sqlite_synchronous="FULL")
+    try:
+        before = await _summary_rows(database)
+        started = time.perf_counter()
+        pruned = await BoardPruning(database, pause=0, clock=lambda: NOW).prune()
+        seconds = time.perf_counter() - started
+        after = await _summary_rows(database)
+    finally:
+        await database.dispose()
+    finished = before[0]
+    return (
+        f"  pruned the buckets before the previous day and week (as the server does at "
+        f"{NOW:%Y-%m-%d %H:%M} UTC): {pruned.buckets} buckets, {pruned.board_rows:,} board_bests and "
+        f"{pruned.stats_rows:,} "
+        f"player_stats rows in {pruned.transactions:,} transactions of at most {PRUNE_BATCH} rows, "
+        f"{seconds:.1f} s, a transaction {pruned.seconds / max(pruned.transactions, 1) * 1000:.2f} ms on "
+        f"average, the longest {pruned.longest * 1000:.1f} ms (load average "
+        f"{_load_average()})\n  summary rows per finished game: {sum(before[1:]) / finished:.2f} before, "
+        f"{sum(after[1:]) / finished:.2f} after (board_bests {after[1] / finished:.2f}, player_stats "
+        f"{after[2] / finished:.2f})"
+    )
+
+
+def _kind(scope: str) -> str:
+    """all / daily / day / week: the period of a summary row's scope."""
+    scope = scope.removeprefix("B/")
+    if scope.startswith("Y/"):
+        return "daily"
+    return {"a": "all", "d": "day", "w": "week"}[scope.split("/")[-1][0]]
+
+
+async def rows_by_period(url: str) -> str:
+    """The summary rows per finished game by the period of their bucket (daily: the daily boards)."""
+    database = Database.create(url)
+    try:
+        counts = dict.fromkeys(("all", "daily", "day", "week"), 0)
+        async with database.connection() as conn:
+            finished = await conn.scalar(select(func.count()).where(games.c.finished_at.is_not(None)))
+            for table in (board_bests, player_stats):
+                grouped = await conn.execute(select(table.c.scope, func.count()).group_by(table.c.scope))
+                for scope, count in grouped:
+                    counts[_kind(scope)] += count
+    finally:
+        await database.dispose()
+    per_game = max(int(finished or 0), 1)
+    return "  summary rows per finished game by period: " + ", ".join(
+        f"{kind} {count / per_game:.2f}" for kind, count in counts.items()
+    )
+
+
+async def _summary_rows(database: Database) -> tuple[int, int, int]:
+    """(finished games, board_bests rows, player_stats rows)."""
+    async with database.connection() as conn:
+        finished = await conn.scalar(select(func.count()).where(games.c.finished_at.is_not(None)))
+        bests = await conn.scalar(select(func.count()).select_from(board_bests))
+        stats = await conn.scalar(select(func.count()).select_from(player_stats))
+    return int(finished or 0), int(bests or 0), int(stats or 0)
 
 
 # --------------------------------------------------------------------------- measuring
@@ -495,11 +572,14 @@ class Options:
     samples: int
     rebuild_from: str
     finishes: int
+    prune: bool = True
 
 
-def run_backend(
-    backend: str, world: World, options: Options, postgres_url: str | None
-) -> tuple[list[Any], list[str]]:
+#: What one backend's run measured: (state, results, plans) for every state measured (all kept, pruned).
+Measured = list[tuple[str, list["Result"], list[str]]]
+
+
+def run_backend(backend: str, world: World, options: Options, postgres_url: str | None) -> Measured:
     print(f"\n== {backend}: loading {world.games:,} games of {world.players:,} players …", flush=True)
     if backend == "sqlite":
         with sqlite_database() as (url, path):
@@ -511,23 +591,36 @@ def run_backend(
 
 def _load_and_measure(
     url: str, world: World, options: Options, load: Callable[[], None], path: Path | None
-) -> tuple[list[Any], list[str]]:
+) -> Measured:
+    """Measure the boards with every bucket kept, then (unless ``--no-prune``) once more after the
+    pruning, on the same database in the same run: the two tables' ratios are comparable."""
     loading, building = load_at(url, options.rebuild_from, load)
-    started = time.perf_counter()
-    asyncio.run(analyze(url))
-    analyzed = time.perf_counter()
-    size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
     print(
         f"  games loaded at revision {options.rebuild_from} in {loading:.1f} s; upgraded to head "
-        f"(summaries built by the migrations) in {building:.1f} s; ANALYZE {analyzed - started:.1f} s{size} "
-        f"(load average {_load_average()})",
+        f"(summaries built by the migrations) in {building:.1f} s (load average {_load_average()})",
         flush=True,
     )
-    print("\n".join(asyncio.run(sizes(url))), flush=True)
-    measured = asyncio.run(measure(url, world, options.samples))
+    measured: Measured = [
+        ("every bucket kept", *_analyze_and_measure(url, world, options, path, vacuum=False))
+    ]
+    if options.prune:
+        print(asyncio.run(prune(url)), flush=True)
+        measured.append(("pruned", *_analyze_and_measure(url, world, options, path, vacuum=True)))
     if options.finishes:
         print(asyncio.run(finish_probe(url, world, options.finishes)), flush=True)
     return measured
+
+
+def _analyze_and_measure(
+    url: str, world: World, options: Options, path: Path | None, *, vacuum: bool
+) -> tuple[list[Result], list[str]]:
+    started = time.perf_counter()
+    asyncio.run(analyze(url, vacuum=vacuum))
+    size = f", file {path.stat().st_size / 2**20:,.0f} MiB" if path is not None else ""
+    print(f"  ANALYZE {time.perf_counter() - started:.1f} s{size}", flush=True)
+    print("\n".join(asyncio.run(sizes(url))), flush=True)
+    print(asyncio.run(rows_by_period(url)), flush=True)
+    return asyncio.run(measure(url, world, options.samples))
 
 
 def _load_average() -> str:
@@ -633,6 +726,32 @@ async def _changes(conn: Any, sqlite_db: bool) -> int:
     return int((await conn.exec_driver_sql(query)).scalar() or 0)
 
 
+def _print_table(
+    backend: str,
+    state: str,
+    results: list[Result],
+    kept: list[Result] | None,
+    samples: int,
+    world: World,
+) -> None:
+    """One backend's timings in one state; beside those after the pruning, their p50 and p99 over those
+    of the same read with every bucket kept (the reads come in the same order)."""
+    base_p99 = results[0][3]
+    print(
+        f"\n{backend}, {state}: {world.games:,} games, {samples} samples each, times in ms "
+        f"(load average at the end {_load_average()})"
+    )
+    versus = f"{'p50/kept':>10}{'p99/kept':>10}" if kept else ""
+    print(f"{'board':20}{'read':32}{'rows':>9}{'p50':>9}{'p99':>9}{'p99/base':>10}{versus}")
+    for index, (name, what, p50, p99, size) in enumerate(results):
+        line = f"{name:20}{what:32}{size:>9,}{p50:>9.2f}{p99:>9.2f}{p99 / base_p99:>10.1f}"
+        if kept and index < len(kept) and kept[index][0] == name:
+            line += f"{p50 / kept[index][2]:>10.2f}{p99 / kept[index][3]:>10.2f}"
+        print(line)
+    worst = max(p99 for _, _, _, p99, _ in results[1:])
+    print(f"worst p99 {worst:.2f} ms: {'within' if worst < 20 else 'OVER'} the 20 ms target")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--games", type=int, default=1_000_000)
@@ -647,6 +766,12 @@ def main(argv: list[str] | None = None) -> None:
         help="the revision whose schema the games are loaded into; the upgrade to head builds the summaries",
     )
     parser.add_argument("--finishes", type=int, default=1000, help="games finished one by one at the end")
+    parser.add_argument(
+        "--no-prune",
+        dest="prune",
+        action="store_false",
+        help="keep every closed day and week bucket (the server prunes those older than the previous one)",
+    )
     parser.add_argument("--postgres-url", default=os.environ.get("EIGHTOFF_TEST_POSTGRES_URL"))
     args = parser.parse_args(argv)
     world = World(args.games, args.players, args.codes, args.days)
@@ -657,22 +782,15 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     tables = {}
     for backend in backends:
-        options = Options(args.samples, args.rebuild_from, args.finishes)
+        options = Options(args.samples, args.rebuild_from, args.finishes, args.prune)
         tables[backend] = run_backend(backend, world, options, args.postgres_url)
-    for backend, (results, _) in tables.items():
-        base_p99 = results[0][3]
-        print(
-            f"\n{backend}: {world.games:,} games, {args.samples} samples each, times in ms "
-            f"(load average at the end {_load_average()})"
-        )
-        print(f"{'board':20}{'read':32}{'rows':>9}{'p50':>9}{'p99':>9}{'p99/base':>10}")
-        for name, what, p50, p99, size in results:
-            print(f"{name:20}{what:32}{size:>9,}{p50:>9.2f}{p99:>9.2f}{p99 / base_p99:>10.1f}")
-        worst = max(p99 for _, _, _, p99, _ in results[1:])
-        print(f"worst p99 {worst:.2f} ms: {'within' if worst < 20 else 'OVER'} the 20 ms target")
-    for backend, (_, plans) in tables.items():
-        print(f"\n{backend}: query plans")
-        print("\n".join(plans))
+    for backend, states in tables.items():
+        kept = states[0][1]
+        for state, results, _plans in states:
+            _print_table(backend, state, results, None if results is kept else kept, args.samples, world)
+    for backend, states in tables.items():
+        print(f"\n{backend}: query plans ({states[-1][0]})")
+        print("\n".join(states[-1][2]))
     print(f"\ncommand: python -m bench.bench_leaderboard {' '.join(sys.argv[1:])}".rstrip())
     print(f"total run {time.perf_counter() - started:.0f} s")
 

@@ -33,6 +33,7 @@ from server.play.bus import Bus, LocalBus, RedisBus
 from server.play.race_registry import RaceRegistry
 from server.play.registry import RoomRegistry
 from server.services.hints import SolvingService
+from server.services.pruning import BoardPruning
 from server.services.quotas import UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.services.ratings import rate_finished_race
@@ -165,6 +166,7 @@ class App:
     server: WebSocketServer
     sweeper: asyncio.Task[None]
     expirer: asyncio.Task[None]
+    pruner: asyncio.Task[None]
 
     @property
     def settings(self) -> Settings:
@@ -248,7 +250,10 @@ class App:
         expirer = asyncio.get_running_loop().create_task(
             services.unfinished.sweep_forever(), name="game-expiry"
         )
-        app = cls(services, server, sweeper, expirer)
+        pruner = asyncio.get_running_loop().create_task(  # the leaderboards' closed day and week buckets
+            BoardPruning(services.database).prune_forever(), name="board-pruning"
+        )
+        app = cls(services, server, sweeper, expirer, pruner)
         logger.info("serving on ws://%s:%d/ws", settings.host, app.port)
         return app
 
@@ -262,6 +267,7 @@ class App:
         self.server.stop_accepting()
         self.sweeper.cancel()
         self.expirer.cancel()
+        self.pruner.cancel()
         self.connections.draining = True
         await self.connections.wait_idle(self.settings.shutdown_grace)
         await self.server.close_all(1001, "the server is shutting down")

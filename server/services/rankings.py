@@ -12,8 +12,10 @@ The cursor is opaque to clients: base64url of a version byte, a CRC-32 of the sc
 day the first page was served on, and the last row's key (sort key, finish time and game id, or sort
 key and player id). The next page starts strictly after that key (keyset pagination, never an
 offset), so rows arriving meanwhile never shift it; the day pins the period bucket (and the default
-daily date), so paging across UTC midnight stays on the board it started on. Ranks are counted afresh
-for every page.
+daily date), so paging across UTC midnight stays on the board it started on. Only the current and the
+previous day and week buckets are kept (`server.storage.pruning`): a cursor pinning an older one is
+refused ``not_found`` (whether or not the pruner got to it yet), and the client asks for the first page
+again. Ranks are counted afresh for every page.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from server import clock
 from server.errors import ErrorCode, Refusal
 from server.storage import Database
 from server.storage import leaderboards as boards
+from server.storage import pruning as kept
 from server.storage import ratings as stored_ratings
 from server.storage.records import (
     BoardGame,
@@ -68,6 +71,7 @@ _GAME_ORDERS: Final[dict[Order, boards.GameOrder]] = {
     Order.SCORE: "score",
 }
 _PERIODS: Final[dict[Period, boards.Period]] = {Period.DAY: "day", Period.WEEK: "week", Period.ALL: "all"}
+_CLOSABLE_PERIODS: Final[dict[Period, kept.ClosablePeriod]] = {Period.DAY: "day", Period.WEEK: "week"}
 #: Query parameters whose value is an integer on the wire.
 _INTEGER_PARAMETERS: Final = frozenset({"cells", "limit"})
 #: Query parameters whose value is true or false on the wire (written ``true`` / ``false``).
@@ -156,6 +160,25 @@ def _decode_cursor_head(text: str) -> tuple[dt.date, bytes, int]:
     if version != _CURSOR_VERSION:
         raise _bad_cursor("a cursor of another version")
     return day, raw[_CURSOR_HEAD.size :], checksum
+
+
+def _check_kept(request: LeaderboardRequest, day: dt.date, today: dt.date) -> None:
+    """A cursor of a ``day`` or ``week`` board pins the bucket of the day its first page was served
+    on: only the current and the previous bucket of a period are kept (`server.storage.pruning`).
+
+    Raises:
+        Refusal: not_found, for a cursor of an older bucket, pruned or soon to be.
+    """
+    period = _CLOSABLE_PERIODS.get(request.period or Period.ALL)
+    if request.board in (Board.DAILY, Board.RATING) or period is None:
+        return
+    if not kept.is_kept(period, day, today):
+        what = f"day {day.isoformat()}" if period == "day" else f"week of {kept.bucket_start(period, day)}"
+        raise Refusal(
+            ErrorCode.NOT_FOUND,
+            f"after: the {period} board of the {what} is closed and no longer kept (only the current "
+            f"and the previous {period} are); ask for the first page again, without after",
+        )
 
 
 def _decode_key(target: _Target, body: bytes) -> GameKey | PlayerKey:
@@ -295,6 +318,7 @@ class LeaderboardService:
             if checksum != _scope_checksum(target):
                 raise _bad_cursor("the cursor is of another board, order or period")
             key = _decode_key(target, body)
+            _check_kept(request, day, self._today())
         else:
             target = _target(request, day)
         async with self._database.connection() as conn:

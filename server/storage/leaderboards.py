@@ -14,8 +14,10 @@ no query ever aggregates over a time window. One finished game touches at most 2
 variant boards: 3 orders × 3 periods each; the daily board: 3 orders) and 3 ``player_stats`` rows
 (all time, its day, its week), in the transaction that finishes it (`record_finished_game`, called by
 `repository.finish_game`), so a board never disagrees with the games stored. The price is space: in
-bench/bench_leaderboard.py a million games make 14.3 million ``board_bests`` rows (most players play a
-deal once, so nearly every game is some player's best of its deal in its day, week and all time).
+bench/bench_leaderboard.py a million games made 14.3 million ``board_bests`` rows (most players play a
+deal once, so nearly every game is some player's best of its deal in its day, week and all time),
+most of them in day and week buckets that close; pruning the closed ones (below) leaves about a
+third.
 
 Orders pack the figures they rank by into one integer, ``sort_key``, smaller is better:
 
@@ -54,8 +56,10 @@ The rating board of a variant (race ratings, `server.storage.ratings`) reads ``r
 same machinery: its scope is the variant's ``cells`` and its key ``(sort_key, player_id)``, with
 ``sort_key`` minus the shown rating (`rating_page`, `rating_around`).
 
-The day and week buckets are kept forever (about one row per player and active day); pruning old ones
-is a possible maintenance job, not done here.
+Only the current and the previous day and week buckets are kept: the older ones are deleted by the
+maintenance job of `server.services.pruning` (what it keeps and why: `server.storage.pruning`), and a
+cursor pinning one is refused (`server.services.rankings`). The all-time buckets and the daily boards
+are kept for ever.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import select
+from alembic.script import ScriptDirectory
+from sqlalchemy import inspect, select
 
 import protocol
 from engine import daily_deal
@@ -51,9 +52,23 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+#: The revision before the summaries' (``7d2a5c0e9b41``, whose upgrade builds them from ``games``).
+BEFORE_SUMMARIES = "f1c0b3814649"
+
+
+def test_the_revision_before_the_summaries_is_the_one_downgraded_to() -> None:
+    scripts = ScriptDirectory.from_config(_alembic_config())
+    made = [
+        script
+        for script in scripts.walk_revisions()
+        if 'op.create_table(\n        "board_bests"' in Path(str(script.path)).read_text()
+    ]
+    assert [script.down_revision for script in made] == [BEFORE_SUMMARIES]
+
+
 async def test_migration_backfill_rebuilds_what_finishing_games_maintains(fresh_url: str) -> None:
-    """Games finished through the server's path, then the summaries dropped (downgrade one revision) and
-    rebuilt from ``games`` by the migration's SQL: the same rows, key for key."""
+    """Games finished through the server's path, then the summaries dropped (downgrade to the revision
+    before them) and rebuilt from ``games`` by the migration's SQL: the same rows, key for key."""
     database = Database.create(fresh_url)
     rng = random.Random(7)
     games = []
@@ -82,11 +97,24 @@ async def test_migration_backfill_rebuilds_what_finishing_games_maintains(fresh_
     await database.dispose()
     assert len(maintained[0]) > 100 and len(maintained[1]) > 12
 
-    await asyncio.to_thread(command.downgrade, _alembic_config(fresh_url), "-1")
+    await asyncio.to_thread(command.downgrade, _alembic_config(fresh_url), BEFORE_SUMMARIES)
+    assert await _tables(fresh_url) >= {"games"} and not await _tables(fresh_url) & {
+        "board_bests",
+        "player_stats",
+    }
     await asyncio.to_thread(upgrade_to_head, fresh_url)
     database = Database.create(fresh_url)
     try:
         assert await _summaries(database) == maintained
+    finally:
+        await database.dispose()
+
+
+async def _tables(url: str) -> set[str]:
+    database = Database.create(url)
+    try:
+        async with database.connection() as conn:
+            return set(await conn.run_sync(lambda sync: inspect(sync).get_table_names()))
     finally:
         await database.dispose()
 

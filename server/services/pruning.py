@@ -1,0 +1,175 @@
+"""The leaderboards' maintenance job: deletes the day and week buckets older than the previous one.
+
+What is kept and why is in `server.storage.pruning`. Every node's every process runs it
+(`server.app.App`: ``board-pruning``, every `PRUNE_INTERVAL` seconds, the first one interval after
+the start): when nothing is left to prune a run is a few index seeks. A bucket is pruned in
+transactions of at most ``batch`` rows each, with a pause between them, so that a writer (on SQLite,
+the writer thread) waits for one of them at most (bench/bench_leaderboard.py prints the longest); the
+deal codes of its games are read in pages of ``batch`` games, outside any write. Two runners racing
+(two workers, two nodes) delete the same rows one after the other and end with the same result. A run
+that fails (the database away) logs it, and the next run takes up where it stopped.
+
+Its clock is the server's, an hour late (`PRUNE_GRACE`): the previous bucket of a node whose clock is
+behind, which a cursor it accepts may pin, is not yet older than the pruner's previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from server.clock import utc_now
+from server.storage import Database
+from server.storage import pruning as storage
+
+__all__ = ["PRUNE_BATCH", "PRUNE_GRACE", "PRUNE_INTERVAL", "BoardPruning", "Pruned"]
+
+logger = logging.getLogger(__name__)
+
+PRUNE_INTERVAL: Final = 600.0
+"""Seconds between two runs (a bucket closes once a day; a run with nothing to do is a few seeks)."""
+PRUNE_GRACE: Final = dt.timedelta(hours=1)
+"""How late the pruner's clock is taken: the clock skew between nodes it tolerates."""
+PRUNE_BATCH: Final = 500
+"""Rows deleted per transaction at most, and games read per page of a bucket's deal codes."""
+PRUNE_PAUSE: Final = 0.005
+"""Seconds between two delete transactions: the writer's commits go between them."""
+_SCOPES_PER_DELETE: Final = 300  # scopes per IN (...): well under every driver's parameter limit
+_BUCKETS_PER_RUN: Final = 1000  # a bound, in case rows of a closed bucket kept coming back
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """What one run deleted: closed buckets, ``board_bests`` rows, ``player_stats`` rows, delete
+    transactions, the seconds they took in all and the longest of them (what a writer waited at most;
+    on SQLite a commit that checkpoints the log counts the checkpoint too, which holds no writer)."""
+
+    buckets: int = 0
+    board_rows: int = 0
+    stats_rows: int = 0
+    transactions: int = 0
+    longest: float = 0.0
+    seconds: float = 0.0
+
+    def __add__(self, other: Pruned) -> Pruned:
+        return Pruned(
+            self.buckets + other.buckets,
+            self.board_rows + other.board_rows,
+            self.stats_rows + other.stats_rows,
+            self.transactions + other.transactions,
+            max(self.longest, other.longest),
+            self.seconds + other.seconds,
+        )
+
+    @staticmethod
+    def transaction(*, board_rows: int = 0, stats_rows: int = 0, seconds: float) -> Pruned:
+        """One delete transaction's."""
+        return Pruned(0, board_rows, stats_rows, 1, seconds, seconds)
+
+
+class BoardPruning:
+    """Prunes the closed buckets of one database; owned by the app.
+
+    Args:
+        database: where the summaries are.
+        batch: rows per delete transaction, and games per page of a bucket's codes.
+        pause: seconds between two delete transactions.
+        clock: the current time (aware); by default ``server.clock.utc_now``.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        batch: int = PRUNE_BATCH,
+        pause: float = PRUNE_PAUSE,
+        clock: Callable[[], dt.datetime] | None = None,
+    ) -> None:
+        self._database = database
+        self._batch = batch
+        self._pause = pause
+        self._clock = clock or utc_now
+
+    def today(self) -> dt.date:
+        """The UTC day the pruner keeps buckets for: the clock's, `PRUNE_GRACE` late."""
+        return (self._clock() - PRUNE_GRACE).astimezone(dt.UTC).date()
+
+    async def prune(self) -> Pruned:
+        """Delete every closed bucket older than the previous one of its period, oldest first.
+
+        Raises:
+            StorageUnavailable: the database failed; what was deleted stays deleted.
+        """
+        today = self.today()
+        done = Pruned()
+        for period in storage.CLOSABLE_PERIODS:
+            for _ in range(_BUCKETS_PER_RUN):
+                async with self._database.connection() as conn:
+                    start = await storage.oldest_closed_bucket(conn, period, today)
+                if start is None:
+                    break
+                pruned = await self._prune_bucket(period, start)
+                logger.info(
+                    "pruned the %s bucket of %s: %d board rows, %d player rows, %d transactions "
+                    "(%.1f ms on average, the longest %.1f ms)",
+                    period,
+                    start.isoformat(),
+                    pruned.board_rows,
+                    pruned.stats_rows,
+                    pruned.transactions,
+                    pruned.seconds / pruned.transactions * 1000,
+                    pruned.longest * 1000,
+                )
+                done += pruned
+        return done
+
+    async def prune_forever(self) -> None:
+        """Run `prune` every `PRUNE_INTERVAL` seconds until cancelled (the first one after one)."""
+        while True:
+            await asyncio.sleep(PRUNE_INTERVAL)
+            try:
+                await self.prune()
+            except Exception:
+                logger.exception("pruning the closed leaderboard buckets failed; retrying at the next run")
+
+    async def _prune_bucket(self, period: storage.ClosablePeriod, start: dt.date) -> Pruned:
+        """The deal boards' rows page of games by page, then the variant boards', then the players'."""
+        done = Pruned(buckets=1)
+        seen: set[str] = set()
+        since: dt.datetime | None = None
+        while True:
+            async with self._database.connection() as conn:
+                codes, since = await storage.bucket_codes(conn, period, start, since, self._batch)
+            new = sorted(set(codes) - seen)
+            seen.update(new)
+            done += await self._delete_boards(storage.board_scopes(period, start, new))
+            if since is None:
+                break
+        done += await self._delete_boards(storage.variant_scopes(period, start))
+        while True:  # last: while any is left, the bucket is found again by the next run
+            started = time.perf_counter()
+            async with self._database.transaction() as conn:
+                deleted = await storage.delete_stats_rows(conn, period, start, self._batch)
+            done += Pruned.transaction(stats_rows=deleted, seconds=time.perf_counter() - started)
+            await asyncio.sleep(self._pause)
+            if deleted < self._batch:
+                return done
+
+    async def _delete_boards(self, scopes: list[str]) -> Pruned:
+        done = Pruned()
+        for first in range(0, len(scopes), _SCOPES_PER_DELETE):
+            chunk = scopes[first : first + _SCOPES_PER_DELETE]
+            while True:
+                started = time.perf_counter()
+                async with self._database.transaction() as conn:
+                    deleted = await storage.delete_board_rows(conn, chunk, self._batch)
+                done += Pruned.transaction(board_rows=deleted, seconds=time.perf_counter() - started)
+                await asyncio.sleep(self._pause)
+                if deleted < self._batch:
+                    break
+        return done
