@@ -169,7 +169,13 @@ def _time_read_callbacks() -> None:
         setattr(WebSocketConnection, name, timed)
 
 
+USAGE = "usage: python -m bench.sampled_server REPORT serve [eightoff serve's flags]"
+
+
 def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):  # --help, or the report's path forgotten
+        print(USAGE, __doc__, sep="\n\n", file=sys.stderr if len(sys.argv) < 2 else sys.stdout)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     report = Path(sys.argv.pop(1))
     _count_admissions()
     _time_read_callbacks()
