@@ -1116,7 +1116,10 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
                 print(f"setup ({measurement.kind}, N={measurement.n}): {retried} hello / new_game retried")
     print()
     print("CPU is the share of one core used during the window (server: all its processes and threads,")
-    print("SQLite's included; PostgreSQL's processes are not the server's);")
+    print(
+        "SQLite's included)"
+        + ("; PostgreSQL's processes are not the server's:" if args.postgres_url else ";")
+    )
     print("'other' is the rest of the machine meanwhile: well above 0 means another load skewed the figures.")
     if args.postgres_url:
         print(f"Database: {describe_postgres(args.postgres_url)}, a fresh database per server run (dropped")
