@@ -650,14 +650,14 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     window = _Window()
     await asyncio.sleep(max(0.0, go_at - time.monotonic()))
     target = process_tree(plan.target_pid) if plan.target_pid else []  # before the window: a /proc scan
-    found = await postgres_processes(plan.postgres) if plan.postgres else PostgresProcesses((), ())
+    found = PostgresProcesses((), ())
     playing, idle = opened[: plan.active], opened[len(opened) if plan.active is None else plan.active :]
     players = [
         asyncio.create_task(_play(ws, game, window, plan.interval, index / len(playing)))
         for index, (ws, game) in enumerate(playing)
     ]
     await asyncio.sleep(max(0.0, go_at + plan.warmup - time.monotonic()))
-    if plan.postgres:  # the pool has grown to its size by now; new connections in the window count too
+    if plan.postgres:  # after the warm-up the pool has its size; connections opened in the window count too
         found = await postgres_processes(plan.postgres)
 
     before = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}

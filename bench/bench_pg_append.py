@@ -200,9 +200,10 @@ def report(subjects: Sequence[Subject], args: argparse.Namespace, command: str) 
         for subject in rows:
             figures = subject.figures
             total = statistics.median(_totals(figures))
+            ratio = total / base_total if base_total else float("nan")
             print(
                 f"| {batch} | {subject.variant.name} | {statistics.median(figures.client):.1f} | "
-                f"{statistics.median(figures.backend):.1f} | {total:.1f} | {total / base_total:.2f} | "
+                f"{statistics.median(figures.backend):.1f} | {total:.1f} | {ratio:.2f} | "
                 f"{statistics.median(figures.wall):.2f} |"
             )
     print()

@@ -71,3 +71,21 @@ def test_cpu_spent_counts_a_process_started_in_the_window_whole_and_loses_one_go
     start = {10: 1.0, 11: 2.0, 12: 5.0}
     end = {10: 1.5, 11: 2.25, 13: 0.5}  # 12 exited (its CPU is lost), 13 connected meanwhile
     assert cpu_spent(start, end) == pytest.approx(0.5 + 0.25 + 0.5)
+
+
+def test_bench_pg_append_prints_each_variant_beside_the_baseline_and_drops_its_databases() -> None:
+    server_url = _postgres_server_url()
+    command = [sys.executable, "-m", "bench.bench_pg_append", "--postgres-url", server_url]
+    bench = subprocess.Popen(
+        [*command, "--batch", "3", "--rounds", "1", "--commits", "5", "--games", "4"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = bench.communicate(timeout=180)
+    assert bench.returncode == 0, err[-3000:]
+    rows = re.findall(r"^\| 3 \| ([^|]+) \|.*\| ([\d.]+) \| [\d.]+ \|$", out, re.MULTILINE)
+    assert [name.strip() for name, _ in rows] == ["executemany", "unnest", "unnest, no pre-ping"]
+    assert rows[0][1] == "1.00"  # the baseline's ratio to itself
+    assert asyncio.run(_databases_named(server_url, f"bench_load_{bench.pid}_")) == []
