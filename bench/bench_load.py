@@ -83,7 +83,7 @@ database (found in ``pg_stat_activity`` after the warm-up, their ``utime + stime
 counts whole, one that leaves is lost and counted in the report) and, apart and not in the total,
 PostgreSQL's processes shared by every database of the server (walwriter, checkpointer, background
 writer: other users of the server load them too). The total (server + backends) is what is compared with
-the echo's CPU per message.
+the echo's CPU per message (in the tables of ``--n``; the idle-plus-active table shows the server's own).
 
 Only loopback traffic; every subprocess is stopped (SIGTERM, then SIGKILL) when the run ends,
 fails or is interrupted, and each one is told by the kernel to die with this process
