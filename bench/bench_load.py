@@ -6,6 +6,7 @@ Run from the project root::
     .venv/bin/python -m bench.bench_load --quick          (short windows, for a smoke run)
     .venv/bin/python -m bench.bench_load --n 100 --duration 10
     .venv/bin/python -m bench.bench_load --n 100 --rate 8000 0   (equal load at 8,000/s, then saturated)
+    .venv/bin/python -m bench.bench_load --n 100 --rate 8000 0 --postgres-url postgresql://postgres@127.0.0.1/test
     .venv/bin/python -m bench.bench_load --idle-only --idle-n 1000 10000   (idle plus active; 2-4 minutes)
 
 For each N it runs two targets, one after the other, each in its own process:
@@ -71,6 +72,19 @@ sent again after a pause, as the protocol says a client should, up to ``SETUP_AT
 and counted (``setup retries``). N = 10,000 needs 10,000 descriptors on each side: the soft ``RLIMIT_NOFILE``
 is raised to the hard limit, and more driver processes are started when one cannot hold its share.
 
+With ``--postgres-url URL`` (a PostgreSQL server on this machine, e.g.
+``postgresql+asyncpg://postgres@127.0.0.1:5432/test``; its database serves only to create and drop the
+bench's own) each server run stores into a fresh database ``bench_load_<pid>_<k>``, which the server
+migrates at start and the bench drops after the run (``WITH (FORCE)``), never touching the others.
+PostgreSQL's work for the server happens in other processes, its backends, so the CPU per action then
+has three parts: the server's threads (event loop, the rest), the backends connected to the bench's
+database (found in ``pg_stat_activity`` after the warm-up, their ``utime + stime`` read from
+``/proc/PID/stat`` at the window's edges with the server's; a backend that connects during the window
+counts whole, one that leaves is lost and counted in the report) and, apart and not in the total,
+PostgreSQL's processes shared by every database of the server (walwriter, checkpointer, background
+writer: other users of the server load them too). The total (server + backends) is what is compared with
+the echo's CPU per message (in the tables of ``--n``; the idle-plus-active table shows the server's own).
+
 Only loopback traffic; every subprocess is stopped (SIGTERM, then SIGKILL) when the run ends,
 fails or is interrupted, and each one is told by the kernel to die with this process
 (``PR_SET_PDEATHSIG``). For profiling: ``--py-spy DIR`` samples each target with ``py-spy record``
@@ -88,6 +102,7 @@ import asyncio
 import contextlib
 import ctypes
 import functools
+import itertools
 import math
 import multiprocessing
 import os
@@ -100,13 +115,15 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
+import asyncpg  # type: ignore[import-untyped]
 import msgpack  # type: ignore[import-untyped]
+from sqlalchemy.engine import make_url
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.protocol import State
 from websockets.typing import Subprotocol
@@ -114,6 +131,7 @@ from websockets.typing import Subprotocol
 from bench.echo_server import raise_nofile_limit
 from protocol.limits import MAX_GAME_ACTIONS
 from server.ops.runtime import fast_event_loop
+from server.storage.db import async_url
 
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_SERVER = Path(__file__).resolve().parent / "echo_server.py"
@@ -241,7 +259,7 @@ class Target:
 
 
 def _server_command(
-    database: Path, launcher: str | None = None, extra: str | None = None, capacity: int | None = None
+    database_url: str, launcher: str | None = None, extra: str | None = None, capacity: int | None = None
 ) -> list[str]:
     # ``python -m server`` (the ``eightoff`` command) from the project root: the working tree's code,
     # whatever the state of the editable install.
@@ -253,7 +271,7 @@ def _server_command(
         "serve",
         "--host", "127.0.0.1",
         "--port", "0",
-        "--database-url", f"sqlite+aiosqlite:///{database}",
+        "--database-url", database_url,
         "--rate-per-second", RATE_PER_SECOND,
         "--rate-burst", RATE_BURST,
         "--max-connections-per-address", "off",  # every connection comes from 127.0.0.1
@@ -272,12 +290,15 @@ def start_target(
     extra: str | None = None,
     *,
     capacity: int | None = None,
+    database_url: str | None = None,
 ) -> Target:
     """Start the server or the echo server, wait until it listens, return how to reach it; the server
-    admits ``capacity`` connections at once (None: its default cap)."""
+    admits ``capacity`` connections at once (None: its default cap) and stores into ``database_url``
+    (None: a fresh SQLite file in ``workdir``)."""
     workdir.mkdir(parents=True, exist_ok=True)
     if kind == "server":
-        command = _server_command(workdir / "bench.sqlite3", launcher, extra, capacity)
+        url = database_url or f"sqlite+aiosqlite:///{workdir / 'bench.sqlite3'}"
+        command = _server_command(url, launcher, extra, capacity)
     else:
         command = [sys.executable, str(ECHO_SERVER), "--host", "127.0.0.1", "--port", "0"]
     env = {key: value for key, value in os.environ.items() if not key.startswith("EIGHTOFF_")}
@@ -326,6 +347,119 @@ def stop_process(process: subprocess.Popen[bytes] | multiprocessing.process.Base
             process.join()
 
 
+# --------------------------------------------------------------------------- PostgreSQL
+
+#: The bench's own databases are named ``bench_load_<pid>_<k>``, one per server run, dropped after it.
+POSTGRES_DATABASE_PREFIX = "bench_load"
+#: PostgreSQL's processes that serve every database of the server (``pg_stat_activity.backend_type``):
+#: reported apart, since other users of the server share them.
+POSTGRES_SHARED = ("walwriter", "checkpointer", "background writer")
+_database_numbers = itertools.count()
+
+
+def plain_dsn(url: str) -> str:
+    """The asyncpg DSN of a SQLAlchemy URL (``postgresql+asyncpg://…`` → ``postgresql://…``)."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _run_statements(dsn: str, *statements: str) -> list[Any]:
+    """Each statement's first value, on one connection outside any transaction (CREATE DATABASE)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return [await conn.fetchval(statement) for statement in statements]
+    finally:
+        await conn.close()
+
+
+@contextlib.contextmanager
+def postgres_database(server_url: str) -> Iterator[str]:
+    """A new empty database on the server of ``server_url`` (the server's run migrates it), dropped
+    afterwards even with connections still open; yields its SQLAlchemy URL."""
+    name = f"{POSTGRES_DATABASE_PREFIX}_{os.getpid()}_{next(_database_numbers)}"
+    dsn = plain_dsn(server_url)
+    asyncio.run(_run_statements(dsn, f'CREATE DATABASE "{name}"'))
+    try:
+        yield async_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        asyncio.run(_run_statements(dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def describe_postgres(server_url: str) -> str:
+    """The PostgreSQL server's version and durability settings, for the report."""
+    version, synchronous, fsync, method = asyncio.run(
+        _run_statements(
+            plain_dsn(server_url),
+            "SHOW server_version",
+            "SHOW synchronous_commit",
+            "SHOW fsync",
+            "SHOW wal_sync_method",
+        )
+    )
+    host = make_url(server_url).host or "local socket"
+    return (
+        f"PostgreSQL {version.split()[0]} at {host} (synchronous_commit={synchronous}, fsync={fsync}, "
+        f"wal_sync_method={method})"
+    )
+
+
+@dataclass(frozen=True)
+class PostgresWatch:
+    """Where the driver finds the PostgreSQL processes that serve the server under test."""
+
+    dsn: str  # asyncpg DSN of the maintenance database, to read pg_stat_activity
+    database: str  # the bench's own database: its backends serve the server's connections
+
+
+@dataclass(frozen=True)
+class PostgresProcesses:
+    """The PostgreSQL processes of this machine, found through ``pg_stat_activity``."""
+
+    backends: tuple[int, ...]  # connected to the bench's database: the server's, autovacuum's on it
+    shared: tuple[int, ...]  # `POSTGRES_SHARED`: they work for every database of the server
+
+
+async def postgres_processes(watch: PostgresWatch) -> PostgresProcesses:
+    """The backends of the bench's database and PostgreSQL's shared processes, those running on this
+    machine (a ``postgres`` process of that id: a remote server's ids mean nothing here)."""
+    conn = await asyncpg.connect(watch.dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT pid, datname, backend_type FROM pg_stat_activity WHERE pid <> pg_backend_pid()"
+        )
+    finally:
+        await conn.close()
+    local = [row for row in rows if _is_postgres(row["pid"])]
+    return PostgresProcesses(
+        backends=tuple(row["pid"] for row in local if row["datname"] == watch.database),
+        shared=tuple(row["pid"] for row in local if row["backend_type"] in POSTGRES_SHARED),
+    )
+
+
+def _is_postgres(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() in ("postgres", "postmaster")
+    except OSError:
+        return False
+
+
+def cpu_by_process(pids: Sequence[int]) -> dict[int, float]:
+    """User + system CPU seconds of each process of ``pids`` still running (Linux ``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found = {}
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None:
+            found[pid] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+def cpu_spent(start: Mapping[int, float], end: Mapping[int, float]) -> float:
+    """CPU seconds the processes spent between two `cpu_by_process` readings: one that started
+    meanwhile counts whole (all of it is in the window); one gone by the end is lost (the caller
+    reports how many)."""
+    return sum(seconds - start.get(pid, 0.0) for pid, seconds in end.items())
+
+
 # --------------------------------------------------------------------------- driver (its own process)
 
 
@@ -341,6 +475,7 @@ class DriverPlan:
     staged: bool = False  # report "connected" once all connected, and say hello only on "open"
     connect_concurrency: int = CONNECT_CONCURRENCY  # handshakes (then hello + new_game) in flight
     interval: float = 0.0  # equal load: seconds between one connection's sends (0: closed loop, saturated)
+    postgres: PostgresWatch | None = None  # read its processes' CPU at the window's edges (driver 0 only)
 
 
 def _frames(game: str) -> tuple[bytes, bytes]:
@@ -515,12 +650,15 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     window = _Window()
     await asyncio.sleep(max(0.0, go_at - time.monotonic()))
     target = process_tree(plan.target_pid) if plan.target_pid else []  # before the window: a /proc scan
+    found = PostgresProcesses((), ())
     playing, idle = opened[: plan.active], opened[len(opened) if plan.active is None else plan.active :]
     players = [
         asyncio.create_task(_play(ws, game, window, plan.interval, index / len(playing)))
         for index, (ws, game) in enumerate(playing)
     ]
     await asyncio.sleep(max(0.0, go_at + plan.warmup - time.monotonic()))
+    if plan.postgres:  # after the warm-up the pool has its size; connections opened in the window count too
+        found = await postgres_processes(plan.postgres)
 
     before = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
     window.phase = 1
@@ -529,6 +667,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     target_cpu = tree_cpu_seconds(target) if target else None
     loop_cpu = main_threads_cpu_seconds(target) if target else None
     machine_cpu = busy_cpu_seconds() if plan.target_pid else None
+    backends_start, shared_start = cpu_by_process(found.backends), cpu_by_process(found.shared)
     await asyncio.sleep(max(0.0, go_at + plan.warmup + plan.duration - time.monotonic()))
     window.phase = 2
     elapsed = time.perf_counter() - started
@@ -539,6 +678,9 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     loop_cpu = None if loop_cpu is None or loop_end is None else loop_end - loop_cpu
     machine_end = busy_cpu_seconds() if plan.target_pid else None
     machine_cpu = None if machine_cpu is None or machine_end is None else machine_end - machine_cpu
+    backends_end, shared_end = cpu_by_process(found.backends), cpu_by_process(found.shared)
+    postgres = await _postgres_window(plan.postgres, found, backends_start, backends_end)
+    postgres["postgres_shared_cpu"] = cpu_spent(shared_start, shared_end) if shared_start else None
     after = await asyncio.to_thread(_scrape, plan.metrics_url) if plan.metrics_url else {}
 
     done, pending = await asyncio.wait(players, timeout=30.0)
@@ -562,6 +704,28 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         "metrics": {key: after[key] - before.get(key, 0.0) for key in after},
         "idle_lost": idle_lost,
         "setup_retries": retries.count,
+        **postgres,
+    }
+
+
+async def _postgres_window(
+    watch: PostgresWatch | None,
+    found: PostgresProcesses,
+    start: Mapping[int, float],
+    end: Mapping[int, float],
+) -> dict[str, Any]:
+    """The CPU of the bench database's backends in the window, from the readings at its edges, and
+    those that connected meanwhile (found after the window: read a few milliseconds late)."""
+    if watch is None or not start:
+        return {"postgres_cpu": None, "postgres_backends": 0, "postgres_new": 0, "postgres_gone": 0}
+    later = await postgres_processes(watch)
+    new = [pid for pid in later.backends if pid not in start]
+    end = {**end, **cpu_by_process(new)}
+    return {
+        "postgres_cpu": cpu_spent(start, end),
+        "postgres_backends": len(start),
+        "postgres_new": len(new),
+        "postgres_gone": sum(pid not in end for pid in start),
     }
 
 
@@ -605,6 +769,12 @@ class Measurement:
     idle_lost: int = 0  # idle connections the target closed before the end of the window
     setup_retries: int = 0  # staged: hello / new_game answered "unavailable" and sent again
     offered: float = 0.0  # equal load: the rate the connections paced themselves to (0: saturated)
+    #: On PostgreSQL (``--postgres-url``), fractions of one core: the backends of the bench's database
+    #: (they serve the server's connections), and PostgreSQL's shared processes (`POSTGRES_SHARED`)
+    postgres_cpu: float | None = None
+    postgres_shared_cpu: float | None = None
+    #: the backends read at the window's start, those that connected during it, those gone by its end
+    postgres_backends: tuple[int, int, int] = (0, 0, 0)
 
 
 def _cpu_per_reply(measurement: Measurement) -> float:
@@ -612,6 +782,19 @@ def _cpu_per_reply(measurement: Measurement) -> float:
     if measurement.target_cpu is None or not measurement.rate:
         return float("nan")
     return measurement.target_cpu / measurement.rate * 1e6
+
+
+def _per_reply(share: float | None, measurement: Measurement) -> float:
+    """Microseconds per reply in the window of ``share`` (a fraction of one core); nan if unknown."""
+    return float("nan") if share is None or not measurement.rate else share / measurement.rate * 1e6
+
+
+def _total_per_reply(measurement: Measurement) -> float:
+    """The server's CPU per reply and, on PostgreSQL, its backends' (the shared processes apart)."""
+    backends = (
+        _per_reply(measurement.postgres_cpu, measurement) if measurement.postgres_cpu is not None else 0
+    )
+    return _cpu_per_reply(measurement) + backends
 
 
 def _loop_cpu_per_reply(measurement: Measurement) -> float:
@@ -669,13 +852,15 @@ def measure(
     *,
     active: int | None = None,
     offered: float = 0.0,
+    postgres: PostgresWatch | None = None,
 ) -> Measurement:
     """Drive ``target`` with ``n`` connections split over ``args.drivers`` processes (more if one
     process cannot hold its share under the open-files limit). With ``active``, only that many play
     (split over the drivers too) and the rest stay idle; the connections are then set up in stages,
     the target's memory read before, once connected, and once every connection opened a game. With
     ``offered`` (actions a second, all connections together), each playing connection paces itself to
-    its share of it (equal load); 0: closed loops, as fast as the target answers (saturated)."""
+    its share of it (equal load); 0: closed loops, as fast as the target answers (saturated). With
+    ``postgres``, the CPU of the PostgreSQL processes serving the target is read too."""
     context = multiprocessing.get_context("spawn")
     drivers = max(1, min(max(args.drivers, _drivers_needed(n)), n))
     shares = split(n, drivers)
@@ -702,6 +887,7 @@ def measure(
                 staged=staged,
                 connect_concurrency=max(1, CONNECT_CONCURRENCY // drivers),
                 interval=interval,
+                postgres=postgres if index == 0 else None,
             )
             driver = context.Process(target=driver_main, args=(plan, child_end), name=f"driver-{index}")
             driver.start()
@@ -770,10 +956,20 @@ def measure(
         idle_lost=sum(result["idle_lost"] for result in results),
         setup_retries=sum(result["setup_retries"] for result in results),
         offered=offered,
+        postgres_cpu=None if first.get("postgres_cpu") is None else first["postgres_cpu"] / elapsed,
+        postgres_shared_cpu=(
+            None if first.get("postgres_shared_cpu") is None else first["postgres_shared_cpu"] / elapsed
+        ),
+        postgres_backends=(
+            first.get("postgres_backends", 0),
+            first.get("postgres_new", 0),
+            first.get("postgres_gone", 0),
+        ),
     )
     if first["machine_cpu"] is not None and first["target_cpu"] is not None:
         driver_seconds = sum(result["driver_cpu"] for result in results)
-        other = first["machine_cpu"] - first["target_cpu"] - driver_seconds
+        postgres_seconds = (first.get("postgres_cpu") or 0.0) + (first.get("postgres_shared_cpu") or 0.0)
+        other = first["machine_cpu"] - first["target_cpu"] - driver_seconds - postgres_seconds
         measurement.other_cpu = max(0.0, other / elapsed)
     shown = "" if active is None else f" ({playing} active)"
     load = f" at {offered:,.0f}/s" if offered else " saturated"
@@ -793,26 +989,46 @@ def _drivers_needed(n: int) -> int:
     return max(1, math.ceil(n / room)) if room > 0 else 1
 
 
+@contextlib.contextmanager
+def _database(kind: str, args: argparse.Namespace) -> Iterator[tuple[str | None, PostgresWatch | None]]:
+    """The server's database for one run: with ``--postgres-url``, a fresh PostgreSQL database (dropped
+    after the run) and how to watch its backends; else (None, None): a SQLite file of the run's own."""
+    if kind != "server" or not args.postgres_url:
+        yield None, None
+        return
+    with postgres_database(args.postgres_url) as url:
+        name = make_url(url).database
+        assert name is not None
+        yield url, PostgresWatch(plain_dsn(args.postgres_url), name)
+
+
 def run_one(kind: str, n: int, args: argparse.Namespace, root: Path, offered: float = 0.0) -> Measurement:
     name = f"{kind}-n{n}-r{offered:.0f}"
-    target = start_target(kind, root / name, args.server_launcher, args.server_args)
-    try:
-        return measure(target, n, args, kind, offered=offered)
-    finally:
-        stop_process(target.process)
+    with _database(kind, args) as (url, watch):
+        target = start_target(kind, root / name, args.server_launcher, args.server_args, database_url=url)
+        try:
+            return measure(target, n, args, kind, offered=offered, postgres=watch)
+        finally:
+            stop_process(target.process)
 
 
 def run_idle(kind: str, n: int, args: argparse.Namespace, root: Path) -> Measurement:
     """The idle-plus-active run of one target: ``n`` connections with a game each, ``args.active`` of
     them playing."""
-    target = start_target(
-        kind, root / f"{kind}-idle-n{n}", args.server_launcher, args.server_args, capacity=n
-    )
-    try:
-        time.sleep(IDLE_SETTLE)  # start-up done (migrations, imports) before the memory is read
-        return measure(target, n, args, kind, active=args.active)
-    finally:
-        stop_process(target.process)
+    with _database(kind, args) as (url, watch):
+        target = start_target(
+            kind,
+            root / f"{kind}-idle-n{n}",
+            args.server_launcher,
+            args.server_args,
+            capacity=n,
+            database_url=url,
+        )
+        try:
+            time.sleep(IDLE_SETTLE)  # start-up done (migrations, imports) before the memory is read
+            return measure(target, n, args, kind, active=args.active, postgres=watch)
+        finally:
+            stop_process(target.process)
 
 
 # --------------------------------------------------------------------------- report
@@ -873,6 +1089,9 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
             f"{server.errors + echo.errors:>6} | {server.setup_s:>8.1f} / {echo.setup_s:<7.1f}"
         )
     for server, echo in pairs:
+        if args.postgres_url:
+            _report_postgres_cpu(server, echo)
+            continue
         per_action, per_message = _cpu_per_reply(server), _cpu_per_reply(echo)
         print(
             f"N={server.n} {_load(server)}: server CPU per action {per_action:.1f} µs, echo per message "
@@ -897,17 +1116,29 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
                 print(f"setup ({measurement.kind}, N={measurement.n}): {retried} hello / new_game retried")
     print()
     print("CPU is the share of one core used during the window (server: all its processes and threads,")
-    print("SQLite's included);")
+    print(
+        "SQLite's included)"
+        + ("; PostgreSQL's processes are not the server's:" if args.postgres_url else ";")
+    )
     print("'other' is the rest of the machine meanwhile: well above 0 means another load skewed the figures.")
-    print("Server settings: defaults (SQLite WAL, synchronous=FULL, group commit of up to 1024 writes, ack")
-    print(f"after commit), except --rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}: the")
-    print("per-connection limit (200/s, burst 400) would otherwise refuse a closed loop on loopback.")
+    if args.postgres_url:
+        print(f"Database: {describe_postgres(args.postgres_url)}, a fresh database per server run (dropped")
+        print("after it); PostgreSQL backends: the processes of pg_stat_activity connected to that database;")
+        print(f"PostgreSQL shared: {', '.join(POSTGRES_SHARED)} (they serve every database of that server).")
+        print("Server settings: defaults (group commit of up to 1024 writes, ack after commit), except")
+    else:
+        print(
+            "Server settings: defaults (SQLite WAL, synchronous=FULL, group commit of up to 1024 writes, ack"
+        )
+        print("after commit), except")
+    print(f"--rate-per-second {RATE_PER_SECOND} --rate-burst {RATE_BURST}: the per-connection limit")
+    print("(200/s, burst 400) would otherwise refuse a closed loop on loopback.")
     if args.server_args or args.server_launcher:
         launcher = args.server_launcher or "python -m server"
         print(f"Experiment: server launcher {launcher}, extra flags: {args.server_args or 'none'}")
     for server, echo in pairs:
         if server.offered and server.samples and echo.samples:
-            per_action, per_message = _cpu_per_reply(server), _cpu_per_reply(echo)
+            per_action, per_message = _total_per_reply(server), _cpu_per_reply(echo)
             cpu_ratio = per_action / per_message if per_message else float("nan")
             print(
                 f"Equal load at N={server.n}, {server.offered:,.0f}/s offered: achieved server "
@@ -926,6 +1157,25 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
                 f"(target ≤ {TARGET_P99_RATIO:.1f}: {'met' if p99_ratio <= TARGET_P99_RATIO else 'missed'})"
             )
     print(f"command: {command}")
+
+
+def _report_postgres_cpu(server: Measurement, echo: Measurement) -> None:
+    """CPU per action on PostgreSQL: the server's threads, the backends of its database, the total
+    beside the echo's per message, then PostgreSQL's shared processes apart."""
+    own, loop = _cpu_per_reply(server), _loop_cpu_per_reply(server)
+    backends, total, per_message = (
+        _per_reply(server.postgres_cpu, server),
+        _total_per_reply(server),
+        _cpu_per_reply(echo),
+    )
+    read, new, gone = server.postgres_backends
+    print(
+        f"N={server.n} {_load(server)}: server CPU per action {own:.1f} µs (event loop {loop:.1f} µs, other "
+        f"threads {own - loop:.1f} µs) + PostgreSQL backends {backends:.1f} µs = {total:.1f} µs, echo per "
+        f"message {per_message:.1f} µs (ratio {_over(total, per_message)}); "
+        f"PostgreSQL shared {_per_reply(server.postgres_shared_cpu, server):.1f} µs more, not counted; "
+        f"backends: {read} read, {new} connected in the window, {gone} gone"
+    )
 
 
 def _load(measurement: Measurement) -> str:
@@ -1084,6 +1334,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--drivers", type=int, default=1, help="driver processes sharing the N connections")
     parser.add_argument("--only", choices=("server", "echo"), help="run one target only (no ratios)")
     parser.add_argument(
+        "--postgres-url",
+        metavar="URL",
+        help="run the server on PostgreSQL: URL names a server (its database only creates and drops the "
+        f"bench's own, {POSTGRES_DATABASE_PREFIX}_<pid>_<k>, one per server run), e.g. "
+        "postgresql+asyncpg://postgres@127.0.0.1:5432/test; the CPU of the backends that serve the server is "
+        "read too (PostgreSQL on this machine). Default: SQLite",
+    )
+    parser.add_argument(
         "--py-spy", metavar="DIR", help="sample the server (and echo) with py-spy in each window"
     )
     parser.add_argument("--py-spy-format", default="speedscope", choices=("speedscope", "raw", "flamegraph"))
@@ -1116,6 +1374,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("--active must be at least 1")
     if args.idle_only and not args.idle_n:
         parser.error("--idle-only needs --idle-n")
+    if args.postgres_url and async_url(args.postgres_url).get_backend_name() != "postgresql":
+        parser.error(
+            "--postgres-url must name a PostgreSQL server, e.g. postgresql://postgres@127.0.0.1/test"
+        )
     return args
 
 

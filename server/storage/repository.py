@@ -11,7 +11,21 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Row, and_, bindparam, delete, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    Integer,
+    Row,
+    String,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import leaderboards
@@ -43,6 +57,22 @@ FINISH_HINTED: Final = update(games).where(
     games.c.id == bindparam("f_game"), games.c.status == "playing", games.c.hinted.is_(True)
 )
 INSERT_ACTIONS: Final = insert(actions)
+_UNNESTED: Final = (
+    func.unnest(
+        bindparam("game_ids", type_=ARRAY(String)),
+        bindparam("versions", type_=ARRAY(Integer)),
+        bindparam("notations", type_=ARRAY(String)),
+    )
+    .table_valued("game_id", "v", "action")
+    .render_derived(name="unnested")
+)
+#: `INSERT_ACTIONS` on PostgreSQL: the rows as three arrays, one statement for the whole batch. An
+#: executemany through asyncpg binds and runs the statement once per row, each time an executor start-up
+#: and the row's protocol messages in the backend (docs/benchmarks.md: its CPU per action). The fence
+#: and the finished-game trigger still apply to every row: a duplicate (game_id, v) fails the statement.
+INSERT_ACTIONS_UNNEST: Final = insert(actions).from_select(
+    ["game_id", "v", "action"], select(_UNNESTED.c.game_id, _UNNESTED.c.v, _UNNESTED.c.action)
+)
 RECORD_PROGRESS: Final = (
     update(games)
     .where(games.c.id == bindparam("p_game"))
@@ -120,7 +150,8 @@ def game_values(game: GameStart) -> dict[str, Any]:
 
 
 async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
-    """Append actions, possibly of many games, in one round trip (an executemany).
+    """Append actions, possibly of many games, in one round trip (an executemany; on PostgreSQL one
+    statement, `INSERT_ACTIONS_UNNEST`).
 
     Args:
         rows: ``(game_id, v, action)`` triples; ``v`` is the version the action produced (from 1) and
@@ -133,6 +164,13 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
             anyway).
     """
     if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        game_ids, versions, notations = zip(*rows, strict=True)
+        await conn.execute(
+            INSERT_ACTIONS_UNNEST,
+            {"game_ids": list(game_ids), "versions": list(versions), "notations": list(notations)},
+        )
         return
     await conn.execute(
         INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import event, select
 from sqlalchemy.exc import IntegrityError, StatementError
 
 from server.storage import Database, GameResult, GameStart, PlayerRecord, StoredGame, repository
 from server.storage.tables import games
+from tests.support import dbutil
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 CODE = "EO1-C8-AAAAAFA"
@@ -311,3 +313,30 @@ async def test_naive_timestamps_are_refused(database: Database) -> None:
     with pytest.raises(StatementError, match="naive datetime"):
         async with database.transaction() as conn:
             await repository.insert_player(conn, PlayerRecord("p1", "Ada", "ab" * 32, datetime(2026, 1, 1)))
+
+
+async def test_on_postgresql_a_batch_of_actions_is_one_statement_not_one_per_row(postgres_url: str) -> None:
+    """asyncpg's executemany binds and runs the INSERT once per row (a backend executor start-up, the
+    row's protocol messages); the rows go as three arrays in one statement instead."""
+    database = Database.create(postgres_url)
+    statements: list[tuple[str, bool]] = []
+
+    def record(
+        conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
+    ) -> None:
+        statements.append((statement, executemany))
+
+    try:
+        async with database.transaction() as conn:
+            await dbutil.clear_tables(conn)
+        await add_player_and_game(database, "g1", "g2")
+        event.listen(database.engine.sync_engine, "before_cursor_execute", record)
+        async with database.transaction() as conn:
+            await repository.insert_actions(conn, [("g1", 1, "t1-c5"), ("g2", 1, "t8-c1"), ("g1", 2, "undo")])
+        event.remove(database.engine.sync_engine, "before_cursor_execute", record)
+        inserts = [(sql, many) for sql, many in statements if sql.lstrip().upper().startswith("INSERT")]
+        assert len(inserts) == 1 and inserts[0][1] is False, inserts
+        assert (await load(database, "g1")).actions == ("t1-c5", "undo")
+        assert (await load(database, "g2")).actions == ("t8-c1",)
+    finally:
+        await database.dispose()
