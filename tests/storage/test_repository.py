@@ -202,7 +202,8 @@ async def test_two_writers_cannot_both_commit_a_version(database: Database) -> N
             await asyncio.sleep(0.2)  # the scenario under test: a transaction held open while another tries
 
     async def second_writer() -> None:
-        await first_inserted.wait()
+        # bounded: if the first writer's insert fails, the test fails on it instead of hanging
+        await asyncio.wait_for(first_inserted.wait(), timeout=10)
         async with database.transaction() as conn:
             await repository.insert_actions(conn, [("g1", 1, "t2-c1")])
 
