@@ -22,6 +22,8 @@ import multiprocessing
 import os
 import random
 import secrets
+import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
 
@@ -46,6 +48,8 @@ __all__ = [
 HINT_MAX_NODES = 100_000
 #: How much lower than the server's the solver workers' CPU priority is (``nice(2)``'s increment).
 SOLVER_NICENESS = 10
+#: How often a solver worker checks that the server that started it is still its parent.
+PARENT_CHECK_SECONDS = 1.0
 _HINT_CACHE = 4096
 #: Hints one player, and one source address, may have waiting or being solved (issue 20): one
 #: connection asks one at a time, so this is a few tabs' worth; an address holds a few players'.
@@ -81,9 +85,23 @@ def _refusal(full: Full, held: int) -> SolverBusy:
     return SolverBusy(ErrorCode.UNAVAILABLE, f"{held} hints are waiting for the solver; retry in a moment")
 
 
-def _lower_priority() -> None:
-    """In each solver worker, as it starts."""
+def _start_worker(server: int) -> None:
+    """In each solver worker, as it starts: a lower priority, and an end with the server process.
+
+    A server killed outright (``kill -9``, the OOM killer) cannot stop its pool, and the worker never
+    learns it from the queue it reads: it holds that pipe's write end too, so no end-of-file comes. It
+    would wait for ever, with the pool's resource tracker, both reparented. So a thread of the worker
+    checks every `PARENT_CHECK_SECONDS` that its parent is still the server, and ends the process
+    once it is not (what it was solving has no one left to answer).
+    """
     os.nice(SOLVER_NICENESS)
+    threading.Thread(target=_exit_with, args=(server,), name="parent-watch", daemon=True).start()
+
+
+def _exit_with(server: int) -> None:
+    while os.getppid() == server:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(0)
 
 
 def _ready() -> int:
@@ -155,7 +173,10 @@ class SolvingService:
             # spawn, not fork: the server process has threads (the SQLite writer) and an event loop
             context = multiprocessing.get_context("spawn")
             self._pool = ProcessPoolExecutor(
-                max_workers=self._workers, mp_context=context, initializer=_lower_priority
+                max_workers=self._workers,
+                mp_context=context,
+                initializer=_start_worker,
+                initargs=(os.getpid(),),
             )
         return self._pool
 

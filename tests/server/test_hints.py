@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -228,6 +229,15 @@ def children(pid: int) -> set[int]:
         return set()
 
 
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an orphan's exit waits for init's reaping)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 async def test_started_solver_workers_are_up_before_the_first_hint_and_solve_it() -> None:
     """Issue 20 (the hint flood): the solver's worker started at the first hint, a new interpreter
     importing the engine and the solver while the others played. ``start`` starts them at once; the
@@ -264,6 +274,33 @@ async def test_eightoff_serve_starts_its_solver_workers_as_it_listens(workers: i
         await eventually(lambda: len(solvers()) == len(servers), "each server has its solver worker")
     finally:
         node.stop()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_a_killed_server_s_solver_worker_ends_with_it(workers: int, tmp_path: Path) -> None:
+    """``kill -9`` of a serving process (the one process, or a worker of ``--workers 2``) left its
+    solver worker running for ever, holding its ~50 MiB and the pool's resource tracker: the worker
+    also holds the write end of the queue it reads, so no end-of-file ever tells it. Each solver
+    worker watches its parent and exits once it is gone."""
+    node = Node(f"sqlite+aiosqlite:///{tmp_path / 'eightoff.db'}", tmp_path / "stderr.log", workers=workers)
+    try:
+        server = node.process.pid if workers == 1 else next(iter(node.worker_pids().values()))
+        niceness = min(19, os.getpriority(os.PRIO_PROCESS, server) + SOLVER_NICENESS)
+        await eventually(
+            lambda: any(os.getpriority(os.PRIO_PROCESS, child) == niceness for child in children(server)),
+            "the server's solver worker is up",
+        )
+        orphans = children(server)
+        os.kill(server, signal.SIGKILL)
+        await eventually(
+            lambda: not any(running(pid) for pid in orphans),
+            f"the solver worker and the resource tracker ({sorted(orphans)}) end with their server",
+            timeout=10,
+        )
+    finally:
+        if node.process.poll() is None:
+            node.process.kill()
+            node.process.wait(timeout=30)
 
 
 async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: App) -> None:
