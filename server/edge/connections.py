@@ -32,6 +32,7 @@ __all__ = ["Connections", "Fanout"]
 logger = logging.getLogger(__name__)
 
 _ACTIONS = frozenset({"move", "tap", "auto", "undo"})
+_MSGPACK = protocol.Subprotocol.MSGPACK
 REQUESTS_BEFORE_HELLO = 8
 """Requests other than ``hello`` a connection may send before it says hello, each answered
 ``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
@@ -45,16 +46,22 @@ class Fanout:
     replies use this too, so a request is not answered any slower than a push)."""
 
     def __call__(self, audience: Iterable[Any], message: protocol.ServerMessage) -> None:
-        frames: dict[protocol.Subprotocol, bytes] = {}
         wire: dict[str, object] | None = None
+        framed: bytes | None = None  # msgpack's frame: nearly every client's
+        json_framed: bytes | None = None
         now = time.monotonic()
         for client in audience:
             client.touch(now)  # a spectator that is sent diffs is not idle
-            frame = frames.get(client.subprotocol)
-            if frame is None:
-                if wire is None:
-                    wire = message.to_wire()
-                frame = frames[client.subprotocol] = wire_frame(protocol.encode(wire, client.subprotocol))
+            if wire is None:
+                wire = message.to_wire()
+            if client.subprotocol is _MSGPACK:
+                if framed is None:
+                    framed = wire_frame(protocol.encode(wire, _MSGPACK))
+                frame = framed
+            else:
+                if json_framed is None:
+                    json_framed = wire_frame(protocol.encode(wire, client.subprotocol))
+                frame = json_framed
             connection: WebSocketConnection = client.transport
             connection.write_frame(frame)
 
