@@ -25,6 +25,9 @@ and codec, no validation, no game, no storage.
       (the same with --count 6000; per action: the difference of the two runs' loop-thread totals
       (the ``-01`` file's ``summary:`` line) / 4000, which takes start-up out)
 
+  and the same for the parts of the glue's sum with ``--only echo``, ``--only request`` (decode,
+  engine and ack, alone) and ``--only echo-codec``: glue = server − echo − (request − echo codec).
+
 Run: ``.venv/bin/python -m bench.bench_glue --time`` (about 20 s). Not a test: it asserts only that
 every reply was an ack.
 """
@@ -330,6 +333,11 @@ def _per_call(run: Callable[[int], None], count: int = STAGE_COUNT) -> float:
 
 def stages(game_id: str) -> dict[str, float]:
     """The request's own work per action, each part alone: what is not glue."""
+    return {name: _per_call(run) for name, run in stage_runs(game_id).items()}
+
+
+def stage_runs(game_id: str) -> dict[str, Callable[[int], None]]:
+    """Each part of the request's own work, as ``run(count)``."""
     payloads = [msgpack.packb(message) for message in action_messages(game_id)]
     subprotocol = protocol.Subprotocol.MSGPACK
     requests = [protocol.decode(payload, subprotocol) for payload in payloads]
@@ -360,12 +368,7 @@ def stages(game_id: str) -> dict[str, float]:
         for index in range(count):
             msgpack.packb(reply_to(msgpack.unpackb(payloads[index & 1]), index))
 
-    return {
-        "decode": _per_call(decode),
-        "engine": _per_call(engine),
-        "ack": _per_call(ack),
-        "echo codec": _per_call(echo_codec),
-    }
+    return {"decode": decode, "engine": engine, "ack": ack, "echo codec": echo_codec}
 
 
 # --------------------------------------------------------------------------- reports
@@ -420,6 +423,16 @@ async def main(args: argparse.Namespace) -> None:
     count, warm = args.count, min(args.count, 1000) if args.time or args.profile else 0
     if count + warm > args.players * (MAX_GAME_ACTIONS - 2):
         raise SystemExit(f"at most {MAX_GAME_ACTIONS - 2} actions per game: more players, or fewer actions")
+    if args.only == "echo":
+        await echo_messages(args.players, count, warm)
+        print(f"{count} messages of {args.players} players echoed")
+        return
+    if args.only in ("request", "echo-codec"):
+        runs = stage_runs("0123456789abcdef")
+        for name in ("decode", "engine", "ack") if args.only == "request" else ("echo codec",):
+            runs[name](count)
+        print(f"{args.only} work done {count} times")
+        return
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         if args.profile:
             plain = await serve_actions(Path(directory), args.players, count, warm)
@@ -442,6 +455,11 @@ if __name__ == "__main__":
     parser.add_argument("--time", action="store_true", help="CPU per action against the echo")
     parser.add_argument("--profile", action="store_true", help="cProfile's top entries")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument(
+        "--only",
+        choices=("echo", "request", "echo-codec"),
+        help="for callgrind: only the echo, the request's own work (decode, engine, ack), or the echo codec",
+    )
     parser.add_argument("--dir", default=None, help="where the SQLite file goes (default: the temp dir)")
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:  # the server's event loop
         runner.run(main(parser.parse_args()))
