@@ -427,7 +427,10 @@ class WebSocketConnection(asyncio.Protocol):
         size = len(data)
         try:
             while at < size:
-                end = self._hand_end(data, at, FRAMES_PER_TURN - frames)
+                if ws.state is State.CONNECTING:
+                    end = self._hand_end(data, at, FRAMES_PER_TURN - frames)
+                else:  # `_hand_end` of an open connection, written out: this runs for every read
+                    end = min(size, at + (FRAMES_PER_TURN - frames) * MIN_CLIENT_FRAME)
                 ws.receive_data(data if at == 0 and end == size else data[at:end])
                 at = end
                 frames += self._events()
@@ -447,17 +450,17 @@ class WebSocketConnection(asyncio.Protocol):
             response.headers["Server"] = self._server.server_header
             self.transport.write(response.serialize())
         self._flush()
-        self._update_reading()
+        if self._paused or self._unparsed or self._waiting_full:  # else reading, as it should be
+            self._update_reading()
 
     def _hand_end(self, data: bytes, at: int, frames: int) -> int:
         """Where the next hand of ``data`` to the parser ends: at the end of the request while the
         handshake is under way (its response is then queued before anything a frame after it makes,
         such as a pong), else after as many bytes as ``frames`` of the smallest frames."""
-        end = at + frames * MIN_CLIENT_FRAME
         if self._ws.state is State.CONNECTING:
             end = data.find(b"\r\n\r\n", at)
             return len(data) if end < 0 else end + 4
-        return end if end < len(data) else len(data)
+        return min(len(data), at + frames * MIN_CLIENT_FRAME)
 
     def _events(self) -> int:
         """Act on what the parser made of the data handed to it; the number of frames."""
@@ -536,7 +539,8 @@ class WebSocketConnection(asyncio.Protocol):
 
     def write_frame(self, frame: bytes) -> None:
         """Write a frame made by ``wire_frame``, unless the connection is closing."""
-        if self._state is State.OPEN and not self.transport.is_closing():
+        protocol = self._protocol
+        if protocol is not None and protocol.state is State.OPEN and not self.transport.is_closing():
             self._write(frame)
 
     def _write(self, data: bytes) -> None:
@@ -668,7 +672,11 @@ class WebSocketConnection(asyncio.Protocol):
             return
         opcode = frame.opcode
         data = cast(bytes, frame.data)  # parsed frames hold bytes
-        if opcode is Opcode.BINARY or opcode is Opcode.TEXT:
+        if opcode is Opcode.BINARY and frame.fin:  # nearly every frame: `_whole` written out
+            protocol = self._protocol
+            if protocol is not None and protocol.state is State.OPEN:
+                self._message(data, metered is Metered.SERVE)
+        elif opcode is Opcode.BINARY or opcode is Opcode.TEXT:
             if frame.fin:
                 self._whole(data, opcode is Opcode.TEXT, metered is Metered.SERVE)
             else:
@@ -825,7 +833,10 @@ class WebSocketConnection(asyncio.Protocol):
     def _flush(self) -> None:
         if self.transport.is_closing() or self._protocol is None:
             return
-        for data in self._protocol.data_to_send():
+        writes = self._protocol.data_to_send()
+        if not writes and self._protocol.state is State.OPEN:
+            return  # nothing to send (an action's frames are written as they are made)
+        for data in writes:
             if self.transport.is_closing():
                 return  # dropped by _write: it did not read
             if data:
