@@ -17,6 +17,9 @@ and codec, no validation, no game, no storage.
   loop thread's CPU per action − the echo's per message − (decode + engine + ack − the echo's
   msgpack). The glue is the turn of the room's driver, the checks, the write record and the commit
   pipeline's hand-over, the announcement, the token bucket and the fan-out.
+- ``--instant-commits``: no writer thread, each write answered in the next turn of the loop as if
+  stored: the loop thread's CPU without what sharing the process with the writer costs it (the GIL
+  changing hands, the thread's wake-ups), which the difference from the plain run shows.
 - ``--profile``: cProfile of the server run, top entries by own time, in µs per action.
 - under callgrind, instructions of the loop thread alone (load-independent)::
 
@@ -61,6 +64,7 @@ from server.edge import transport
 from server.edge.transport import WebSocketConnection
 from server.ops.runtime import fast_event_loop
 from server.play import race_registry
+from server.storage.committer import Done, Write
 
 CODE = "EO1-C8-AAAAAFA"  # cells 5-8 empty: t1 → c5 is legal at the deal
 MASK = b"\x1f\x2e\x3d\x4c"
@@ -276,7 +280,13 @@ async def _play(
 
 
 async def serve_actions(
-    directory: Path, players: int, count: int, warm: int, profile: cProfile.Profile | None = None
+    directory: Path,
+    players: int,
+    count: int,
+    warm: int,
+    profile: cProfile.Profile | None = None,
+    *,
+    instant: bool = False,
 ) -> _Run:
     """``count`` actions (after ``warm``) of ``players`` clients through the whole server."""
     settings = Settings(
@@ -314,6 +324,13 @@ async def serve_actions(
             await _open(client)
             await _ask(client, {"type": "hello", "id": 1, "protocol": 1, "name": "bench"})
             games.append((await _ask(client, {"type": "new_game", "id": 2, "code": CODE}))["game"])
+        if instant:  # no writer thread: each write answered in the next turn of the loop, as stored
+            loop = asyncio.get_running_loop()
+
+            def submit(write: Write, done: Done) -> None:
+                loop.call_soon(done, None)
+
+            app.committer.submit = submit  # type: ignore[method-assign]
         commits[0] = 0
         played = await _play(clients, games, count, warm, profile)
         played.commits = commits[0]
@@ -399,10 +416,8 @@ def _report_time(server: _Run, echo: _Run, parts: dict[str, float]) -> None:
     print(f"load: {Path('/proc/loadavg').read_text().split()[:3]}")
     ratio = loop_cpu / echo_cpu
     print(f"  server, loop thread      : {loop_cpu * 1e6:7.2f} µs per action   ratio {ratio:5.2f}x")
-    writes = (server.count + server.warm) / max(1, server.commits)
-    print(
-        f"  server, writer thread    : {writer_cpu * 1e6:7.2f} µs per action ({writes:.2f} writes per commit)"
-    )
+    writes = f"{(server.count + server.warm) / server.commits:.2f}" if server.commits else "no"
+    print(f"  server, writer thread    : {writer_cpu * 1e6:7.2f} µs per action ({writes} writes per commit)")
     print(f"  echo (websockets+msgpack): {echo_cpu * 1e6:7.2f} µs per message  (the baseline, 1.00x)")
     for name, seconds in parts.items():
         print(f"  {name:<25}: {seconds * 1e6:7.2f} µs alone")
@@ -462,7 +477,9 @@ async def main(args: argparse.Namespace) -> None:
             await serve_actions(Path(directory), args.players, count, warm, profile)
             _report_profile(profile, count + warm, args.top, plain.per_action()[0])
             return
-        server = await serve_actions(Path(directory), args.players, count, warm)
+        if args.instant_commits:  # once the players and games are stored: the rest is not stored
+            print("commits answered at once, nothing stored past the set-up (--instant-commits)")
+        server = await serve_actions(Path(directory), args.players, count, warm, instant=args.instant_commits)
     if args.time:
         echo = await echo_messages(args.players, count, warm)
         _report_time(server, echo, stages("0123456789abcdef"))
@@ -482,6 +499,11 @@ if __name__ == "__main__":
         "--only",
         choices=("echo", "request", "echo-codec"),
         help="for callgrind: only the echo, the request's own work (decode, engine, ack), or the echo codec",
+    )
+    parser.add_argument(
+        "--instant-commits",
+        action="store_true",
+        help="no writer thread: what the real group commit costs the loop is the difference",
     )
     parser.add_argument("--dir", default=None, help="where the SQLite file goes (default: the temp dir)")
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:  # the server's event loop
