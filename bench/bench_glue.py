@@ -472,9 +472,10 @@ async def main(args: argparse.Namespace) -> None:
         return
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         if args.profile:
-            plain = await serve_actions(Path(directory), args.players, count, warm)
+            instant = args.instant_commits
+            plain = await serve_actions(Path(directory), args.players, count, warm, instant=instant)
             profile = cProfile.Profile(time.thread_time)  # CPU: not the waits for the GIL
-            await serve_actions(Path(directory), args.players, count, warm, profile)
+            await serve_actions(Path(directory), args.players, count, warm, profile, instant=instant)
             _report_profile(profile, count + warm, args.top, plain.per_action()[0])
             return
         if args.instant_commits:  # once the players and games are stored: the rest is not stored
