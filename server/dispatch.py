@@ -180,15 +180,18 @@ class RequestHandler:
     ) -> None:
         """The one path of an action: the owner and the games limit checked, the connection a viewer
         of the game, then the action sent to the room, which answers it once its commit's outcome
-        is known (or at once when it refuses it)."""
-        try:
-            _check_owner(session, room.owner.id, room.id)
-            self._check_games_limit(session, room.id)
-        except Refusal as refusal:
-            self._registry.forget_if_idle(room)
-            respond(refusal)
-            return
-        session.view(room)
+        is known (or at once when it refuses it). A connection already viewing this very room passed
+        both checks when it began to (``view`` follows them), and neither can change since: a
+        connection's player is said once, and a game it views is within its limit."""
+        if session.viewing.get(room.id) is not room:
+            try:
+                _check_owner(session, room.owner.id, room.id)
+                self._check_games_limit(session, room.id)
+            except Refusal as refusal:
+                self._registry.forget_if_idle(room)
+                respond(refusal)
+                return
+            session.view(room)
         room.send(Act(session, request.action, request.v, request.request_id, respond))
 
     async def _act_once_found(

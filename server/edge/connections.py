@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
+from time import perf_counter
 from typing import Any
 
 import protocol
@@ -32,6 +33,7 @@ __all__ = ["Connections", "Fanout"]
 logger = logging.getLogger(__name__)
 
 _ACTIONS = frozenset({"move", "tap", "auto", "undo"})
+_MSGPACK = protocol.Subprotocol.MSGPACK
 REQUESTS_BEFORE_HELLO = 8
 """Requests other than ``hello`` a connection may send before it says hello, each answered
 ``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
@@ -45,16 +47,22 @@ class Fanout:
     replies use this too, so a request is not answered any slower than a push)."""
 
     def __call__(self, audience: Iterable[Any], message: protocol.ServerMessage) -> None:
-        frames: dict[protocol.Subprotocol, bytes] = {}
         wire: dict[str, object] | None = None
+        framed: bytes | None = None  # msgpack's frame: nearly every client's
+        json_framed: bytes | None = None
         now = time.monotonic()
         for client in audience:
             client.touch(now)  # a spectator that is sent diffs is not idle
-            frame = frames.get(client.subprotocol)
-            if frame is None:
-                if wire is None:
-                    wire = message.to_wire()
-                frame = frames[client.subprotocol] = wire_frame(protocol.encode(wire, client.subprotocol))
+            if wire is None:
+                wire = message.to_wire()
+            if client.subprotocol is _MSGPACK:
+                if framed is None:
+                    framed = wire_frame(protocol.encode(wire, _MSGPACK))
+                frame = framed
+            else:
+                if json_framed is None:
+                    json_framed = wire_frame(protocol.encode(wire, client.subprotocol))
+                frame = json_framed
             connection: WebSocketConnection = client.transport
             connection.write_frame(frame)
 
@@ -98,45 +106,46 @@ class Connections:
 
     def serve(self, client: Session, frame: bytes | str, within_rate: bool) -> None:
         """Serve one message of ``client``; the connection serves its next one once this one is
-        answered (now, or from the handler). A message over the rate is still decoded (decoding a
-        frame of at most ``max_frame_bytes`` is cheap), so that even a ``rate_limited`` refusal
-        echoes the request id."""
-        if self._serve(client, frame, within_rate):
-            client.transport.served()
-
-    def _serve(self, client: Session, frame: bytes | str, within_rate: bool) -> bool:
-        """True when the message was answered already (else `_answer` comes later)."""
-        started = time.perf_counter()
+        answered (now, or from the handler's ``respond``). A message over the rate is still decoded
+        (decoding a frame of at most ``max_frame_bytes`` is cheap), so that even a ``rate_limited``
+        refusal echoes the request id."""
+        started = perf_counter()
         connection: WebSocketConnection = client.transport
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self.settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
-            if exc.close_code is None and not within_rate:
-                self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
-                return True
-            self._metrics.errors.labels(exc.code.value).inc()
-            self._send((client,), protocol.ErrorReply.of(exc))
-            if exc.close_code is not None:
-                connection.close(int(exc.close_code), exc.message, read_more=False)
-            return True
-        if not self._admit(client, request, within_rate):
-            return True  # refused with an error; the connection goes on
+            self._undecodable(client, exc, within_rate)
+            connection.served()
+            return
+        if (client.player is None or not within_rate or self.draining) and not self._admit(
+            client, request, within_rate
+        ):  # (the common case, a player's request within the rate, needs no look at the rest)
+            connection.served()  # refused with an error; the connection goes on
+            return
         self.in_flight += 1
+
+        def respond(outcome: Outcome) -> None:
+            """The handler's: write the replies (or the refusal), then serve the next message."""
+            self.answered(client, request, started, outcome)
+            connection.served()
+
         try:
-            self._handler.serve(
-                client, request, lambda outcome: self._answer(client, request, started, outcome)
-            )
+            self._handler.serve(client, request, respond)
         except Exception as bug:  # before any answer: answered all the same, the count kept right
             self.answered(client, request, started, bug)
-            return True
-        return False
+            connection.served()
 
-    def _answer(
-        self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
-    ) -> None:
-        """The handler's ``respond``: write the replies (or the refusal), then serve the next message."""
-        self.answered(client, request, started, outcome)
-        client.transport.served()
+    def _undecodable(self, client: Session, exc: protocol.ProtocolError, within_rate: bool) -> None:
+        """Answer a message that is no valid request (over the rate: ``rate_limited``); close the
+        connection when the error says so."""
+        if exc.close_code is None and not within_rate:
+            self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
+            return
+        self._metrics.errors.labels(exc.code.value).inc()
+        self._send((client,), protocol.ErrorReply.of(exc))
+        if exc.close_code is not None:
+            connection: WebSocketConnection = client.transport
+            connection.close(int(exc.close_code), exc.message, read_more=False)
 
     def answered(
         self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
@@ -150,7 +159,7 @@ class Connections:
         for reply in outcome:
             self._send((client,), reply)
         if request.TYPE in _ACTIONS:
-            self._metrics.action_latency.observe(time.perf_counter() - started)
+            self._metrics.action_latency.observe(perf_counter() - started)
 
     def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
         """The one place a decoded request is let through to the handler, or refused (replied to, or

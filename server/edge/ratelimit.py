@@ -24,6 +24,9 @@ class Metered(enum.Enum):
     CLOSE = "close"  # close 1008: the client went on flooding for a whole bucketful while refused
 
 
+_SERVE = Metered.SERVE
+
+
 class TokenBucket:
     """``rate`` tokens a second up to ``burst``; each frame takes one.
 
@@ -64,11 +67,18 @@ class TokenBucket:
         self._tokens = min(self._tokens, -tokens)
 
     def take(self) -> Metered:
-        """Meter one frame."""
-        self._refill()
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return Metered.SERVE
+        """Meter one frame (``_refill`` written out: this runs for every frame)."""
+        now = self._clock()
+        tokens = self._tokens + (now - self._stamp) * self._rate
+        burst = self._burst
+        if tokens >= burst:
+            tokens = burst
+            self.debt = 0
+        self._stamp = now
+        if tokens >= 1.0:
+            self._tokens = tokens - 1.0
+            return _SERVE
+        self._tokens = tokens
         self.debt += 1
         return Metered.CLOSE if self.debt > self._burst else Metered.REFUSE
 

@@ -42,6 +42,7 @@ import http
 import logging
 import os
 import socket
+import struct
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, cast
@@ -104,6 +105,8 @@ MAX_PARTIAL_BYTES = 8 * 1024 * 1024
 fragment would pass it is closed 1013 (try again later)."""
 
 _READING = frozenset({State.CONNECTING, State.OPEN})
+_HEAD_16 = struct.Struct("!BBH")
+_HEAD_64 = struct.Struct("!BBQ")
 _SUBPROTOCOLS = [Subprotocol(sub.value) for sub in protocol.Subprotocol]
 _TOO_MANY = b"too many connections; retry later\n"
 
@@ -136,10 +139,19 @@ def _bad_request() -> Response:
 
 def wire_frame(message: bytes | str) -> bytes:
     """The bytes of one unfragmented server frame (binary for bytes, text for str): the same for
-    every connection, so a message sent to many is framed once."""
+    every connection, so a message sent to many is framed once. Written here, not by websockets'
+    ``Frame.serialize``: a server frame is a header and the payload (no mask, no extension), and
+    building a ``Frame`` for each reply cost more than the rest of its framing (RFC 6455, 5.2)."""
     if isinstance(message, str):
-        return Frame(Opcode.TEXT, message.encode()).serialize(mask=False)
-    return Frame(Opcode.BINARY, message).serialize(mask=False)
+        payload, first = message.encode(), 0x81  # FIN, text
+    else:
+        payload, first = message, 0x82  # FIN, binary
+    size = len(payload)
+    if size < 126:
+        return bytes((first, size)) + payload
+    if size < 65536:
+        return _HEAD_16.pack(first, 126, size) + payload
+    return _HEAD_64.pack(first, 127, size) + payload
 
 
 def _select_subprotocol(_: ServerProtocol, offered: list[Subprotocol]) -> Subprotocol | None:
@@ -408,32 +420,38 @@ class WebSocketConnection(asyncio.Protocol):
         """Hand ``data`` from ``at`` to the parser and act on its frames, up to ``FRAMES_PER_TURN`` of
         them: the rest waits for the next turn of the loop (reading paused), so that one connection's
         flood of tiny frames never holds the loop for more than a turn's frames."""
+        ws = self._ws
         self._parsing = True
         self._unparsed = b""
         frames = 0
+        size = len(data)
         try:
-            while at < len(data):
-                end = self._hand_end(data, at, FRAMES_PER_TURN - frames)
-                self._ws.receive_data(data if at == 0 and end == len(data) else data[at:end])
+            while at < size:
+                if ws.state is State.CONNECTING:
+                    end = self._hand_end(data, at, FRAMES_PER_TURN - frames)
+                else:  # `_hand_end` of an open connection, written out: this runs for every read
+                    end = min(size, at + (FRAMES_PER_TURN - frames) * MIN_CLIENT_FRAME)
+                ws.receive_data(data if at == 0 and end == size else data[at:end])
                 at = end
                 frames += self._events()
-                if self._plain_http or self._flooded or self._ws.state not in _READING:
+                if self._plain_http or self._flooded or ws.state not in _READING:
                     break  # answered by the HTTP routes, or closing: what follows is not parsed
-                if (frames >= FRAMES_PER_TURN or self._waiting_full) and at < len(data):
+                if (frames >= FRAMES_PER_TURN or self._waiting_full) and at < size:
                     self._unparsed, self._unparsed_at = data, at
                     break
         finally:
             self._parsing = False
         if self._plain_http:
             return  # the HTTP routes answer it; nothing the protocol made is sent
-        if isinstance(self._ws.handshake_exc, InvalidMessage) and not self._answered:
+        if isinstance(ws.handshake_exc, InvalidMessage) and not self._answered:
             # not an HTTP request: websockets only hangs up (its FIN waits in data_to_send)
             self._answered = True
             response = _bad_request()
             response.headers["Server"] = self._server.server_header
             self.transport.write(response.serialize())
         self._flush()
-        self._update_reading()
+        if self._paused or self._unparsed or self._waiting_full:  # else reading, as it should be
+            self._update_reading()
 
     def _hand_end(self, data: bytes, at: int, frames: int) -> int:
         """Where the next hand of ``data`` to the parser ends: at the end of the request while the
@@ -462,8 +480,8 @@ class WebSocketConnection(asyncio.Protocol):
         """The one place reading is paused and resumed (but for a flooder's close): paused while too
         many messages wait to be served or part of a read waits to be parsed, whose parse goes on in
         the next turn of the loop unless too many messages wait (``served`` resumes it then)."""
-        if self._parsing:
-            return  # done at the end of the parse
+        if self._parsing or not (self._paused or self._unparsed or self._waiting_full):
+            return  # done at the end of the parse; or reading, with nothing to change
         if not self.is_open or self._flooded:
             self._unparsed = b""
             return
@@ -521,7 +539,8 @@ class WebSocketConnection(asyncio.Protocol):
 
     def write_frame(self, frame: bytes) -> None:
         """Write a frame made by ``wire_frame``, unless the connection is closing."""
-        if self._state is State.OPEN and not self.transport.is_closing():
+        protocol = self._protocol
+        if protocol is not None and protocol.state is State.OPEN and not self.transport.is_closing():
             self._write(frame)
 
     def _write(self, data: bytes) -> None:
@@ -587,13 +606,36 @@ class WebSocketConnection(asyncio.Protocol):
     def served(self) -> None:
         """The channel is done with its message: serve the next one."""
         self._serving = False
-        self._serve_waiting()
+        if self._waiting or self._waiting_full or self._flooded:  # else nothing to serve nor resume
+            self._serve_waiting()
 
     def _message(self, message: bytes | str, within_rate: bool) -> None:
-        self._waiting.append((message, within_rate))
-        self._serve_waiting()
-        if len(self._waiting) > MAX_WAITING:
-            self._waiting_full = True  # reading pauses at the end of this parse
+        """A whole message of the open connection: served now when nothing is (the common case, done
+        here without the queue), else queued behind the others."""
+        channel = self.channel
+        if (
+            self._waiting
+            or self._serving
+            or self._dispatching
+            or channel is None
+            or self.transport.is_closing()
+        ):
+            self._waiting.append((message, within_rate))
+            self._serve_waiting()
+            if len(self._waiting) > MAX_WAITING:
+                self._waiting_full = True  # reading pauses at the end of this parse
+            return
+        self._dispatching = self._serving = True
+        try:
+            channel.serve(message, within_rate)
+        except Exception:  # a bug: close this connection, not stall it (nor the loop)
+            logger.exception("serving a message failed")
+            self._serving = False
+            self.close(CloseCode.INTERNAL_ERROR, "the server failed")
+        finally:
+            self._dispatching = False
+        if self._waiting or self._waiting_full or self._flooded:
+            self._serve_waiting()
 
     def _serve_waiting(self) -> None:
         if self._dispatching:
@@ -630,7 +672,11 @@ class WebSocketConnection(asyncio.Protocol):
             return
         opcode = frame.opcode
         data = cast(bytes, frame.data)  # parsed frames hold bytes
-        if opcode is Opcode.BINARY or opcode is Opcode.TEXT:
+        if opcode is Opcode.BINARY and frame.fin:  # nearly every frame: `_whole` written out
+            protocol = self._protocol
+            if protocol is not None and protocol.state is State.OPEN:
+                self._message(data, metered is Metered.SERVE)
+        elif opcode is Opcode.BINARY or opcode is Opcode.TEXT:
             if frame.fin:
                 self._whole(data, opcode is Opcode.TEXT, metered is Metered.SERVE)
             else:
@@ -700,7 +746,7 @@ class WebSocketConnection(asyncio.Protocol):
             self.close(CloseCode.POLICY_VIOLATION, f"a message unfinished after {MESSAGE_TIMEOUT:g} s")
 
     def _whole(self, data: bytes, text: bool, within_rate: bool) -> None:
-        if self._state is not State.OPEN:
+        if self._protocol is None or self._protocol.state is not State.OPEN:
             return
         if not text:
             self._message(data, within_rate)
@@ -787,7 +833,10 @@ class WebSocketConnection(asyncio.Protocol):
     def _flush(self) -> None:
         if self.transport.is_closing() or self._protocol is None:
             return
-        for data in self._protocol.data_to_send():
+        writes = self._protocol.data_to_send()
+        if not writes and self._protocol.state is State.OPEN:
+            return  # nothing to send (an action's frames are written as they are made)
+        for data in writes:
             if self.transport.is_closing():
                 return  # dropped by _write: it did not read
             if data:

@@ -153,9 +153,13 @@ class RoomDriver(Generic[Room]):
         return bool(self._queue) or self._draining or self.room.awaiting is not None
 
     def send(self, command: Request | RaceCommand) -> None:
-        """Queue a request; it is handled now when the room waits for nothing."""
-        self._queue.append(command)
-        self._drain()
+        """Queue a request; it is handled now when the room waits for nothing (then without passing
+        through the queue)."""
+        if self._draining or self._queue or self.room.awaiting is not None:
+            self._queue.append(command)
+            self._drain()
+        else:
+            self._drain(command)
 
     def ask(self, make: Callable[[Callable[[Any], None]], Request | RaceCommand]) -> asyncio.Future[Any]:
         """Send ``make(reply_to)`` and return a future of its reply (for callers that await: watch,
@@ -174,22 +178,31 @@ class RoomDriver(Generic[Room]):
 
     def _outcome(self, outcome: Outcome | RatingsLoaded | RaceLoaded) -> None:
         """An outcome the room waits for: it goes before every queued request."""
-        self._queue.appendleft(outcome)
-        self._drain()
+        if self._draining:
+            self._queue.appendleft(outcome)  # the loop below takes it in turn
+        else:
+            self._drain(outcome)
 
-    def _drain(self) -> None:
+    def _drain(self, first: Command | RaceCommand | None = None) -> None:
+        """Hand the room ``first`` (a request it may take now, or the outcome it waits for), then what
+        is queued, until it waits for an outcome or nothing is left."""
         if self._draining:
             return  # sent from one of our effects: the loop below takes it in turn
         self._draining = True
         room, queue = self.room, self._queue
+        command = first
         try:
-            while queue and (room.awaiting is None or isinstance(queue[0], _OUTCOMES)):
-                command = queue.popleft()
+            while command is not None or (
+                queue and (room.awaiting is None or isinstance(queue[0], _OUTCOMES))
+            ):
+                if command is None:
+                    command = queue.popleft()
                 try:
                     effects = room.handle(command)
                 except Exception as bug:  # the room's bug: the requester is answered all the same
                     logger.exception("game %s failed on %s", room.id, type(command).__name__)
                     effects = _answer_bug(command, bug)
+                command = None
                 self._run(effects)
         finally:
             self._draining = False

@@ -208,13 +208,15 @@ class GameRoom:
         """Check the action, apply it in place and hand its write out; refused at once, with nothing
         changed, when the room is closed, the version is not current, the game is at its length
         bound or the rules say no. The requester becomes a viewer."""
-        try:
-            self._check_open()
+        game = self.game
+        try:  # each check is called only when it refuses: this runs for every action
+            if self.ended is not None or self.replaced:
+                self._check_open()
             self.viewers.add(command.follower)
-            self._check_version(command.expected_v)
+            if command.expected_v is not None and command.expected_v != game.v:
+                self._check_version(command.expected_v)
             if self.closes_at is not None and self.clock() >= self.closes_at:
                 raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {self.id}: its race's time is up")
-            game = self.game
             if game.v >= MAX_GAME_ACTIONS:
                 raise Refusal(
                     ErrorCode.ILLEGAL_MOVE,
@@ -391,7 +393,7 @@ class GameRoom:
             if result is not None:
                 replies.append(_game_over(result, request_id if transfer is None else None))
             effects.append(Reply(reply_to, replies))
-        if transfer is not None:
+        if transfer is not None and self._followed_by_others(requester):  # else no diff is made
             effects += self._push(lambda: Diff.of(self.id, game, transfer), skip=requester)
         if self.race is not None:
             effects.append(Observe(self.race, self.progress(game)))
@@ -421,10 +423,15 @@ class GameRoom:
         """``message()`` to every follower but ``skip`` (the requester, who has its reply: a connection
         that both plays and watches the game gets its ack, never also a diff); nothing when nobody else
         follows (most games are followed by their player alone: checked without building a set)."""
-        if not self.spectators and self.viewers.issubset((skip,)):
+        if not self._followed_by_others(skip):
             return []
         audience = (self.viewers | self.spectators) - {skip}
         return [Push(tuple(audience), message)] if audience else []
+
+    def _followed_by_others(self, skip: Follower | None) -> bool:
+        """Someone but ``skip`` follows the game (checked without building a set)."""
+        viewers = self.viewers
+        return bool(self.spectators) or len(viewers) > 1 or (bool(viewers) and skip not in viewers)
 
     # ------------------------------------------------------------------ checks and records
 
