@@ -82,7 +82,7 @@ function say(kind, text) {
   state.message = text ? { kind, text } : null;
 }
 
-const conn = new Connection({ onMessage: handleMessage, onStatus: handleStatus });
+const conn = new Connection({ onMessage: handleMessage, onStatus: handleStatus, onPending: showBusy });
 const boards = new Leaderboards({
   connection: conn,
   player: () => state.player,
@@ -106,12 +106,20 @@ let drawPending = false;
 function draw() {
   if (drawPending) return;
   drawPending = true;
+  showBusy();
   requestAnimationFrame(() => {
     drawPending = false;
     render(state, knownCodes(), serverNow());
     boards.render();
     races.render();
+    showBusy();
   });
+}
+
+/** `data-busy` on the body while a request awaits its reply or a draw is due: its absence says that
+ * the page shows all it was told and expects nothing (what a test waits for instead of a fixed time). */
+function showBusy() {
+  document.body.toggleAttribute("data-busy", conn.pending.size > 0 || drawPending);
 }
 
 function addMyGame(game) {

@@ -1,13 +1,15 @@
 // The connection: one WebSocket speaking eightoff.v1.json (protocol/README.md), reconnecting with
 // backoff. Every request gets a fresh id and a promise of its reply; every message (replies and
-// pushes) also goes to `onMessage`, with the request it answers.
+// pushes) also goes to `onMessage`, with the request it answers; `onPending` hears each change of the
+// number of requests awaiting their reply.
 
 const SUBPROTOCOL = "eightoff.v1.json";
 
 export class Connection {
-  constructor({ onMessage, onStatus }) {
+  constructor({ onMessage, onStatus, onPending = () => {} }) {
     this.onMessage = onMessage;
     this.onStatus = onStatus;
+    this.onPending = onPending;
     this.ws = null;
     this.nextId = 1;
     this.pending = new Map();   // request id -> {type, fields, resolve}
@@ -38,6 +40,7 @@ export class Connection {
       this.onMessage(message, request);
       if (request) {
         this.pending.delete(message.id);
+        this.onPending(this.pending.size);
         request.resolve(message);
       }
     });
@@ -63,6 +66,7 @@ export class Connection {
   dropPending() {
     for (const request of this.pending.values()) request.resolve(null);  // no reply will ever come
     this.pending.clear();
+    this.onPending(0);
   }
 
   get isOpen() {
@@ -81,6 +85,7 @@ export class Connection {
       if (value !== undefined && value !== null) message[key] = value;
     }
     const reply = new Promise((resolve) => this.pending.set(id, { type, fields, resolve }));
+    this.onPending(this.pending.size);
     this.ws.send(JSON.stringify(message));
     return reply;
   }

@@ -11,8 +11,8 @@
 // The server decides every move: nothing here knows a rule.
 
 const DRAG_THRESHOLD_PX = 6;
-const DOUBLE_TAP_MS = 350;      // a second tap this soon after the first, ...
-const DOUBLE_TAP_SLOP_PX = 32;  // ... this near it, is the same gesture
+export const DOUBLE_TAP_MS = 350;  // a second tap this soon after the first, ... (the browser tests read it)
+const DOUBLE_TAP_SLOP_PX = 32;     // ... this near it, is the same gesture
 const SNAP_BACK_MS = 160;
 
 function isRefusal(reply) {

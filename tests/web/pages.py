@@ -8,7 +8,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,11 @@ READ_BOARD = """() => {
   return {tableau, cells, foundations, score: field("score"), moves: field("moves"),
           status: document.querySelector("#board").dataset.status, code: field("code")};
 }"""
+
+#: Installed before the client's own scripts: the page's time of the last pointer release on it.
+RECORD_LAST_RELEASE = (
+    """document.addEventListener("pointerup", (e) => { window.lastRelease = e.timeStamp; }, true);"""
+)
 
 SUIT_SYMBOLS = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 RANKS = "A23456789TJQK"
@@ -63,6 +68,7 @@ async def open_client(
     page = await context.new_page()
     page.set_default_timeout(10_000)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    await page.add_init_script(RECORD_LAST_RELEASE)
     if route is not None:
         await page.route_web_socket(re.compile(r"/ws$"), route)
     await page.goto(f"{site}/")
@@ -149,6 +155,30 @@ async def settled(page: Page) -> None:
     await page.wait_for_function("document.getAnimations().length === 0")
 
 
+async def idle(page: Page) -> None:
+    """Wait until the page awaits no reply and has drawn everything it was told (web/app.js marks the
+    body ``data-busy`` meanwhile). Whatever a gesture made the client send, at once or on a reply, has
+    been sent, answered and drawn by then: a second action of one gesture would show."""
+    await page.wait_for_function("!document.body.hasAttribute('data-busy')")
+
+
+async def double_tap_window_ms(page: Page) -> float:
+    """The client's double-tap window (web/input.js), read from the page, not copied here."""
+    window_ms = await page.evaluate("import('/input.js').then((input) => input.DOUBLE_TAP_MS)")
+    assert isinstance(window_ms, int | float) and window_ms > 0, window_ms
+    return float(window_ms)
+
+
+async def past_double_tap_window(page: Page) -> None:
+    """Wait until the client's double-tap window has passed since the page's last pointer release, by
+    the page's own clock: the next tap starts a gesture of its own, whatever the load."""
+    window_ms = await double_tap_window_ms(page)
+    await page.wait_for_function(
+        "(ms) => window.lastRelease === undefined || performance.now() - window.lastRelease >= ms",
+        arg=window_ms,
+    )
+
+
 async def strip_point(card: Locator) -> tuple[float, float]:
     """A point on the visible strip of a card (its top edge shows even when covered)."""
     await settled(card.page)
@@ -226,6 +256,8 @@ class ReplyDelay:
     def __init__(self) -> None:
         self.delay = 0.0
         self.sent: list[str] = []
+        self.flowing = asyncio.Event()  # cleared: the server's frames wait here (in order) until set
+        self.flowing.set()
         self._queue: asyncio.Queue[tuple[float, str | bytes]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
 
@@ -234,7 +266,7 @@ class ReplyDelay:
         if self._pump is not None:
             self._pump.cancel()  # a reload: the old page is gone
         self._queue = asyncio.Queue()
-        self._pump = asyncio.get_running_loop().create_task(self._forward(ws, self._queue))
+        self._pump = asyncio.get_running_loop().create_task(self._forward(ws, self._queue, self.flowing))
 
         def upstream(frame: str | bytes) -> None:
             self.sent.append(json.loads(frame)["type"])
@@ -247,11 +279,14 @@ class ReplyDelay:
         server.on_message(downstream)
 
     @staticmethod
-    async def _forward(ws: WebSocketRoute, queue: asyncio.Queue[tuple[float, str | bytes]]) -> None:
+    async def _forward(
+        ws: WebSocketRoute, queue: asyncio.Queue[tuple[float, str | bytes]], flowing: asyncio.Event
+    ) -> None:
         loop = asyncio.get_running_loop()
         while True:
             due, frame = await queue.get()
             await asyncio.sleep(max(0.0, due - loop.time()))
+            await flowing.wait()
             ws.send(frame)
 
     def close(self) -> None:
@@ -281,15 +316,25 @@ async def touch_tap(page: Page, point: tuple[float, float]) -> None:
     await cdp.detach()
 
 
-async def double_tap(page: Page, point: tuple[float, float], interval_ms: int, *, touch: bool) -> None:
+async def double_tap(
+    page: Page,
+    point: tuple[float, float],
+    interval_ms: int,
+    *,
+    touch: bool,
+    before_second: Callable[[], Awaitable[object]] | None = None,
+) -> None:
     """Two taps at one point, ``interval_ms`` apart (from the first release to the second press),
     with a finger or the mouse. Each event carries the time it is meant for (CDP's ``timestamp``),
     as a device stamps its input: on a loaded machine the second tap may reach the page later than
-    that (as on a slow phone), but the page sees the gesture's own gap, not the test's lateness."""
+    that (as on a slow phone), but the page sees the gesture's own gap, not the test's lateness.
+    ``before_second`` (e.g. a wait for the first tap's effect) is awaited between the taps."""
     cdp = await page.context.new_cdp_session(page)
     first = time.time()
     for index, at in enumerate((first, first + interval_ms / 1000)):
         if index:  # the second tap is sent no sooner than its time: the page is never told of the future
+            if before_second is not None:
+                await before_second()
             await asyncio.sleep(max(0.0, at - time.time()))
         if touch:
             await _touch_tap(cdp, *point, at=at)
