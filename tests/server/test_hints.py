@@ -297,7 +297,10 @@ async def test_a_killed_server_s_solver_worker_ends_with_it(workers: int, tmp_pa
         server = node.process.pid if workers == 1 else next(iter(node.worker_pids().values()))
         niceness = min(19, os.getpriority(os.PRIO_PROCESS, server) + SOLVER_NICENESS)
         await eventually(
-            lambda: any(os.getpriority(os.PRIO_PROCESS, child) == niceness for child in children(server)),
+            lambda: any(
+                is_pool_worker(child) and os.getpriority(os.PRIO_PROCESS, child) == niceness
+                for child in children(server)
+            ),
             "the server's solver worker is up",
         )
         orphans = children(server)
