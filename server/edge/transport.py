@@ -625,17 +625,24 @@ class WebSocketConnection(asyncio.Protocol):
             if len(self._waiting) > MAX_WAITING:
                 self._waiting_full = True  # reading pauses at the end of this parse
             return
-        self._dispatching = self._serving = True
+        self._dispatching = True
         try:
-            channel.serve(message, within_rate)
-        except Exception:  # a bug: close this connection, not stall it (nor the loop)
-            logger.exception("serving a message failed")
-            self._serving = False
-            self.close(CloseCode.INTERNAL_ERROR, "the server failed")
+            self._serve_one(channel, message, within_rate)
         finally:
             self._dispatching = False
         if self._waiting or self._waiting_full or self._flooded:
             self._serve_waiting()
+
+    def _serve_one(self, channel: Channel, message: bytes | str, within_rate: bool) -> None:
+        """Hand one message to the channel (``served()`` ends it); a bug closes this connection
+        instead of stalling it (or the loop)."""
+        self._serving = True
+        try:
+            channel.serve(message, within_rate)
+        except Exception:
+            logger.exception("serving a message failed")
+            self._serving = False
+            self.close(CloseCode.INTERNAL_ERROR, "the server failed")
 
     def _serve_waiting(self) -> None:
         if self._dispatching:
@@ -643,13 +650,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._dispatching = True
         try:
             while self._waiting and not self._serving and self.channel is not None and self.is_open:
-                self._serving = True
-                try:
-                    self.channel.serve(*self._waiting.popleft())
-                except Exception:  # a bug: close this connection, not stall it (nor the loop)
-                    logger.exception("serving a message failed")
-                    self._serving = False
-                    self.close(CloseCode.INTERNAL_ERROR, "the server failed")
+                self._serve_one(self.channel, *self._waiting.popleft())
         finally:
             self._dispatching = False
         if self._waiting_full and len(self._waiting) <= MAX_WAITING // 2:

@@ -38,7 +38,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Final, Literal
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import Table, delete, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage.leaderboards import (
@@ -178,15 +178,7 @@ def variant_scopes(period: ClosablePeriod, start: dt.date) -> list[str]:
 async def delete_board_rows(conn: AsyncConnection, scopes: Sequence[str], limit: int) -> int:
     """Delete up to ``limit`` ``board_bests`` rows of ``scopes``, the first in primary-key order;
     returns how many."""
-    key = tuple_(board_bests.c.scope, board_bests.c.player_id)
-    batch = (
-        select(board_bests.c.scope, board_bests.c.player_id)
-        .where(board_bests.c.scope.in_(scopes))
-        .order_by(board_bests.c.scope, board_bests.c.player_id)
-        .limit(limit)
-        .with_for_update()
-    )
-    return (await conn.execute(delete(board_bests).where(key.in_(batch)))).rowcount
+    return await _delete_first(conn, board_bests, scopes, limit)
 
 
 async def delete_stats_rows(conn: AsyncConnection, period: ClosablePeriod, start: dt.date, limit: int) -> int:
@@ -194,12 +186,19 @@ async def delete_stats_rows(conn: AsyncConnection, period: ClosablePeriod, start
     primary-key order; returns how many. Once none is left, the bucket is pruned."""
     bucket = player_scope(period_bucket(period, start))
     scopes = [bots_scope(bucket, bots) for bots in _SIDES]
-    key = tuple_(player_stats.c.scope, player_stats.c.player_id)
+    return await _delete_first(conn, player_stats, scopes, limit)
+
+
+async def _delete_first(conn: AsyncConnection, table: Table, scopes: Sequence[str], limit: int) -> int:
+    """Delete the first ``limit`` rows of ``scopes`` from ``table`` (keyed by scope and player), in
+    primary-key order and locked first (PostgreSQL ``FOR UPDATE``): two pruners delete them one after
+    the other, never in a deadlock. Returns how many."""
+    key = tuple_(table.c.scope, table.c.player_id)
     batch = (
-        select(player_stats.c.scope, player_stats.c.player_id)
-        .where(player_stats.c.scope.in_(scopes))
-        .order_by(player_stats.c.scope, player_stats.c.player_id)
+        select(table.c.scope, table.c.player_id)
+        .where(table.c.scope.in_(scopes))
+        .order_by(table.c.scope, table.c.player_id)
         .limit(limit)
         .with_for_update()
     )
-    return (await conn.execute(delete(player_stats).where(key.in_(batch)))).rowcount
+    return (await conn.execute(delete(table).where(key.in_(batch)))).rowcount
