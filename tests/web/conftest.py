@@ -25,7 +25,16 @@ CHROMIUM_ARGS = [
 @pytest.fixture
 async def web_app(tmp_path: Path) -> AsyncIterator[App]:
     database_url = f"sqlite+aiosqlite:///{tmp_path}/db.sqlite3"
-    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", shutdown_grace=2.0) as app:
+    # Every browser and client of a test comes from 127.0.0.1, and each page load is some 18 TCP
+    # connections (the HTTP side closes after each file): three users' pages in two seconds passed the
+    # per-address new-connection budget (40 at once, 20 a second) once the tests stopped sleeping, and
+    # the third page got 503. Those limits are tested in tests/server/test_limits.py.
+    async with serverutil.running_app(
+        database_url,
+        sqlite_synchronous="NORMAL",
+        shutdown_grace=2.0,
+        new_connections_per_address_per_second=None,
+    ) as app:
         yield app
 
 
