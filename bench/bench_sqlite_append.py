@@ -194,13 +194,17 @@ def _fence_at_once(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> No
         raise WriteConflict("a game of the commit is not at the version before its rows, or is finished")
 
 
+@functools.cache
+def _journal_sql(rows: int) -> str:
+    """The journal's INSERT of ``rows`` rows, made once per size (as the server's `_insert_sql`)."""
+    return "INSERT INTO journal (game_id, v, action) VALUES " + ", ".join(["(?, ?, ?)"] * rows)
+
+
 def _journal_rows(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
     for start in range(0, len(rows), ROWS_PER_INSERT):
         chunk = rows[start : start + ROWS_PER_INSERT]
-        conn.execute(
-            "INSERT INTO journal (game_id, v, action) VALUES " + ", ".join(["(?, ?, ?)"] * len(chunk)),
-            [value for row in chunk for value in (row.game_id, row.v, row.action)],
-        )
+        values = [value for row in chunk for value in (row.game_id, row.v, row.action)]
+        conn.execute(_journal_sql(len(chunk)), values)
 
 
 def _journal_blob(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:

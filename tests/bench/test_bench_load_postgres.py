@@ -45,11 +45,10 @@ async def _databases_named(server_url: str, prefix: str) -> list[str]:
     return [row["datname"] for row in rows]
 
 
-def test_a_tiny_run_reports_the_backends_cpu_per_action_and_drops_its_database() -> None:
-    server_url = _postgres_server_url()
-    command = [sys.executable, "-m", "bench.bench_load", "--quick", "--n", "1", "--only", "server"]
+def _run_bench(module: str, *args: str) -> tuple[int, str]:
+    """Run ``bench.<module>`` with ``args`` to its end; its pid and its output (it must succeed)."""
     bench = subprocess.Popen(
-        [*command, "--postgres-url", server_url],
+        [sys.executable, "-m", f"bench.{module}", *args],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -57,6 +56,14 @@ def test_a_tiny_run_reports_the_backends_cpu_per_action_and_drops_its_database()
     )
     out, err = bench.communicate(timeout=180)
     assert bench.returncode == 0, err[-3000:]
+    return bench.pid, out
+
+
+def test_a_tiny_run_reports_the_backends_cpu_per_action_and_drops_its_database() -> None:
+    server_url = _postgres_server_url()
+    pid, out = _run_bench(
+        "bench_load", "--quick", "--n", "1", "--only", "server", "--postgres-url", server_url
+    )
     found = _PG_LINE.search(out)
     assert found, out[-3000:]
     own, backends, total = (float(found[key]) for key in ("own", "backends", "total"))
@@ -64,7 +71,7 @@ def test_a_tiny_run_reports_the_backends_cpu_per_action_and_drops_its_database()
     assert own > 0 and backends > 0  # every action was committed by a backend: it cannot be free
     assert total == pytest.approx(own + backends, abs=0.11)  # printed to 0.1 µs each
     assert "synchronous_commit=" in out
-    assert asyncio.run(_databases_named(server_url, f"bench_load_{bench.pid}_")) == []
+    assert asyncio.run(_databases_named(server_url, f"bench_load_{pid}_")) == []
 
 
 def test_cpu_spent_counts_a_process_started_in_the_window_whole_and_loses_one_gone() -> None:
@@ -75,17 +82,9 @@ def test_cpu_spent_counts_a_process_started_in_the_window_whole_and_loses_one_go
 
 def test_bench_pg_append_prints_each_variant_beside_the_baseline_and_drops_its_databases() -> None:
     server_url = _postgres_server_url()
-    command = [sys.executable, "-m", "bench.bench_pg_append", "--postgres-url", server_url]
-    bench = subprocess.Popen(
-        [*command, "--batch", "3", "--rounds", "1", "--commits", "5", "--games", "4"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    out, err = bench.communicate(timeout=180)
-    assert bench.returncode == 0, err[-3000:]
+    sizes = ("--batch", "3", "--rounds", "1", "--commits", "5", "--games", "4")
+    pid, out = _run_bench("bench_pg_append", "--postgres-url", server_url, *sizes)
     rows = re.findall(r"^\| 3 \| ([^|]+) \|.*\| ([\d.]+) \| [\d.]+ \|$", out, re.MULTILINE)
     assert [name.strip() for name, _ in rows] == ["executemany", "unnest", "unnest, no pre-ping"]
     assert rows[0][1] == "1.00"  # the baseline's ratio to itself
-    assert asyncio.run(_databases_named(server_url, f"bench_load_{bench.pid}_")) == []
+    assert asyncio.run(_databases_named(server_url, f"bench_load_{pid}_")) == []

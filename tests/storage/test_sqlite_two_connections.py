@@ -16,14 +16,14 @@ import contextlib
 import datetime as dt
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
 from server.storage import ActionRecord, Database, repository, upgrade_to_head
-from server.storage.commit_backends import SqliteBackend, Write
+from server.storage.commit_backends import SqlAlchemyBackend, SqliteBackend, Write
 from server.storage.db import sqlite_file
 from server.storage.records import PlayerRecord
 from server.storage.tables import players
@@ -42,28 +42,6 @@ GAME_SQL = (
 )
 
 
-class EngineWrites:
-    """The writer's backend for writes it does not commit itself: the engine's, as the server has it."""
-
-    def __init__(self, database: Database, loop: asyncio.AbstractEventLoop) -> None:
-        self._database = database
-        self._loop = loop
-
-    def commit(self, writes: Sequence[Write]) -> None:
-        asyncio.run_coroutine_threadsafe(self._commit(writes), self._loop).result()
-
-    async def _commit(self, writes: Sequence[Write]) -> None:
-        async with self._database.transaction() as conn:
-            for write in writes:
-                if write.player is not None:
-                    await repository.insert_player(conn, write.player)
-                if write.game is not None:
-                    await repository.insert_game(conn, write.game)
-
-    def close(self) -> None:
-        pass
-
-
 def journal_mode_in_header(path: Path) -> tuple[int, int]:
     """The file format's write and read versions (bytes 18 and 19): 2 in write-ahead-log mode."""
     header = path.read_bytes()[:20]
@@ -78,7 +56,8 @@ def new_player(id_: str) -> PlayerRecord:
 async def both_paths(path: Path) -> AsyncIterator[tuple[Database, SqliteBackend]]:
     """The engine and the writer on ``path``, neither connected yet, as a server starts them."""
     database = Database.create(dbutil.sqlite_url(path), sqlite_synchronous="NORMAL", timeout=30)
-    writer = SqliteBackend(path, EngineWrites(database, asyncio.get_running_loop()), synchronous="NORMAL")
+    engine = SqlAlchemyBackend(database, asyncio.get_running_loop())
+    writer = SqliteBackend(path, engine, synchronous="NORMAL")
     try:
         yield database, writer
     finally:
