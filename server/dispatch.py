@@ -50,6 +50,7 @@ from server.play.replay import replay_page, replay_whole
 from server.play.session import Session
 from server.services.fair_play import FairPlay
 from server.services.hints import Asker, SolverBusy, SolvingService
+from server.services.live_pages import LivePages
 from server.services.quotas import NewGames, UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
@@ -93,6 +94,9 @@ class RequestHandler:
         self._solving = solving or SolvingService()
         self._unfinished = unfinished
         self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
+        self._live_pages = LivePages(
+            database, registry.presence, dt.timedelta(minutes=settings.live_window_minutes)
+        )
         self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
         self._races = races
         self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
@@ -373,16 +377,12 @@ class RequestHandler:
     async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
         """Every unfinished game someone follows, on any node, with an action (or its start) in the
         last ``live_window_minutes``, most recently active first: read from the database, a page at a
-        time (``server.play.presence`` says who follows what)."""
+        time (``server.play.presence`` says who follows what), shared for a moment by everyone who asks
+        (`server.services.live_pages`); what is sealed is the asker's own."""
         after = None if request.after is None else parse_time_cursor(request.after, "live")
-        since = utc_now() - dt.timedelta(minutes=self._settings.live_window_minutes)
-        await self._registry.presence.flushed()  # this node's rooms as of now (a game just dealt)
-        async with self._database.connection() as conn:
-            found = await repository.live_games(
-                conn, active_since=since, after=after, limit=request.limit + 1
-            )
-            page = found[: request.limit]
-            sealed = await self._fair_play.sealed_live(conn, _player(session).id, page, utc_now())
+        found = await self._live_pages.page(after, request.limit + 1)
+        page = found[: request.limit]
+        sealed = await self._fair_play.sealed_live(_player(session).id, page, utc_now())
         games = tuple(self._live_entry(game, game.id in sealed) for game in page)
         next_cursor = time_cursor(page[-1].active_at, page[-1].id) if len(found) > len(page) else None
         return [protocol.LivePage(request_id=request.request_id, games=games, next_cursor=next_cursor)]

@@ -39,6 +39,8 @@ class Presence:
         self._pending: dict[str, bool] = {}  # game id -> held, not yet written
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        #: Counts the changes noted and the writes made: a ``live`` page read before it moved is stale.
+        self.changes = 0
 
     def held(self, game_id: str) -> None:
         self._note(game_id, held=True)
@@ -47,6 +49,7 @@ class Presence:
         self._note(game_id, held=False)
 
     def _note(self, game_id: str, *, held: bool) -> None:
+        self.changes += 1
         self._pending[game_id] = held
         self._wake.set()
         if self._task is None:
@@ -93,6 +96,7 @@ class Presence:
                 self._pending = {**batch, **self._pending}  # changes noted meanwhile are newer
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
+            self.changes += 1
             if failing:
                 logger.info("the live rooms are written again")
                 failing = False

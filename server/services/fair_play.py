@@ -112,23 +112,20 @@ class FairPlay:
         while len(self._dailies) > GAMES_REMEMBERED:
             self._dailies.popitem(last=False)
 
-    @staticmethod
-    async def sealed_live(
-        conn: AsyncConnection, viewer: str, page: Sequence[LiveGame], now: dt.datetime
-    ) -> frozenset[str]:
-        """The games of a ``live`` page whose moves are sealed to ``viewer``: at most two more reads,
-        for the viewer's own games of the page's daily challenges and for the page's races (a race
-        seat's game is sealed to everyone but its player until the race is over)."""
+    async def sealed_live(self, viewer: str, page: Sequence[LiveGame], now: dt.datetime) -> frozenset[str]:
+        """The games of a ``live`` page whose moves are sealed to ``viewer``: no read when the page holds
+        no other player's daily or race game, else at most two, for the viewer's own games of the
+        page's daily challenges and for the page's races (a race seat's game is sealed to everyone but
+        its player until the race is over)."""
         racing = {game.race_id for game in page if game.race_id is not None and game.player_id != viewer}
-        running = await races.races_not_over(conn, racing) if racing else frozenset()
-        in_race = frozenset(game.id for game in page if game.race_id in running and game.player_id != viewer)
         days = {game.daily_date for game in page if game.daily_date is not None and game.player_id != viewer}
-        if not days:
-            return in_race
-        standings = {
-            (found.day, found.cells): Standing(found.finished, found.playing)
-            for found in await repository.daily_standings(conn, viewer, days)
-        }
+        if not racing and not days:
+            return frozenset()
+        async with self._database.connection() as conn:
+            running = await races.races_not_over(conn, racing) if racing else frozenset()
+            found = await repository.daily_standings(conn, viewer, days) if days else []
+        in_race = frozenset(game.id for game in page if game.race_id in running and game.player_id != viewer)
+        standings = {(row.day, row.cells): Standing(row.finished, row.playing) for row in found}
         return in_race | frozenset(
             game.id
             for game in page
