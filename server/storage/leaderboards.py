@@ -79,6 +79,7 @@ from sqlalchemy import (
     literal_column,
     select,
     tuple_,
+    union_all,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -407,20 +408,6 @@ def _page_statement(board: _Board, scope: _Scope, after: Sequence[Any] | None, l
     return statement
 
 
-def _before_statement(board: _Board, scope: _Scope, before: Sequence[Any], limit: int) -> Select[Any]:
-    """The rows just before a key, nearest first."""
-    return (
-        _rows_statement(board, scope)
-        .where(tuple_(*board.keys) < board.key_tuple(before))
-        .order_by(*(column.desc() for column in board.keys))
-        .limit(limit)
-    )
-
-
-def _own_key_statement(board: _Board, scope: _Scope, player_id: str) -> Select[Any]:
-    return select(*board.keys).where(board.where_scope(scope), board.player == player_id)
-
-
 def _rank_statement(board: _Board, scope: _Scope, first: Sequence[Any]) -> Select[Any]:
     """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope."""
     sort_key, *tiebreak = board.keys
@@ -520,31 +507,43 @@ async def _around(
     At the top of the board there are fewer rows before, and the rows after fill the page; at the
     bottom, the other way round. No row when the player has none in the scope.
     """
-    own = (await conn.execute(_own_key_statement(board, scope, player_id))).first()
+    rows = list((await conn.execute(_around_statement(board, scope, player_id, limit))).all())
+    own = next((index for index, row in enumerate(rows) if row.player_id == player_id), None)
     if own is None:
         return [], [], False
-    key = tuple(own)
-    before = list((await conn.execute(_before_statement(board, scope, key, limit - 1))).all())
-    # The player's own row and the rows after it: the page starting just before the own key.
-    after = list((await conn.execute(_from_statement(board, scope, key, limit + 1))).all())
-    if not after or after[0].player_id != player_id:  # pragma: no cover - read outside one snapshot
-        return [], [], False
-    own_row, after = after[0], after[1:]
+    before, own_row, after = rows[:own], rows[own], rows[own + 1 :]
     take_before = min(len(before), max((limit - 1) // 2, limit - 1 - len(after)))
     take_after = min(len(after), limit - 1 - take_before)
-    rows = [*reversed(before[:take_before]), own_row, *after[:take_after]]
+    rows = [*before[len(before) - take_before :], own_row, *after[:take_after]]
     ranks = await _ranks(conn, board, scope, [_key_of(board, row) for row in rows])
     return rows, ranks, len(after) > take_after
 
 
-def _from_statement(board: _Board, scope: _Scope, start: Sequence[Any], limit: int) -> Select[Any]:
-    """The rows from a key on (the row with that key first)."""
-    return (
-        _rows_statement(board, scope)
-        .where(tuple_(*board.keys) >= board.key_tuple(start))
-        .order_by(*board.keys)
-        .limit(limit)
+def _around_statement(board: _Board, scope: _Scope, player_id: str, limit: int) -> Select[Any]:
+    """In board order: up to ``limit - 1`` rows just before the player's own key, then up to
+    ``limit + 1`` rows from it (the own row first); none when the player has no row.
+
+    One statement, the own key a subquery of both sides: a read of the page around a player is two
+    round trips (this, then the rank count) where it was four, and each costs the event loop a
+    database call (issue 23 item 4: the around reads of the largest boards were the slowest reads).
+    """
+    own = tuple_(
+        *(
+            select(key).where(board.where_scope(scope), board.player == player_id).scalar_subquery()
+            for key in board.keys
+        )
     )
+    keys = tuple_(*board.keys)
+    before = (
+        _rows_statement(board, scope)
+        .where(keys < own)
+        .order_by(*(column.desc() for column in board.keys))
+        .limit(limit - 1)
+        .subquery()
+    )
+    after = _rows_statement(board, scope).where(keys >= own).order_by(*board.keys).limit(limit + 1).subquery()
+    both = union_all(select(before), select(after)).subquery()
+    return select(both).order_by(*(both.c[column.name] for column in board.keys))
 
 
 async def use_one_snapshot(conn: AsyncConnection) -> None:
@@ -755,7 +754,5 @@ def statements(
         "page": _page_statement(board, scope, None, limit + 1),
         "page after a cursor": _page_statement(board, scope, key, limit + 1),
         "rank of a row": _rank_statement(board, scope, key),
-        "own row (around)": _own_key_statement(board, scope, player_id),
-        "rows before (around)": _before_statement(board, scope, key, limit - 1),
-        "rows from (around)": _from_statement(board, scope, key, limit + 1),
+        "rows around a player": _around_statement(board, scope, player_id, limit),
     }
