@@ -33,7 +33,7 @@ class HttpEndpoints:
     """Plain HTTP on the WebSocket port (/healthz, /metrics, the JSON API, the web client), and the
     origin check of a WebSocket handshake (``server.edge.transport.HttpRoutes``).
 
-    The client's files come from ``server.edge.static`` (ETag, 304, gzip).
+    The client's files come from ``server.edge.static`` (ETag, 304, gzip, versioned URLs).
 
     ``GET /api/leaderboard?…`` answers the ``leaderboard`` message's rows as JSON ``{rows, next?}`` and
     ``GET /api/players/{id}`` a ``profile`` (without ``type``); refusals are JSON ``{code, message}``
@@ -77,7 +77,7 @@ class HttpEndpoints:
         if path.startswith("/r/"):  # an invitation link: the page reads the code from its address
             # (web/race.js), so an unknown or malformed code is the page's message, not a 404
             return self._static.respond("/index.html", request.headers)
-        return self._static.respond(path, request.headers)
+        return self._static.respond(path, request.headers, query)
 
     async def _health(self) -> Response:
         """200 ``ok`` when the database answers (within its timeout), else 503: a load balancer stops

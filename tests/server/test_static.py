@@ -1,11 +1,14 @@
-"""The browser client's files over real HTTP: validators and 304s, Cache-Control, gzip by Accept-Encoding,
-and the bad input a client or a prober sends (unreadable validators, q=0, paths out of web/)."""
+"""The browser client's files over real HTTP: validators and 304s, Cache-Control, versioned URLs cached
+for good, gzip by Accept-Encoding, and the bad input a client or a prober sends (unreadable validators,
+q=0, paths out of web/)."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import http.client
+import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from email.utils import format_datetime, parsedate_to_datetime
@@ -15,7 +18,7 @@ import pytest
 
 from server.app import App
 from server.edge.http import WEB_ROOT
-from server.edge.static import accepts_gzip, etag_matches
+from server.edge.static import StaticFiles, accepts_gzip, etag_matches
 from tests.support import serverutil
 
 
@@ -50,9 +53,26 @@ async def get(app: App, path: str, **headers: str) -> Answer:
     return await asyncio.to_thread(_get, app.port, path, {k.replace("_", "-"): v for k, v in headers.items()})
 
 
+IMPORT_MAP = re.compile(r'<script type="importmap">(.*?)</script>\n *')
+VERSION = re.compile(r"\?v=[0-9a-f]{20}")
+CACHED_FOR_GOOD = "public, max-age=31536000, immutable"
+
+
+def without_versions(page: bytes) -> bytes:
+    """A served page less its import map and the versions of its links: the file as written."""
+    return VERSION.sub("", IMPORT_MAP.sub("", page.decode())).encode()
+
+
+def import_map(page: bytes) -> dict[str, str]:
+    found = IMPORT_MAP.search(page.decode())
+    assert found is not None
+    imports: dict[str, str] = json.loads(found[1])["imports"]
+    return imports
+
+
 async def test_files_carry_validators_and_revalidate_to_304(app: App) -> None:
     first = await get(app, "/")
-    assert first.status == 200 and first.body == (WEB_ROOT / "index.html").read_bytes()
+    assert first.status == 200 and without_versions(first.body) == (WEB_ROOT / "index.html").read_bytes()
     assert first.headers["Cache-Control"] == "no-cache"  # index.html (and every module) revalidated
     assert first.headers["Vary"] == "Accept-Encoding"
     etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
@@ -66,6 +86,53 @@ async def test_files_carry_validators_and_revalidate_to_304(app: App) -> None:
     assert (await get(app, "/", If_Modified_Since=modified)).status == 304
     later = format_datetime(parsedate_to_datetime(modified).replace(year=2099), usegmt=True)
     assert (await get(app, "/", If_Modified_Since=later)).status == 304
+
+
+@pytest.mark.parametrize(("page", "entry"), [("/", "/app.js"), ("/replay.html", "/replay-page.js")])
+async def test_pages_name_every_file_by_a_versioned_url_cached_for_good(
+    app: App, page: str, entry: str
+) -> None:
+    """A page links its stylesheets and entry module by versioned URLs, and its import map sends each
+    module's plain path (what the modules import) to one: each is the file as written, cached for a
+    year without revalidation; the page itself, a plain name, or a version that is not the file's
+    current one (a page from before a restart) is revalidated at each use."""
+    body = (await get(app, page)).body
+    modules = import_map(body)
+    assert set(modules) == {"/" + path.name for path in WEB_ROOT.glob("*.js")}
+    links = re.findall(r'(?:src|href)="(/[^"]+\?v=[^"]+)"', body.decode())
+    assert {url.partition("?")[0] for url in links} >= {entry, "/style.css"}
+    for url in [*links, *modules.values()]:
+        path, _, query = url.partition("?")
+        answer = await get(app, url)
+        assert answer.status == 200 and answer.body == (WEB_ROOT / path.removeprefix("/")).read_bytes()
+        assert answer.headers["Cache-Control"] == CACHED_FOR_GOOD, url
+        assert query == "v=" + answer.headers["ETag"].strip('"')
+    stale = VERSION.sub("?v=0123456789abcdef0123", modules[entry])
+    for url in (page, entry, stale, entry + "?x=1"):
+        answer = await get(app, url)
+        assert answer.status == 200 and answer.headers["Cache-Control"] == "no-cache", url
+    assert (await get(app, stale)).body == (WEB_ROOT / entry.removeprefix("/")).read_bytes()
+
+
+def test_a_changed_module_changes_its_own_url_and_the_pages(tmp_path: Path) -> None:
+    """No chain of hashes through the imports: a module's URL follows its own bytes, and the page
+    (its import map, so its ETag and date) follows every module's."""
+    (tmp_path / "index.html").write_text(
+        '<head>\n  <link rel="stylesheet" href="/style.css">\n'
+        '  <script type="module" src="/app.js"></script>\n'
+        '</head>\n<a href="/">home</a> <a href="/missing.js">gone</a>\n'
+    )
+    (tmp_path / "app.js").write_text('import { b } from "./b.js";\nconsole.log(b);\n')
+    (tmp_path / "b.js").write_text("export const b = 1;\n")
+    (tmp_path / "style.css").write_text("body { margin: 0; }\n")
+    before = StaticFiles(tmp_path).body("/")
+    assert without_versions(before) == (tmp_path / "index.html").read_bytes()  # "/", a missing file: as is
+    assert '<script type="importmap">' in before.decode().splitlines()[2]  # before the module script
+    (tmp_path / "b.js").write_text("export const b = 2;\n")
+    after = StaticFiles(tmp_path).body("/")
+    assert import_map(after)["/app.js"] == import_map(before)["/app.js"]
+    assert import_map(after)["/b.js"] != import_map(before)["/b.js"]
+    assert after != before
 
 
 @pytest.mark.parametrize(
