@@ -22,6 +22,10 @@ process running for the same window:
 - ``storm``: raw TCP connections opened as fast as possible and held idle (to the caps, then 503s);
 - ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
 - ``guests``: ``hello`` without a token on a new connection, in a loop;
+- ``pages``: 4 loops of first page loads as fast as they go: the page, every file it names and the
+  clock, each on a connection of its own as a browser fetches them (answers from memory, whose
+  connections do not count toward the new-connection budget while ``--page-requests-per-address-per-second``
+  lasts); the attacker reports the answers by status;
 - ``pings``: 1 connection sending empty WebSocket pings as fast as it can and reading its pongs,
   reconnecting when closed; ``pings4``: 4 such connections; ``bigpings``: 125-byte pings;
 - ``deafpings``: 8 connections sending pings as fast as they can and reading nothing;
@@ -63,6 +67,7 @@ import contextlib
 import itertools
 import multiprocessing
 import os
+import re
 import socket
 import sys
 import tempfile
@@ -94,7 +99,7 @@ START_MARGIN = 3.0  # seconds of attack around the bystander's window (its proce
 DEFAULT_LIMITS = (
     "--rate-per-second 200 --rate-burst 400 --max-connections-per-address 256 "
     "--guests-per-address-per-minute 30 --new-connections-per-address-per-second 20 "
-    "--new-games-per-address-per-minute 240"
+    "--page-requests-per-address-per-second 200 --new-games-per-address-per-minute 240"
 )
 HINT_BYSTANDER_ADDRESS = "127.0.0.3"
 HINT_FLOOD_ADDRESS = "127.0.0.4"  # one address of its own: the guests attack leaves 127.0.0.1 no guests
@@ -113,6 +118,7 @@ ATTACKS = (
     "storm",
     "games",
     "guests",
+    "pages",
     "pings",
     "pings4",
     "bigpings",
@@ -345,6 +351,37 @@ async def _guests(url: str, tally: Tally, until: float) -> None:
             await ws.close()
         except Exception as exc:  # refused: HTTP 503, or a reset in a storm
             tally.counts[f"refused {getattr(getattr(exc, 'response', None), 'status_code', 'other')}"] += 1
+
+
+async def _http_get(url: str, target: str) -> tuple[int, bytes]:
+    """A GET on a connection of its own from the attacker's address: the status (0: no answer) and body."""
+    host, port = url.removeprefix("ws://").split("/")[0].split(":")
+    try:
+        reader, writer = await asyncio.open_connection(host, int(port), local_addr=(ATTACKER_ADDRESS, 0))
+        writer.write(f"GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        answer = await reader.read()
+        writer.close()
+    except OSError:
+        return 0, b""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b"0"
+    return int(status), body
+
+
+async def _page_loads(url: str, tally: Tally, until: float) -> None:
+    """First page loads in a loop: the page, then every file it names (its links, its import map)
+    at once, then the clock, each on a connection of its own."""
+    page = b""
+    while not page and time.monotonic() < until:  # an earlier attack may leave the address refused
+        status, page = await _http_get(url, "/")
+        await asyncio.sleep(0 if status == 200 else 0.25)
+    text = page.decode(errors="replace")
+    files = re.findall(r'(?:src|href)="(/[^"]+\?v=[^"]+)"', text)
+    files += re.findall(r'"(/[\w-]+\.js\?v=[0-9a-f]+)"', text)  # the import map's URLs
+    while time.monotonic() < until:
+        for batch in (["/"], sorted(set(files)), ["/api/time"]):
+            for status, _ in await asyncio.gather(*(_http_get(url, target) for target in batch)):
+                tally.counts[f"HTTP {status}"] += 1
 
 
 async def _raw_socket(url: str, address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -608,6 +645,8 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         tasks = [_storm(url, tally, until)]
     elif name == "guests":
         tasks = [_guests(url, tally, until) for _ in range(CONNECTIONS)]
+    elif name == "pages":
+        tasks = [_page_loads(url, tally, until) for _ in range(CONNECTIONS)]
     elif name in ("pings", "pings4", "bigpings"):
         pings = _masked(Opcode.PING, b"x" * 125 if name == "bigpings" else b"") * 64
         count = 4 if name == "pings4" else 1

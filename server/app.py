@@ -276,7 +276,8 @@ class App:
 
 def _connection_gate(settings: Settings) -> ConnectionGate:
     """The connection caps, the global one lowered to fit the open-files limit (the accept loop
-    stalls past it), the proxies trusted to name their clients and the frame budget per address."""
+    stalls past it), the new connections and page requests per address, the proxies trusted to name
+    their clients and the frame budget per address."""
     budget = open_files_budget()
     total = settings.max_connections
     if total > budget:
@@ -285,13 +286,20 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
     caps = ConnectionCaps(per_address=settings.max_connections_per_address, total=total)
     rate = settings.new_connections_per_address_per_second
     arrivals = None if rate is None else BucketsByKey(rate, max(1, round(2 * rate)))
+    page_rate = settings.page_requests_per_address_per_second
+    pages = None if page_rate is None else BucketsByKey(page_rate, max(1, round(2 * page_rate)))
     share = settings.address_frame_share
     frames = None
     if share is not None:
         burst = max(1, round(share * settings.rate_burst))
         frames = AddressBudget(share * settings.rate_per_second, burst, share)
     return ConnectionGate(
-        caps, TrustedProxies.parse(settings.trusted_proxies), ThrottledLog(), arrivals, frames=frames
+        caps,
+        TrustedProxies.parse(settings.trusted_proxies),
+        ThrottledLog(),
+        arrivals,
+        pages=pages,
+        frames=frames,
     )
 
 

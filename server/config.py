@@ -267,6 +267,16 @@ class Settings:
             "check": _positive,
         },
     )
+    page_requests_per_address_per_second: float | None = field(
+        default=200.0,
+        metadata={
+            "help": "requests for the browser client's files and pages (and /api/time: answers from "
+            "memory) one source address may make a second, twice that at once, without their "
+            "connections counting toward --new-connections-per-address-per-second (a page load is a "
+            "connection per file); past it, or off, they count",
+            "check": _positive,
+        },
+    )
     address_frame_share: float | None = field(
         default=5.0,
         metadata={
@@ -406,20 +416,24 @@ class Settings:
 
     def worker_share(self) -> Settings:
         """The settings of one of ``workers`` workers (``workers`` 1): the connection caps counted
-        per process (in all, per address, new ones per address, new guests per address) divided
-        among them, rounded down (never below 1), so that the node as a whole keeps the figures set."""
+        per process (in all, per address, new ones and page requests per address, new guests per
+        address) divided among them, rounded down (never below 1), so that the node as a whole keeps
+        the figures set."""
         n = self.workers
 
         def divided(cap: int | None) -> int | None:
             return None if cap is None else max(1, cap // n)
 
-        rate = self.new_connections_per_address_per_second
+        def shared(rate: float | None) -> float | None:
+            return None if rate is None else rate / n
+
         return dataclasses.replace(
             self,
             workers=1,
             max_connections=max(1, self.max_connections // n),
             max_connections_per_address=divided(self.max_connections_per_address),
-            new_connections_per_address_per_second=None if rate is None else rate / n,
+            new_connections_per_address_per_second=shared(self.new_connections_per_address_per_second),
+            page_requests_per_address_per_second=shared(self.page_requests_per_address_per_second),
             guests_per_address_per_minute=divided(self.guests_per_address_per_minute),
         )
 

@@ -15,6 +15,14 @@ needed: an attacker reconnects each dropped socket at once, so dropping old half
 every accept under pressure (as the gate did) only turned them over, some 6,000 drops and 10,000
 admissions in 9 s where 3,800 sockets sat idle without it (issue 20).
 
+Page loads: each new connection takes a token of its address's new-connection bucket at accept, but
+the HTTP side answers one request per connection, so a browser's first load of the client opens some
+18 (the page, its stylesheet, 14 modules, the clock, the WebSocket), and a few players behind one NAT
+address spent the bucket and got 503. A connection that turns out to be a GET answered from memory
+gets its token back (``answered_from_memory``), within a budget of such requests per address of its
+own: what still counts is what costs (a WebSocket, a request the database answers) and what says
+nothing (a half-open socket never gives its token back).
+
 Pure decisions, no sockets: ``server.edge.transport`` asks ``ConnectionGate`` as each TCP connection is
 accepted (before its handshake, so a socket that never says anything counts too) and answers a
 refusal with HTTP 503 at once; ``app.py`` asks it again at the handshake of a connection from a
@@ -247,15 +255,18 @@ class ConnectionGate:
         log: ThrottledLog,
         arrivals: BucketsByKey | None = None,
         *,
+        pages: BucketsByKey | None = None,
         frames: AddressBudget | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``arrivals``: new connections per address (None: any number); ``frames``: the frame
-        budget an address's connections share (None: none)."""
+        """``arrivals``: new connections per address (None: any number); ``pages``: requests per
+        address answered from memory whose connections are not counted in ``arrivals`` (None: every
+        connection counts); ``frames``: the frame budget an address's connections share (None: none)."""
         self.caps = caps
         self.proxies = proxies
         self._log = log
         self._arrivals = arrivals
+        self._pages = pages
         self._frames = frames
         self._clock = clock
         self._lingering = 0
@@ -299,6 +310,19 @@ class ConnectionGate:
             self._half_open[waiting] = peer
             self._half_open_from[peer] = self._half_open_from.get(peer, 0) + 1
         return refused
+
+    def answered_from_memory(self, peer: str) -> None:
+        """The connection from ``peer`` turned out to be a plain GET answered from memory (a file or a
+        page of the browser client, the clock): its new-connection token is given back, within the
+        address's ``pages`` budget. A page load opens a connection per file (the HTTP side closes
+        after each answer): some 18 for a first load, which spent half of an address's burst, so
+        that a few players behind one address (a school, an office) were refused. Charged at accept
+        still, a socket that never sends its request (the half-open flood) gets nothing back, nor
+        does a WebSocket handshake, nor a request the database answers."""
+        if self._arrivals is None or self._pages is None or self.proxies.trusts(peer):
+            return  # nothing was taken (a proxy's connections are counted at their handshake)
+        if self._pages.allow(peer):
+            self._arrivals.give_back(peer)
 
     def _too_many_half_open(self, address: str) -> str | None:
         count = self._half_open_from.get(address, 0)

@@ -79,6 +79,13 @@ class HttpEndpoints:
             return self._static.respond("/index.html", request.headers)
         return self._static.respond(path, request.headers, query)
 
+    def is_answered_from_memory(self, path: str) -> bool:
+        """Whether a GET of ``path`` is answered from what the process holds (the client's files and
+        pages, the clock), touching no database: the gate then gives its connection's new-connection
+        token back (``ConnectionGate.answered_from_memory``), so that a page load, one connection per
+        file, does not spend its address's budget."""
+        return self._static.has(path) or path == "/api/time" or path.startswith(("/r/", "/g/"))
+
     async def _health(self) -> Response:
         """200 ``ok`` when the database answers (within its timeout), else 503: a load balancer stops
         sending players to a node that could store nothing."""

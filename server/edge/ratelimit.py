@@ -60,6 +60,13 @@ class TokenBucket:
         self._refill()
         return self._tokens >= self._burst
 
+    def give_back(self) -> None:
+        """Return a token taken for something that turned out not to count; never past the burst,
+        and never into a bucket below zero (a penalty, ``owe``, is paid back by time alone)."""
+        self._refill()
+        if self._tokens >= 0.0:
+            self._tokens = min(self._burst, self._tokens + 1.0)
+
     def owe(self, tokens: float) -> None:
         """Leave the bucket ``tokens`` below zero at most: a penalty that only time pays back. It
         does not add up: closures at once (one address's many connections) cost no more than one."""
@@ -101,6 +108,13 @@ class BucketsByKey:
         if bucket is None:
             bucket = self._buckets[key] = TokenBucket(self._rate, self._burst, self._clock)
         return bucket.take() is Metered.SERVE
+
+    def give_back(self, key: str) -> None:
+        """Return a token ``allow`` took from ``key``'s bucket (see ``TokenBucket.give_back``); a
+        bucket forgotten meanwhile was full."""
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.give_back()
 
     def penalize(self, key: str) -> None:
         """Empty ``key``'s bucket and then some: nothing more passes for ``burst / rate`` seconds

@@ -194,6 +194,10 @@ class HttpRoutes(Protocol):
     def respond(self, request: Request) -> Awaitable[Response]:
         """The response to a request for any other path."""
 
+    def is_answered_from_memory(self, path: str) -> bool:
+        """Whether a request for ``path`` (any but ``/ws``) is answered from memory: its
+        connection's new-connection token is then given back (``ConnectionGate.answered_from_memory``)."""
+
 
 class WebSocketServer:
     """The listening socket and every connection it accepted."""
@@ -770,6 +774,8 @@ class WebSocketConnection(asyncio.Protocol):
         path = request.path.partition("?")[0]
         if path != "/ws":
             self._plain_http = True
+            if self._server.routes.is_answered_from_memory(path):
+                self._server.gate.answered_from_memory(self.client_address)
             self._http_task = asyncio.get_running_loop().create_task(self._serve_http(request))
             return
         if self._ws.eof_sent:
@@ -808,6 +814,8 @@ class WebSocketConnection(asyncio.Protocol):
         if self.transport.is_closing():
             return
         response.headers["Server"] = self._server.server_header
+        if "Connection" not in response.headers:  # one request per connection (RFC 9112 9.6)
+            response.headers["Connection"] = "close"
         self.transport.write(response.serialize())
         if self._peer_done:
             self._abort_later(CLOSE_LINGER)  # close() waits for a flush the peer may never read

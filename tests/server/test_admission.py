@@ -18,6 +18,7 @@ from server.edge.admission import (
     TrustedProxies,
     open_files_budget,
 )
+from server.edge.ratelimit import BucketsByKey
 
 
 def test_caps_per_address_and_in_all() -> None:
@@ -167,6 +168,7 @@ def test_gate_applies_the_per_address_cap_to_the_forwarded_client() -> None:
         ({"max_connections_per_address": -1}, "--max-connections-per-address"),
         ({"new_connections_per_address_per_second": 0.0}, "--new-connections-per-address-per-second"),
         ({"guests_per_address_per_minute": 0}, "--guests-per-address-per-minute"),
+        ({"page_requests_per_address_per_second": 0.0}, "--page-requests-per-address-per-second"),
         ({"address_frame_share": 0.0}, "--address-frame-share .*0.0 is not a positive number"),
         ({"address_frame_share": float("inf")}, "--address-frame-share"),
         ({"max_unfinished_games_per_player": 0}, "--max-unfinished-games-per-player"),
@@ -325,3 +327,47 @@ def test_gate_counts_the_client_behind_a_proxy_toward_its_frame_budget() -> None
     assert bucket is not None and not bucket.crowded
     assert gate.handshake("10.0.0.2", "1.1.1.1") == ("1.1.1.1", None)
     assert bucket.crowded and gate.frame_bucket("10.0.0.2") is not bucket
+
+
+def test_gate_gives_back_the_token_of_a_connection_answered_from_memory() -> None:
+    """A page load is a connection per file: one that turns out to be a GET answered from memory does
+    not count as a new connection while its address's page budget lasts; past that budget, as
+    without one, it counts; the token is taken at accept all the same (a socket that never sends
+    its request pays), and a penalty is not paid back by page requests."""
+    clock = [0.0]
+
+    def gate(pages: BucketsByKey | None) -> ConnectionGate:
+        return ConnectionGate(
+            ConnectionCaps(per_address=None, total=None),
+            TrustedProxies.parse("10.0.0.2"),
+            ThrottledLog(),
+            BucketsByKey(1.0, 2, lambda: clock[0]),
+            pages=pages,
+            clock=lambda: clock[0],
+        )
+
+    def page_request(gate: ConnectionGate, address: str) -> bool:
+        admitted = gate.accept(address) is None
+        if admitted:
+            gate.answered_from_memory(address)
+        return admitted
+
+    paged = gate(BucketsByKey(1.0, 6, lambda: clock[0]))
+    assert [page_request(paged, "a") for _ in range(9)] == [True] * 8 + [False]  # 6 given back, then 2
+    assert page_request(paged, "b")  # another address: its own budgets
+    clock[0] += 1.0  # a token and a page request back: the page request gives its token back
+    assert [page_request(paged, "a") for _ in range(3)] == [True, True, False]
+
+    unpaged = gate(None)
+    assert [page_request(unpaged, "a") for _ in range(3)] == [True, True, False]
+
+    clock[0] += 10.0
+    paged.penalize("a")  # closed for flooding: 2 tokens owed, 3 s until its next connection
+    paged.answered_from_memory("a")  # a page request admitted before the penalty: nothing back
+    clock[0] += 2.9
+    assert not page_request(paged, "a")
+    clock[0] += 0.2
+    assert page_request(paged, "a")
+
+    for _ in range(10):  # a trusted proxy's connections are counted at their handshake: none taken
+        assert page_request(paged, "10.0.0.2")

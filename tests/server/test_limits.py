@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -430,6 +432,93 @@ async def test_new_connections_per_address_per_second(database_url: str) -> None
         held.append(await connect(url))
         for ws in held:
             await ws.close()
+
+
+async def _get(port: int, target: str, **headers: str) -> tuple[int, str | None, bytes]:
+    """A GET on a connection of its own, as a browser makes each request here (the server closes after
+    each answer): its status, ETag and body."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    lines = [f"GET {target} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    lines += [f"{name.replace('_', '-')}: {value}" for name, value in headers.items()]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+    answer = await reader.read()  # to the server's FIN
+    writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status, *fields = head.decode().split("\r\n")
+    etags = [field.split(":", 1)[1].strip() for field in fields if field.lower().startswith("etag:")]
+    etag = etags[0] if etags else None
+    return int(status.split(" ", 2)[1]), etag, body
+
+
+class PageLoad:
+    """What the browser fetches to show the client: the page, the files it links, the modules its
+    entry imports (through its import map), the clock; each file once per browser (versioned URLs are
+    cached for good), the page revalidated at each load, at most ``BROWSER_CONNECTIONS`` at once (a
+    browser's connections per host over HTTP/1.1). ``statuses`` holds every answer's status."""
+
+    IMPORT = re.compile(r'from "\./([\w-]+\.js)"')
+    BROWSER_CONNECTIONS = 6
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.statuses: list[int] = []
+        self._page_etag: str | None = None
+        self._connections = asyncio.Semaphore(self.BROWSER_CONNECTIONS)
+
+    async def get(self, target: str, **headers: str) -> bytes:
+        async with self._connections:
+            status, etag, body = await _get(self.port, target, **headers)
+        self.statuses.append(status)
+        if target == "/" and etag is not None:
+            self._page_etag = etag
+        return body
+
+    async def load(self) -> None:
+        if self._page_etag is not None:  # a reload: the page is revalidated, the files it names cached
+            await self.get("/", If_None_Match=self._page_etag)
+            await self.get("/api/time")
+            return
+        page = (await self.get("/")).decode()
+        modules = json.loads(re.findall(r'<script type="importmap">(.*?)</script>', page)[0])["imports"]
+        wave: list[str] = re.findall(r'(?:src|href)="(/[^"]+\?v=[^"]+)"', page)  # style.css, app.js
+        fetched: set[str] = set()
+        while wave:  # the module graph, a level at a time: each level's files at once, as a browser does
+            fetched.update(wave)
+            bodies = await asyncio.gather(*(self.get(url) for url in wave))
+            imported = {modules["/" + name] for body in bodies for name in self.IMPORT.findall(body.decode())}
+            wave = sorted(imported - fetched)
+        await self.get("/api/time")
+
+
+async def test_page_loads_behind_one_address_get_in_at_the_default_limits(database_url: str) -> None:
+    """Issue 20: a page load opens a connection per file (some 18 for a first load), and every new
+    connection was charged to its address's budget (20 a second, 40 at once): the third page load in
+    two seconds from one address, or five players behind one NAT address (a school, an office),
+    got HTTP 503. At the default limits, five users behind one address load the page at once and
+    play, then one reloads it five times and plays each time; with page requests counted
+    (``page_requests_per_address_per_second`` off, the old rule), the same five first loads are refused."""
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL") as app:
+        assert app.settings.new_connections_per_address_per_second == 20.0  # the defaults, no override
+        users = [PageLoad(app.port) for _ in range(5)]
+        await asyncio.gather(*(user.load() for user in users))
+        url = serverutil.ws_url(app)
+        players = await asyncio.gather(*(_newcomer(url, "127.0.0.1", app.port) for _ in users))
+        assert all(status == 200 for user in users for status in user.statuses)
+        opened = sum(len(user.statuses) for user in users) + len(players)  # a connection each
+        assert opened > 40 + 2 * 20, opened  # more than the budget's burst and 2 s of its refill
+        for client in players:
+            await client.close()
+        for _ in range(5):
+            await users[0].load()
+            await (await _newcomer(url, "127.0.0.1", app.port)).close()
+        assert users[0].statuses[-10:] == [304, 200] * 5
+
+    async with serverutil.running_app(
+        database_url, sqlite_synchronous="NORMAL", page_requests_per_address_per_second=None
+    ) as app:
+        users = [PageLoad(app.port) for _ in range(5)]
+        await asyncio.gather(*(user.load() for user in users), return_exceptions=True)
+        assert 503 in [status for user in users for status in user.statuses]
 
 
 HalfOpen = tuple[asyncio.StreamReader, asyncio.StreamWriter]

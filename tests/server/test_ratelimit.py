@@ -110,3 +110,23 @@ def test_a_penalty_counts_from_the_last_closure() -> None:
     assert not buckets.allow("a")
     clock.now += 0.1
     assert buckets.allow("a")
+
+
+def test_a_token_given_back_is_taken_again_but_never_past_the_burst_nor_into_a_penalty() -> None:
+    clock = FakeClock()
+    buckets = BucketsByKey(rate=1.0, burst=3, clock=clock)
+    assert [buckets.allow("a") for _ in range(3)] == [True, True, True]
+    buckets.give_back("a")
+    assert [buckets.allow("a") for _ in range(2)] == [True, False]
+    for _ in range(5):
+        buckets.give_back("a")  # 3 at most, the burst
+    assert [buckets.allow("a") for _ in range(4)] == [True, True, True, False]
+    buckets.give_back("nobody")  # forgotten (full) or never seen: nothing to give back
+    assert len(buckets) == 1
+    buckets.penalize("a")  # 0 - 3 = -3 tokens: only time pays a penalty back
+    for _ in range(5):
+        buckets.give_back("a")
+    clock.now += 3.5
+    assert [buckets.allow("a") for _ in range(2)] == [False, False]
+    clock.now += 0.6
+    assert buckets.allow("a")
