@@ -24,17 +24,10 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture
 async def web_app(tmp_path: Path) -> AsyncIterator[App]:
+    """The server at its default limits: every browser and client of a test comes from 127.0.0.1, as
+    players behind one NAT address do (test_page_loads.py)."""
     database_url = f"sqlite+aiosqlite:///{tmp_path}/db.sqlite3"
-    # Every browser and client of a test comes from 127.0.0.1, and each page load is some 18 TCP
-    # connections (the HTTP side closes after each file): three users' pages in two seconds passed the
-    # per-address new-connection budget (40 at once, 20 a second) once the tests stopped sleeping, and
-    # the third page got 503. Those limits are tested in tests/server/test_limits.py.
-    async with serverutil.running_app(
-        database_url,
-        sqlite_synchronous="NORMAL",
-        shutdown_grace=2.0,
-        new_connections_per_address_per_second=None,
-    ) as app:
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", shutdown_grace=2.0) as app:
         yield app
 
 
