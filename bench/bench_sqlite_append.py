@@ -40,6 +40,16 @@ apart like the checkpoints (the "apart" column), since a server would do it off 
 - ``journal, one fence``: one compare-and-set statement per commit for all its games (``UPDATE … FROM
   (VALUES …)``), the count of rows it changed checked.
 - ``commit journal, one fence``: the same fence, and the commit's actions as one msgpack blob in one row.
+- ``journal, fence table`` / ``journal, rowid fence table``: the same fence on a table of its own,
+  ``game_fences(game_id, v)``, which holds only the games being played (a row made with the game,
+  deleted when it ends: that also does the trigger's work), clustered on the game's id or as a rowid
+  table (rows in the order the games started) with the id's index.
+
+``games`` is a rowid table: a game's row sits where its start put it, and a fence on ``games`` changes
+the pages of the games being played. ``--finished-games N`` puts N finished games in the table first
+(random ids, as the server's), the games being played among them at random places (among the last
+``--spread`` of them only, when given: games started lately), and ``--idle-games`` unfinished games
+nobody plays (they keep their rows in a fence table).
 
 Warm-up commits first (the WAL file reaches its full size and is reused, as on a running server), then
 ``--rounds`` rounds of ``--commits`` commits, the variants taking turns within each round so that a
@@ -53,7 +63,8 @@ measured in the same run), the largest WAL file seen and the wall-clock time of 
 event loop does: the driver releases the GIL around each statement it steps and must then wait for it,
 so the number of statements per commit shows in the commit's wall-clock time (and in CPU).
 
-Run: ``.venv/bin/python -m bench.bench_sqlite_append [--rounds 15] [--commits 100] [--only NAME ...]``
+Run: ``.venv/bin/python -m bench.bench_sqlite_append [--rounds 15] [--commits 100] [--batch 51]
+[--finished-games N [--spread M]] [--idle-games K] [--only NAME ...]``
 (``--gil-busy`` for the contended figures)
 """
 
@@ -62,6 +73,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import random
 import secrets
 import sqlite3
 import statistics
@@ -76,6 +88,7 @@ from pathlib import Path
 import msgpack  # type: ignore[import-untyped]
 from alembic import command
 
+from server.ids import new_id
 from server.storage import upgrade_to_head
 from server.storage.commit_backends import (
     ROWS_PER_INSERT,
@@ -106,6 +119,21 @@ JOURNAL_SCHEMA = (
     "CREATE TABLE commit_journal (seq INTEGER PRIMARY KEY, batch BLOB NOT NULL)",
 )
 FENCE_PER_ROW = "UPDATE games SET v = ? WHERE id = ? AND v = ? - 1 AND status = 'playing'"
+#: The fence apart from ``games``: a small table of the games being played only (a row made with the
+#: game, deleted when it ends), keyed by the game (its rows in id order, like the actions'), or a rowid
+#: table (its rows in the order the games started, the recent ones together) with the id's index.
+FENCE_TABLE_SCHEMA = (
+    f"DROP TRIGGER {TRIGGER}",
+    "CREATE TABLE journal (seq INTEGER PRIMARY KEY, game_id VARCHAR(32) NOT NULL, v INTEGER NOT NULL, "
+    "action VARCHAR(16) NOT NULL)",
+    "CREATE TABLE game_fences (game_id VARCHAR(32) PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID",
+)
+ROWID_FENCE_TABLE_SCHEMA = (
+    *FENCE_TABLE_SCHEMA[:2],
+    "CREATE TABLE game_fences (game_id VARCHAR(32) NOT NULL UNIQUE, v INTEGER NOT NULL)",
+)
+FENCE_ROW_ADD = "INSERT INTO game_fences (game_id, v) VALUES (?, 0)"
+FENCE_ROW_DELETE = "DELETE FROM game_fences WHERE game_id = ?"
 
 Append = Callable[[sqlite3.Connection, Sequence[ActionRecord]], None]
 
@@ -123,6 +151,9 @@ class Variant:
     #: A journal variant's move of its journal into ``actions``, run every ``COMPACT_EVERY`` commits
     #: and timed apart.
     compact: Callable[[sqlite3.Connection], None] | None = None
+    #: Statements a game's start and end also run (bound to the game's id): a fence table's row.
+    on_start: tuple[str, ...] = ()
+    on_end: tuple[str, ...] = ()
 
 
 @dataclass
@@ -191,6 +222,26 @@ def _fence_at_once(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> No
         spans.setdefault(row.game_id, [row.v, row.v])[1] = row.v
     values = [value for game, (first, last) in spans.items() for value in (game, first, last)]
     if conn.execute(_fence_sql(len(spans)), values).rowcount != len(spans):
+        raise WriteConflict("a game of the commit is not at the version before its rows, or is finished")
+
+
+@functools.cache
+def _fence_table_sql(games: int) -> str:
+    values = ", ".join(["(?, ?, ?)"] * games)
+    return (
+        "UPDATE game_fences SET v = f.last FROM (SELECT column1 AS id, column2 AS first, column3 AS last "
+        f"FROM (VALUES {values})) AS f "
+        "WHERE game_fences.game_id = f.id AND game_fences.v = f.first - 1"
+    )
+
+
+def _fence_table_at_once(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """`_fence_at_once` on the fence table: a game has a row there only while it is being played."""
+    spans: dict[str, list[int]] = {}
+    for row in rows:
+        spans.setdefault(row.game_id, [row.v, row.v])[1] = row.v
+    values = [value for game, (first, last) in spans.items() for value in (game, first, last)]
+    if conn.execute(_fence_table_sql(len(spans)), values).rowcount != len(spans):
         raise WriteConflict("a game of the commit is not at the version before its rows, or is finished")
 
 
@@ -284,6 +335,22 @@ def variants() -> list[Variant]:
             append=_journal_append(_fence_at_once, _journal_blob),
             compact=_compact_blobs,
         ),
+        Variant(
+            "journal, fence table",
+            schema=FENCE_TABLE_SCHEMA,
+            append=_journal_append(_fence_table_at_once, _journal_rows),
+            compact=_compact_rows,
+            on_start=(FENCE_ROW_ADD,),
+            on_end=(FENCE_ROW_DELETE,),
+        ),
+        Variant(
+            "journal, rowid fence table",
+            schema=ROWID_FENCE_TABLE_SCHEMA,
+            append=_journal_append(_fence_table_at_once, _journal_rows),
+            compact=_compact_rows,
+            on_start=(FENCE_ROW_ADD,),
+            on_end=(FENCE_ROW_DELETE,),
+        ),
     ]
 
 
@@ -303,10 +370,37 @@ def _without_rowid_actions() -> tuple[str, ...]:
     )
 
 
+#: A finished game's row, about as long as the server's (its figures, times and a final status).
+FINISHED_GAME = (
+    "INSERT INTO games (id, player_id, code, cells, status, score, moves, undos, started_at, "
+    "finished_at, duration_ms, won, active_at) "
+    "VALUES (?, 'p', 'EO1-C8-AAAAAFA', 8, 'won', 1234, 187, 3, ?, ?, 754321, 1, ?)"
+)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The games a database holds before the timed commits: ``playing`` ones the commits append to,
+    ``idle`` unfinished ones nobody plays, and ``finished`` ones. ``games`` is a rowid table, so a
+    game's row sits where its start put it: the playing and idle games start at random places among
+    the last ``spread`` finished games (all of them when ``spread`` is None: games played for days)."""
+
+    playing: int
+    finished: int = 0
+    idle: int = 0
+    spread: int | None = None
+
+    def row_order(self) -> list[str]:
+        spread = self.finished if self.spread is None else min(self.spread, self.finished)
+        mixed = ["finished"] * spread + ["idle"] * self.idle + ["playing"] * self.playing
+        random.Random(7).shuffle(mixed)
+        return ["finished"] * (self.finished - spread) + mixed
+
+
 class Run:
     """One variant's database, writer connection and live games."""
 
-    def __init__(self, variant: Variant, directory: Path, games: int) -> None:
+    def __init__(self, variant: Variant, directory: Path, shape: Shape) -> None:
         self.variant = variant
         self.path = directory / f"{secrets.token_hex(4)}.db"
         url = f"sqlite+aiosqlite:///{self.path}"
@@ -321,8 +415,14 @@ class Run:
             "INSERT INTO players (id, name, token_hash, created_at) VALUES ('p', 'bench', 'h', ?)", (STARTED,)
         )
         self.versions: dict[str, int] = {}
-        for _ in range(games):
-            self._start_game()
+        with immediate_transaction(self.conn):
+            for kind in shape.row_order():
+                if kind == "finished":
+                    self.conn.execute(FINISHED_GAME, (new_id(), STARTED, STARTED, STARTED))
+                else:
+                    game = self._start_game()
+                    if kind == "idle":
+                        del self.versions[game]
         self.turn = 0
         self.commits = 0
         self.since_checkpoint = 0
@@ -330,14 +430,17 @@ class Run:
         self.frames_per_commit = 50.0
         self.figures = Figures()
 
-    def _start_game(self) -> None:
-        game = secrets.token_urlsafe(12)
+    def _start_game(self) -> str:
+        game = new_id()
         self.conn.execute(
             "INSERT INTO games (id, player_id, code, cells, status, started_at, active_at) "
             "VALUES (?, 'p', 'EO1-C8-AAAAAFA', 8, 'playing', ?, ?)",
             (game, STARTED, STARTED),
         )
+        for statement in self.variant.on_start:
+            self.conn.execute(statement, (game,))
         self.versions[game] = 0
+        return game
 
     def _batch(self, size: int) -> list[ActionRecord]:
         games = list(self.versions)
@@ -357,6 +460,8 @@ class Run:
         for game, v in list(self.versions.items()):
             if v >= MAX_GAME_ACTIONS:
                 self.conn.execute("UPDATE games SET status = 'won' WHERE id = ?", (game,))
+                for statement in self.variant.on_end:
+                    self.conn.execute(statement, (game,))
                 del self.versions[game]
                 self._start_game()
 
@@ -461,8 +566,8 @@ def _busy_gil(*, enabled: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _runs(chosen: Sequence[Variant], directory: Path, games: int) -> Iterator[list[Run]]:
-    runs = [Run(variant, directory, games) for variant in chosen]
+def _runs(chosen: Sequence[Variant], directory: Path, shape: Shape) -> Iterator[list[Run]]:
+    runs = [Run(variant, directory, shape) for variant in chosen]
     try:
         yield runs
     finally:
@@ -473,6 +578,17 @@ def _runs(chosen: Sequence[Variant], directory: Path, games: int) -> Iterator[li
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--games", type=int, default=100, help="games being played (default 100)")
+    parser.add_argument(
+        "--finished-games", type=int, default=0, help="finished games in the table before the run (default 0)"
+    )
+    parser.add_argument(
+        "--idle-games", type=int, default=0, help="unfinished games nobody plays during the run (default 0)"
+    )
+    parser.add_argument(
+        "--spread",
+        type=int,
+        help="the games being played started among the last SPREAD finished games (default: all of them)",
+    )
     parser.add_argument("--batch", type=int, default=51, help="action rows per commit (default 51)")
     parser.add_argument("--commits", type=int, default=100, help="commits per round (default 100)")
     parser.add_argument("--rounds", type=int, default=15, help="measured rounds (default 15)")
@@ -489,10 +605,11 @@ def main() -> None:
     if args.only:
         by_name = {variant.name: variant for variant in chosen}
         chosen = [by_name[name] for name in args.only]
+    shape = Shape(args.games, args.finished_games, args.idle_games, args.spread)
     process_started = time.process_time()
     with (
         tempfile.TemporaryDirectory(prefix="eightoff-bench-append-") as tmp,
-        _runs(chosen, Path(tmp), args.games) as runs,
+        _runs(chosen, Path(tmp), shape) as runs,
     ):
         for run in runs:
             run.commit_round(WARM_UP_COMMITS, args.batch, measured=False)
@@ -501,7 +618,9 @@ def main() -> None:
                 for run in runs:
                     run.commit_round(args.commits, args.batch, measured=True)
         print(
-            f"SQLite {sqlite3.sqlite_version}, synchronous=FULL, {args.games} games, {args.batch} rows per "
+            f"SQLite {sqlite3.sqlite_version}, synchronous=FULL, {args.games} games, {args.finished_games} "
+            f"finished (the played ones among the last {shape.spread or 'all'}), {args.idle_games} idle, "
+            f"{args.batch} rows per "
             f"commit, {args.rounds} rounds x {args.commits} commits after {WARM_UP_COMMITS} warm-up; "
             f"medians over rounds; current: INSERTs of up to {ROWS_PER_INSERT} rows"
             + ("; a busy Python thread contends for the GIL" if args.gil_busy else "")
