@@ -19,13 +19,18 @@ writer thread, and says how it failed:
   do contend for SQLite's write lock: each write begins ``BEGIN IMMEDIATE`` on a file the migrations
   made a write-ahead log, so either waits for the other (docs/durability.md says why that holds).
 
-  The actions of a batch go in multi-row INSERTs of up to `ROWS_PER_INSERT` rows, not one statement
-  per row: the driver releases the GIL around every statement it steps, and with ``executemany`` that
-  was once per action, each time a chance for the event loop to take the GIL and the writer to wait
-  for it back; now a commit steps a few statements whatever its size, for the same CPU. A multi-row
-  statement that may fail half-way keeps a journal of the pages it changed, to undo just itself: the
-  writer's is kept in memory (``temp_store=MEMORY``), else past 64 KiB it spills to a temporary file,
-  which costs half as much again as the whole commit (bench/bench_sqlite_append.py).
+  The actions of a batch go to the action journal (`repository.sqlite_journal_sql`), fenced by one
+  compare-and-set on ``game_fences`` for all its games (`repository.sqlite_fence_sql`; docs/durability.md,
+  The fence): a commit writes a page or two of journal and of fences instead of a page of ``actions``
+  per game, most of the writer's CPU (issue 23 item 2). After a batch's outcome is handed back, the
+  pipeline calls `SqliteBackend.tidy`, which moves the journal into ``actions`` (`compact_journal`)
+  once the writer has journaled `JOURNAL_ROWS_PER_COMPACTION` rows. Both go in multi-row statements of
+  up to `ROWS_PER_INSERT` rows or games, not one statement per row: the driver releases the GIL
+  around every statement it steps, each time a chance for the event loop to take the GIL and the
+  writer to wait for it back. A multi-row statement that may fail half-way keeps a journal of the
+  pages it changed, to undo just itself: the writer's is kept in memory (``temp_store=MEMORY``), else
+  past 64 KiB it spills to a temporary file, which costs half as much again as the whole commit
+  (bench/bench_sqlite_append.py).
 
   SQLite's automatic checkpoints fail without a word to the writer when the database file cannot be
   written (made immutable mid-run, issue 20 item 8): the write-ahead log then grew by every commit,
@@ -66,6 +71,7 @@ from server.storage.records import (
 from server.storage.tables import games
 
 __all__ = [
+    "JOURNAL_ROWS_PER_COMPACTION",
     "LOG_CHECK_INTERVAL",
     "ROWS_PER_INSERT",
     "CommitBackend",
@@ -73,6 +79,7 @@ __all__ = [
     "SqliteBackend",
     "Write",
     "WriteConflict",
+    "compact_journal",
 ]
 
 logger = logging.getLogger(__name__)
@@ -133,6 +140,10 @@ class CommitBackend(Protocol):
             StorageUnavailable: the database failed; nothing was stored.
         """
 
+    def tidy(self) -> None:
+        """Work that no write waits for (on the writer thread, after a batch's outcome was handed
+        back: the next batch gathers meanwhile)."""
+
     def close(self) -> None:
         """Release what the backend holds (on the writer thread, after its last commit)."""
 
@@ -159,6 +170,9 @@ class SqlAlchemyBackend:
             asyncio.run_coroutine_threadsafe(self._commit(writes), self._loop).result()
         except RuntimeError as exc:  # the loop is closed: nothing ran
             raise StorageUnavailable(f"the server is stopping: {exc}") from None
+
+    def tidy(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -210,7 +224,14 @@ class SqlAlchemyBackend:
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 #: Action rows per INSERT statement of the SQLite writer: a batch of n rows takes ceil(n / 64)
 #: statements, of at most 64 shapes (each prepared once, all within the driver's cache of 128).
-ROWS_PER_INSERT = 64
+ROWS_PER_INSERT = repository.SQLITE_ROWS_PER_STATEMENT
+#: Rows the writer journals between two compactions (`compact_journal`): bounds the journal that
+#: every read of a game scans (it has no index, so that an append changes one page or two), and
+#: leaves each game some tens of rows to move together.
+JOURNAL_ROWS_PER_COMPACTION = 4096
+#: Prepared statements the writer's connection keeps: the fence's and the journal's 64 shapes each,
+#: and the rest of its statements.
+WRITER_STATEMENTS = 256
 _PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
 #: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
 _STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
@@ -239,6 +260,7 @@ class SqliteBackend:
         self._conn: sqlite3.Connection | None = None
         self._stuck: str | None = None  # why checkpoints fail: writes are refused meanwhile
         self._checked_at = -LOG_CHECK_INTERVAL
+        self._journaled = 0  # rows this writer journaled since its last compaction
 
     def commit(self, writes: Sequence[Write]) -> None:
         self._check_log()
@@ -248,10 +270,12 @@ class SqliteBackend:
             return
         try:
             self._conn = self._conn or self._connect()
+            rows = [row for write in writes for row in write.actions]
             if actions_only:
-                _append(self._conn, [row for write in writes for row in write.actions])
+                _append(self._conn, rows)
             else:
                 _write(self._conn, writes)
+            self._journaled += len(rows)
         except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
             self._others.commit(writes)
         except sqlite3.IntegrityError as exc:
@@ -260,9 +284,29 @@ class SqliteBackend:
             self._disconnect()
             raise StorageUnavailable(str(exc)) from None
 
+    def tidy(self) -> None:
+        """Compact the journal (`compact_journal`) once this writer has put
+        `JOURNAL_ROWS_PER_COMPACTION` rows in it; a failure is logged and the rows stay (reads see
+        them there), for the next try."""
+        if self._journaled < JOURNAL_ROWS_PER_COMPACTION:
+            return
+        self._compact()
+
     def close(self) -> None:
+        if self._journaled:
+            self._compact()  # a journal left empty behind a clean stop
         self._disconnect()
         self._others.close()
+
+    def _compact(self) -> None:
+        try:
+            self._conn = self._conn or self._connect()
+            compact_journal(self._conn)
+        except (sqlite3.Error, OSError) as exc:
+            self._disconnect()
+            logger.warning("compacting the action journal of %s failed: %s", self._path, exc)
+            return
+        self._journaled = 0
 
     def _check_log(self) -> None:
         """Past ``log_limit`` bytes of log, a checkpoint of our own (once per `LOG_CHECK_INTERVAL`).
@@ -307,7 +351,9 @@ class SqliteBackend:
             self._conn = None
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self._path, isolation_level=None, check_same_thread=False, cached_statements=WRITER_STATEMENTS
+        )
         for pragma in writer_pragmas(self._synchronous):
             conn.execute(pragma)
         return conn
@@ -319,11 +365,14 @@ def writer_pragmas(synchronous: str) -> tuple[str, ...]:
     return (*sqlite_pragmas(synchronous), "PRAGMA temp_store=MEMORY")
 
 
-@functools.cache
-def _insert_sql(count: int) -> str:
-    """`repository.INSERT_ACTIONS` for ``count`` rows at once, compiled for the sqlite3 driver."""
-    rows = [{"game_id": "", "v": 0, "action": ""}] * count
-    return str(repository.INSERT_ACTIONS.values(rows).compile(dialect=_DIALECT))
+def compact_journal(conn: sqlite3.Connection) -> int:
+    """Move the journal into ``actions`` (`repository.SQLITE_MOVE_JOURNAL`) and empty it, in one
+    transaction: every row moves exactly once, whichever process compacts, since the write lock is
+    held from the first statement to the commit. The rows moved."""
+    with immediate_transaction(conn):
+        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL)
+    return moved
 
 
 class _Bound:
@@ -385,11 +434,26 @@ def _append(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
 
 
 def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """The fence of every game of ``rows`` (`repository.sqlite_fence_sql`), the rows into the journal,
+    and the figures of the games whose rows carry them.
+
+    Raises:
+        WriteConflict: a game has a version of its rows already, or ended, or is unknown; or
+            ``rows`` hold a version of a game twice.
+    """
+    spans = repository.fence_spans(rows)
+    if spans is None:
+        raise WriteConflict(repository.FENCE_REPEATED)
+    for start in range(0, len(spans), ROWS_PER_INSERT):
+        some = spans[start : start + ROWS_PER_INSERT]
+        fence = repository.sqlite_fence_sql(len(some))
+        if conn.execute(fence, [value for span in some for value in span]).rowcount != len(some):
+            raise WriteConflict(repository.FENCE_MISSED)
     last = {row.game_id: row.progress for row in rows if row.progress is not None}
     for start in range(0, len(rows), ROWS_PER_INSERT):
         chunk = rows[start : start + ROWS_PER_INSERT]
         values = [value for row in chunk for value in (row.game_id, row.v, row.action)]
-        conn.execute(_insert_sql(len(chunk)), values)
+        conn.execute(repository.sqlite_journal_sql(len(chunk)), values)
     if last:
         conn.executemany(
             _PROGRESS_SQL,

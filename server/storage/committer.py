@@ -126,8 +126,16 @@ class Committer:
                     started = time.perf_counter()
                     errors = self._commit([write for write, _ in batch])
                     self._hand_back(batch, errors, time.perf_counter() - started, lingered)
+                    self._tidy()
         finally:
             self._backend.close()
+
+    def _tidy(self) -> None:
+        """The backend's work that no write waits for; a failure is logged, the thread goes on."""
+        try:
+            self._backend.tidy()
+        except Exception:
+            logger.exception("the write backend's tidying failed")
 
     def _take_batch(self) -> tuple[list[_Pending], bool, bool]:
         """Block for the first writes (unless some were carried over), then take whatever else is

@@ -8,6 +8,8 @@ None of these functions commits: the caller owns the unit of work (`Database.tra
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -23,9 +25,11 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import leaderboards
@@ -40,7 +44,7 @@ from server.storage.records import (
     RankedGame,
     StoredGame,
 )
-from server.storage.tables import actions, games, live_rooms, players
+from server.storage.tables import action_journal, actions, games, live_rooms, players
 
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
 
@@ -73,6 +77,25 @@ _UNNESTED: Final = (
 INSERT_ACTIONS_UNNEST: Final = insert(actions).from_select(
     ["game_id", "v", "action"], select(_UNNESTED.c.game_id, _UNNESTED.c.v, _UNNESTED.c.action)
 )
+#: Every stored action: on SQLite, those of the journal not yet moved into ``actions`` too. One
+#: statement reads both tables in one snapshot, so a compaction between two reads loses or doubles none.
+STORED_ACTIONS: Final = union_all(
+    select(actions.c.game_id, actions.c.v, actions.c.action),
+    select(action_journal.c.game_id, action_journal.c.v, action_journal.c.action),
+).subquery("stored_actions")
+#: Games (and rows) per statement of SQLite's fence and journal: at most 192 parameters each, and
+#: at most 64 shapes of each, prepared once.
+SQLITE_ROWS_PER_STATEMENT: Final = 64
+#: SQLite: the journal moved into ``actions`` in key order (a game's rows then share its pages), then
+#: emptied, in one transaction that holds the write lock throughout (the compaction).
+SQLITE_MOVE_JOURNAL: Final = (
+    "INSERT INTO actions (game_id, v, action) "
+    "SELECT game_id, v, action FROM action_journal ORDER BY game_id, v"
+)
+SQLITE_EMPTY_JOURNAL: Final = "DELETE FROM action_journal"
+#: Why SQLite's fence refused a batch (`fence_spans`, `sqlite_fence_sql`), as every writer says it.
+FENCE_REPEATED: Final = "the batch holds a version of a game twice"
+FENCE_MISSED: Final = "a game of the batch has a version of its actions already, or ended, or is unknown"
 RECORD_PROGRESS: Final = (
     update(games)
     .where(games.c.id == bindparam("p_game"))
@@ -157,13 +180,19 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
         rows: ``(game_id, v, action)`` triples; ``v`` is the version the action produced (from 1) and
             ``action`` its engine notation, e.g. ``"t1-t4:3"``, ``"c2-fH"`` or ``"undo"``.
 
+    On SQLite the rows go to the action journal, fenced by ``game_fences`` (`sqlite_fence_sql`), as
+    the writer thread appends them.
+
     Raises:
         sqlalchemy.exc.IntegrityError: when a ``(game_id, v)`` is already stored, i.e. another writer got
-            there first (the fence), or a game does not exist. Nothing of the batch should be committed
-            then: let the error roll the unit of work back (on PostgreSQL the transaction is aborted
-            anyway).
+            there first (the fence), or a game does not exist, or is no longer played. Nothing of the
+            batch should be committed then: let the error roll the unit of work back (on PostgreSQL the
+            transaction is aborted anyway).
     """
     if not rows:
+        return
+    if conn.dialect.name == "sqlite":
+        await _journal_actions(conn, rows)
         return
     if conn.dialect.name == "postgresql":
         game_ids, versions, notations = zip(*rows, strict=True)
@@ -175,6 +204,66 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
     await conn.execute(
         INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
     )
+
+
+@functools.cache
+def sqlite_fence_sql(games: int) -> str:
+    """SQLite's (game, v) fence for ``games`` games at once: each game's row of ``game_fences`` moved
+    from a version below its first action's to its last action's (parameters: `fence_spans`). The
+    count of rows changed says whether every game was there: a game at that version or later (another
+    writer got there first), ended (no row) or unknown (none either) changes none."""
+    values = ", ".join(["(?, ?, ?)"] * games)
+    return (
+        "UPDATE game_fences SET v = f.last FROM (SELECT column1 AS game_id, column2 AS first, "
+        f"column3 AS last FROM (VALUES {values})) AS f "
+        "WHERE game_fences.game_id = f.game_id AND game_fences.v < f.first"
+    )
+
+
+@functools.cache
+def sqlite_journal_sql(rows: int) -> str:
+    """The journal's INSERT of ``rows`` actions at once (``game_id``, ``v``, ``action`` each)."""
+    return "INSERT INTO action_journal (game_id, v, action) VALUES " + ", ".join(["(?, ?, ?)"] * rows)
+
+
+def fence_spans(rows: Sequence[tuple[str, int, str]] | Sequence[ActionRecord]) -> list[list[Any]] | None:
+    """Each game of ``rows`` with its first and last version (``[game_id, first, last]``, the
+    parameters of `sqlite_fence_sql`), or None when ``rows`` hold a version of a game twice (the fence
+    sees spans only). A version below 1 needs no check here: no game's fence is below 0."""
+    spans: dict[str, list[Any]] = {}
+    for row in rows:
+        game_id, v = row[0], row[1]
+        span = spans.get(game_id)
+        if span is None:
+            spans[game_id] = [game_id, v, v]
+        elif v < span[1]:
+            span[1] = v
+        elif v > span[2]:
+            span[2] = v
+    if len(spans) < len(rows) and len({(row[0], row[1]) for row in rows}) < len(rows):
+        return None
+    return list(spans.values())
+
+
+async def _journal_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
+    """`insert_actions` on SQLite: the fence, then the journal (the writer's statements, through the
+    engine)."""
+    spans = fence_spans(rows)
+    if spans is None:
+        raise IntegrityError("fence", None, sqlite3.IntegrityError(FENCE_REPEATED))
+    step = SQLITE_ROWS_PER_STATEMENT
+    for start in range(0, len(spans), step):
+        some = spans[start : start + step]
+        fenced = await conn.exec_driver_sql(
+            sqlite_fence_sql(len(some)), tuple(value for span in some for value in span)
+        )
+        if fenced.rowcount != len(some):
+            raise IntegrityError("fence", None, sqlite3.IntegrityError(FENCE_MISSED))
+    for start in range(0, len(rows), step):
+        chunk = rows[start : start + step]
+        await conn.exec_driver_sql(
+            sqlite_journal_sql(len(chunk)), tuple(value for row in chunk for value in row)
+        )
 
 
 async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
@@ -294,7 +383,9 @@ async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
     if game is None:
         return None
     notations = await conn.scalars(
-        select(actions.c.action).where(actions.c.game_id == game_id).order_by(actions.c.v)
+        select(STORED_ACTIONS.c.action)
+        .where(STORED_ACTIONS.c.game_id == game_id)
+        .order_by(STORED_ACTIONS.c.v)
     )
     return _stored_game(game, notations)
 
@@ -311,9 +402,9 @@ async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: i
         return []
     logs: dict[str, list[str]] = {row.id: [] for row in rows}
     found = await conn.execute(
-        select(actions.c.game_id, actions.c.action)
-        .where(actions.c.game_id >= rows[0].id, actions.c.game_id <= rows[-1].id)
-        .order_by(actions.c.game_id, actions.c.v)
+        select(STORED_ACTIONS.c.game_id, STORED_ACTIONS.c.action)
+        .where(STORED_ACTIONS.c.game_id >= rows[0].id, STORED_ACTIONS.c.game_id <= rows[-1].id)
+        .order_by(STORED_ACTIONS.c.game_id, STORED_ACTIONS.c.v)
     )
     for game_id, action in found:
         if game_id in logs:  # not a game inserted meanwhile

@@ -137,7 +137,7 @@ class GameRow(Base):
     # game's figures (score, moves and undos, set by the same commit): at most one per
     # `server.play.game_room.PROGRESS_INTERVAL`, so an unfinished game's row may lag its latest
     # action; the end writes the final figures. No action row is accepted once the status is final:
-    # a trigger made by the migration refuses it.
+    # a trigger refuses it (PostgreSQL), or the game's `GameFenceRow` is gone with it (SQLite).
     active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     #: The player asked for a hint: the game ranks on no leaderboard (its profile still lists it).
     hinted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
@@ -152,11 +152,13 @@ class GameRow(Base):
 
 
 class ActionRow(Base):
-    """One accepted action of a game; its primary key (game_id, v) is the fence between writers.
+    """One accepted action of a game; on PostgreSQL its primary key (game_id, v) is the fence between
+    writers.
 
     ``v`` is the version the action produced, from 1. Two writers can never both commit the same version of
-    a game: the second insert fails with an IntegrityError. On SQLite the table is clustered on that key
-    (WITHOUT ROWID): an append updates one b-tree, not a table and its key's index.
+    a game: on PostgreSQL the second insert fails with an IntegrityError. On SQLite actions are appended
+    to `ActionJournalRow`, fenced by `GameFenceRow`, and moved here in key order now and then; the table
+    is clustered on that key (WITHOUT ROWID), so a game's rows share its pages.
     """
 
     __tablename__ = "actions"
@@ -167,6 +169,40 @@ class ActionRow(Base):
     action: Mapped[str] = mapped_column(String(16))
 
     game: Mapped[GameRow] = relationship(back_populates="actions", lazy="raise")
+
+
+class ActionJournalRow(Base):
+    """An accepted action not yet moved into ``actions`` (SQLite only; empty on PostgreSQL).
+
+    The SQLite writer appends a commit's actions here, in the order of a sequence, so that they share a
+    page or two instead of each landing on its game's leaf page of ``actions``; the compaction
+    (`server.storage.commit_backends.compact_journal`) moves them into ``actions`` in key order. The
+    fence of a row is its game's `GameFenceRow`, moved by the commit that appends it.
+    """
+
+    __tablename__ = "action_journal"
+
+    seq: Mapped[int] = mapped_column(BigInteger().with_variant(Integer(), "sqlite"), primary_key=True)
+    game_id: Mapped[str] = mapped_column(String(32))
+    v: Mapped[int] = mapped_column(Integer, autoincrement=False)
+    action: Mapped[str] = mapped_column(String(16))
+
+
+class GameFenceRow(Base):
+    """A game being played and the version of its last action: the (game, v) fence on SQLite.
+
+    Made by a trigger as the game is inserted, deleted by another as its status leaves ``playing``
+    (SQLite only; empty on PostgreSQL, where the primary key of ``actions`` is the fence). A commit of
+    actions moves ``v`` from the version before its first action of the game to its last, in one
+    compare-and-set statement for all its games: a game at another version, or without a row (ended,
+    or no such game), fails the commit.
+    """
+
+    __tablename__ = "game_fences"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    game_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    v: Mapped[int] = mapped_column(Integer, autoincrement=False)
 
 
 class BoardBestRow(Base):
@@ -359,6 +395,8 @@ def _table(row: type[Base]) -> Table:
 players: Final = _table(PlayerRow)
 games: Final = _table(GameRow)
 actions: Final = _table(ActionRow)
+action_journal: Final = _table(ActionJournalRow)
+game_fences: Final = _table(GameFenceRow)
 board_bests: Final = _table(BoardBestRow)
 player_stats: Final = _table(PlayerStatsRow)
 ratings: Final = _table(RatingRow)

@@ -21,7 +21,7 @@ from server import dispatch as requests
 from server.app import App
 from server.ops import cli
 from server.storage import Database, repository
-from server.storage.tables import actions, games
+from server.storage.tables import action_journal, actions, games
 from solver import solve_deal, winnable_daily_deal
 from tests.support.wire import move_fields
 from tests.support.wsclient import WsClient, player
@@ -265,9 +265,10 @@ async def test_verify_names_an_unfinished_game_whose_actions_no_longer_replay(
     await client.close()
     stale = refused_opening_move("EO1-C8-AAAAAFB")
     async with app.database.transaction() as conn:
-        await conn.execute(
-            update(actions).where(actions.c.game_id == broken, actions.c.v == 1).values(action=stale.symbol())
-        )
+        for table in (actions, action_journal):  # on SQLite, wherever it is stored yet
+            await conn.execute(
+                update(table).where(table.c.game_id == broken, table.c.v == 1).values(action=stale.symbol())
+            )
 
     assert await asyncio.to_thread(cli.main, ["verify", "--database-url", app.settings.database_url]) == 1
     out = capsys.readouterr().out

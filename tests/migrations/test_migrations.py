@@ -21,9 +21,25 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from server.storage import current_revision, downgrade_to_base, head_revision, upgrade_to_head
+from server.storage import (
+    Database,
+    current_revision,
+    downgrade_to_base,
+    head_revision,
+    repository,
+    upgrade_to_head,
+)
 from server.storage.db import _alembic_config, migrations_directory
-from server.storage.tables import Base, actions, board_bests, games, player_stats, players
+from server.storage.tables import (
+    Base,
+    action_journal,
+    actions,
+    board_bests,
+    game_fences,
+    games,
+    player_stats,
+    players,
+)
 
 TABLES = {"players", "games", "actions"}
 FILE_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-\d{4}_[a-z0-9_]+\.py$")
@@ -137,6 +153,7 @@ def test_config_keeps_percent_signs_in_urls() -> None:
 # Revision 5c2f8e0d7a13: the actions table clustered on its key (SQLite) --------------------------------
 
 BEFORE_CLUSTERED_ACTIONS = "3b8e61d4a0c7"
+CLUSTERED_ACTIONS = "5c2f8e0d7a13"
 STARTED = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ACTION_ROWS = [("live", 1, "t1-c5"), ("live", 2, "undo"), ("live", 3, "t2-f"), ("over", 1, "resign")]
 
@@ -192,7 +209,7 @@ def test_clustering_the_actions_keeps_their_rows_and_constraints(empty_database_
     run_on(url, seed_games_and_actions)
     sqlite = url.startswith("sqlite")
 
-    upgrade_to_head(url)
+    command.upgrade(_alembic_config(url), CLUSTERED_ACTIONS)
     assert run_on(url, action_rows) == ACTION_ROWS
     assert_actions_fenced(url)
     if sqlite:
@@ -203,6 +220,64 @@ def test_clustering_the_actions_keeps_their_rows_and_constraints(empty_database_
     assert_actions_fenced(url)
     if sqlite:
         assert "WITHOUT ROWID" not in run_on(url, actions_table_sql)
+
+
+# Revision 8f3a6c1d2e90: the action journal and the games' fences (SQLite) -----------------------------------
+
+BEFORE_JOURNAL = "5d2b8e4f1a63"
+
+
+def fences(connection: Connection) -> dict[str, int]:
+    return dict(connection.execute(select(game_fences.c.game_id, game_fences.c.v)).all())
+
+
+def journal_rows(connection: Connection) -> list[tuple[str, int, str]]:
+    rows = connection.execute(select(action_journal).order_by(action_journal.c.seq))
+    return [(row.game_id, row.v, row.action) for row in rows]
+
+
+def append_refused(url: str, game: str, v: int) -> bool:
+    """Whether the server's append (`repository.insert_actions`) of one action is refused; committed
+    when it is not."""
+
+    async def work() -> bool:
+        database = Database.create(url)
+        try:
+            async with database.transaction() as conn:
+                await repository.insert_actions(conn, [(game, v, "t1-c5")])
+        except IntegrityError:
+            return True
+        finally:
+            await database.dispose()
+        return False
+
+    return asyncio.run(work())
+
+
+def test_the_journal_fences_the_games_being_played_and_the_downgrade_keeps_every_action(
+    empty_database_url: str,
+) -> None:
+    """The upgrade gives each game being played its fence at its last stored version (on SQLite);
+    appends then go to the journal, fenced; the downgrade moves them into ``actions`` and the
+    finished-game trigger fences again."""
+    url = empty_database_url
+    command.upgrade(_alembic_config(url), BEFORE_JOURNAL)
+    run_on(url, seed_games_and_actions)
+    sqlite = url.startswith("sqlite")
+
+    upgrade_to_head(url)
+    assert run_on(url, fences) == ({"live": 3} if sqlite else {})
+    assert append_refused(url, "live", 3)
+    assert append_refused(url, "over", 2)
+    assert append_refused(url, "nowhere", 1)
+    assert not append_refused(url, "live", 4)
+    assert run_on(url, journal_rows) == ([("live", 4, "t1-c5")] if sqlite else [])
+
+    command.downgrade(_alembic_config(url), BEFORE_JOURNAL)
+    assert run_on(url, action_rows) == sorted([*ACTION_ROWS, ("live", 4, "t1-c5")])
+    assert insert_refused(url, "live", 4)
+    assert insert_refused(url, "over", 2)
+    assert not insert_refused(url, "live", 5)
 
 
 # Revision 7b936593044a: players.bot, and the bots' boards ---------------------------------------------------

@@ -224,7 +224,9 @@ def _candidates(game: Game) -> tuple[Action, Action]:
 
 def _stored_actions(sqlite_path: Path, game_id: str) -> dict[int, str]:
     with sqlite3.connect(sqlite_path) as conn:
-        rows = conn.execute("SELECT v, action FROM actions WHERE game_id = ? ORDER BY v", (game_id,))
+        rows = conn.execute(
+            f"SELECT v, action FROM {dbutil.SQLITE_STORED_ACTIONS} WHERE game_id = ? ORDER BY v", (game_id,)
+        )
         return dict(rows.fetchall())
 
 

@@ -33,7 +33,7 @@ from server.storage import (
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.committer import ArrivalRate, Committer, Write, WriteConflict
 from server.storage.db import sqlite_file
-from server.storage.tables import actions, games
+from server.storage.tables import games
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 CODE = "EO1-C8-AAAAAFA"
@@ -56,6 +56,9 @@ class RecordingBackend:
             failure, self.fail_next = self.fail_next, None
             raise failure
         self.inner.commit(writes)
+
+    def tidy(self) -> None:
+        self.inner.tidy()
 
     def close(self) -> None:
         self.closed = True
@@ -93,9 +96,8 @@ def appended(game: str, v: int, action: str = "t1-c5") -> Write:
 
 async def stored_rows(database: Database) -> list[tuple[str, int, str]]:
     async with database.connection() as conn:
-        rows = await conn.execute(
-            select(actions.c.game_id, actions.c.v, actions.c.action).order_by(actions.c.game_id, actions.c.v)
-        )
+        stored = repository.STORED_ACTIONS
+        rows = await conn.execute(select(stored).order_by(stored.c.game_id, stored.c.v))
         return [(row.game_id, row.v, row.action) for row in rows]
 
 
@@ -289,6 +291,9 @@ class CountingBackend:
 
     def commit(self, writes: Sequence[Write]) -> None:
         self.batches.append(len(writes))
+
+    def tidy(self) -> None:
+        pass
 
     def close(self) -> None:
         pass

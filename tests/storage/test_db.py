@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from server.storage import Database, PlayerRecord, repository, upgrade_to_head
+from server.storage import Database, GameStart, PlayerRecord, repository, upgrade_to_head
 from server.storage.db import async_url, migrations_directory
 from tests.support import dbutil
 
@@ -114,7 +114,8 @@ async def test_sqlite_foreign_keys_enforced(tmp_path: Path) -> None:
     try:
         with pytest.raises(IntegrityError, match="FOREIGN KEY"):
             async with database.transaction() as conn:
-                await repository.insert_actions(conn, [("no-such-game", 1, "t1-c1")])
+                game = GameStart("g", "no-such-player", "EO1-C8-AAAAAFA", 8, None, datetime.now(UTC))
+                await repository.insert_game(conn, game)
     finally:
         await database.dispose()
 

@@ -58,6 +58,8 @@ def test_constraint_names_follow_the_naming_convention() -> None:
             "pk_race_seats",
         ],
         "live_rooms": ["pk_live_rooms"],
+        "action_journal": ["pk_action_journal"],
+        "game_fences": ["pk_game_fences"],
     }
 
 

@@ -42,6 +42,11 @@ from server.storage import upgrade_to_head
 from server.storage.db import async_url
 from server.storage.tables import Base
 
+#: Every stored action of a SQLite file, for a plain ``sqlite3`` connection: ``actions`` and the
+#: journal not yet compacted into it (`server.storage.repository.STORED_ACTIONS`).
+SQLITE_STORED_ACTIONS: Final = (
+    "(SELECT game_id, v, action FROM actions UNION ALL SELECT game_id, v, action FROM action_journal)"
+)
 POSTGRES_URL_VARIABLE: Final = "EIGHTOFF_TEST_POSTGRES_URL"
 POSTGRES_SKIP_REASON: Final = "EIGHTOFF_TEST_POSTGRES_URL is not set (CI sets it)"
 BACKENDS: Final = ("sqlite", "postgresql")
