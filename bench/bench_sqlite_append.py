@@ -4,13 +4,22 @@ Each variant gets a database file of its own, migrated by the real migrations (`
 one player and ``--games`` games (100) being played; then commits of ``--batch`` action rows (51: what
 the pipeline commits at bench_load N = 100), each row the next version of a distinct game, go through
 the writer's own ``sqlite3`` connection as the server's ``SqliteBackend`` sets it up (WAL,
-``synchronous=FULL``, foreign keys, busy timeout, checkpoints, statement journals in memory) and
-appends them (``_append``: BEGIN IMMEDIATE, the INSERT, the progress UPDATE when one is due, COMMIT).
+``synchronous=FULL``, foreign keys, busy timeout, checkpoints, statement journals in memory).
 One commit in ``PROGRESS_EVERY`` also updates one game's figures, about the server's rate. A game that
 reaches ``MAX_GAME_ACTIONS`` is finished and a new one starts (outside the timing), so the table grows
 as a server's does: full games behind, live tails spread over the index.
 
-Variants change one thing each against ``current`` (the head schema and the server's own statements):
+- ``actions table``: the writer before issue 23 item 2 (the baseline: the ratios are to it): each
+  commit's rows appended to ``actions`` (clustered on (game_id, v), the key and a trigger refusing
+  actions of finished games fencing them) in INSERTs of up to ``ROWS_PER_INSERT`` rows, so each row
+  lands on its own game's leaf page.
+- ``current``: the server's (``_append`` on the head schema): the rows appended to ``action_journal``
+  (a sequence: a commit's rows share a page or two), fenced by one compare-and-set statement per commit
+  on ``game_fences`` (the games being played only), the journal moved into ``actions`` in key order
+  every ``JOURNAL_ROWS_PER_COMPACTION`` rows (``compact_journal``), timed apart like the checkpoints
+  (the "apart" column): the server does it after the commit's outcome is handed back.
+
+Variants of the actions table, one change each against ``actions table``:
 
 - ``executemany``: the one-row INSERT stepped once per row (the writer's statement before issue 14),
   instead of multi-row INSERTs of up to ``ROWS_PER_INSERT`` rows.
@@ -28,36 +37,30 @@ Variants change one thing each against ``current`` (the head schema and the serv
 - ``before issue 14's changes``: all of the above as they were (rowid table, checkpoints every 1000
   frames, ``executemany``).
 
-Journal variants (issue 23 item 2: which design gets the writer under 4 µs an action; the server does
-not use them). The actions go to an append-only ``journal`` keyed by a sequence, whose rows of a commit
-share one or two pages, instead of each landing on its own game's leaf page; the (game, v) fence
-becomes a compare-and-set on a ``v`` column added to ``games`` (``v = first - 1 AND status = 'playing'``,
-which also does the finished-game trigger's work); every ``COMPACT_EVERY`` commits the journal is moved
-into ``actions`` in key order (a game's rows then land together on its pages) and emptied, timed
-apart like the checkpoints (the "apart" column), since a server would do it off the ack's path:
+Other journal designs (measured before ``current`` was chosen): the same journal, compacted alike, with
+the fence elsewhere:
 
-- ``journal, fence per row``: one compare-and-set per row (PERF-NOTES' measured layout).
-- ``journal, one fence``: one compare-and-set statement per commit for all its games (``UPDATE … FROM
+- ``journal, fence per row``: a compare-and-set per row on a ``v`` column added to ``games``
+  (``v = first - 1 AND status = 'playing'``, which does the trigger's work).
+- ``journal, one fence``: one such statement per commit for all its games (``UPDATE … FROM
   (VALUES …)``), the count of rows it changed checked.
 - ``commit journal, one fence``: the same fence, and the commit's actions as one msgpack blob in one row.
-- ``journal, fence table`` / ``journal, rowid fence table``: the same fence on a table of its own,
-  ``game_fences(game_id, v)``, which holds only the games being played (a row made with the game,
-  deleted when it ends: that also does the trigger's work), clustered on the game's id or as a rowid
-  table (rows in the order the games started) with the id's index.
+- ``journal, rowid fence table``: ``current``'s fence table as a rowid table (rows in the order the
+  games started) with the id's index.
 
-``games`` is a rowid table: a game's row sits where its start put it, and a fence on ``games`` changes
-the pages of the games being played. ``--finished-games N`` puts N finished games in the table first
-(random ids, as the server's), the games being played among them at random places (among the last
-``--spread`` of them only, when given: games started lately), and ``--idle-games`` unfinished games
-nobody plays (they keep their rows in a fence table).
+``games`` is a rowid table: a game's row sits where its start put it, so a fence on ``games`` changes
+the pages of the games being played, wherever they are. ``--finished-games N`` puts N finished games
+in the table first (random ids, as the server's), the games being played among them at random places
+(among the last ``--spread`` of them only, when given: games started lately), and ``--idle-games``
+unfinished games nobody plays (they keep their rows in a fence table).
 
 Warm-up commits first (the WAL file reaches its full size and is reused, as on a running server), then
 ``--rounds`` rounds of ``--commits`` commits, the variants taking turns within each round so that a
 busy moment of the shared machine hits them alike. It prints, per variant, the median over the rounds of
 the writer thread's CPU (``time.thread_time``: user + system, fsync included) per row and per commit,
 the CPU of what is timed apart (checkpoints, compactions) per row, as a total over the rounds (it
-comes in bursts), the ratio of the total to ``current`` (the baseline,
-measured in the same run), the largest WAL file seen and the wall-clock time of a commit.
+comes in bursts), the ratio of the total to the first variant's (``actions table`` unless ``--only``
+names another first; measured in the same run), the largest WAL file seen and the wall-clock time of a commit.
 
 ``--gil-busy`` runs the measured rounds with another thread executing Python all along, as a loaded
 event loop does: the driver releases the GIL around each statement it steps and must then wait for it,
@@ -91,11 +94,12 @@ from alembic import command
 from server.ids import new_id
 from server.storage import upgrade_to_head
 from server.storage.commit_backends import (
+    JOURNAL_ROWS_PER_COMPACTION,
     ROWS_PER_INSERT,
     WriteConflict,
     _append,
-    _insert_sql,
     _stored_time,
+    compact_journal,
     immediate_transaction,
     writer_pragmas,
 )
@@ -104,13 +108,13 @@ from server.storage.records import ActionRecord, GameProgress
 
 #: The revision before ``actions_without_rowid``: the actions table as a rowid table with an index.
 ROWID_REVISION = "3b8e61d4a0c7"
+#: The revision before ``action_journal``: every action appended to ``actions``, fenced by its key.
+BEFORE_JOURNAL_REVISION = "5d2b8e4f1a63"
 TRIGGER = "tr_actions_refuse_finished_games"
 MAX_GAME_ACTIONS = 2000
 PROGRESS_EVERY = 24
 WARM_UP_COMMITS = 400
 STARTED = "2026-11-30 00:00:00.000000"
-#: Commits between two compactions of a journal variant (about 100 rows of each of 100 games at 51 a commit).
-COMPACT_EVERY = 200
 JOURNAL_SCHEMA = (
     f"DROP TRIGGER {TRIGGER}",  # the compare-and-set on games does its work
     "ALTER TABLE games ADD COLUMN v INTEGER NOT NULL DEFAULT 0",
@@ -138,19 +142,35 @@ FENCE_ROW_DELETE = "DELETE FROM game_fences WHERE game_id = ?"
 Append = Callable[[sqlite3.Connection, Sequence[ActionRecord]], None]
 
 
+@functools.cache
+def _insert_sql(rows: int) -> str:
+    """The multi-row INSERT of ``rows`` actions into ``actions`` (the writer's before the journal)."""
+    return "INSERT INTO actions (game_id, v, action) VALUES " + ", ".join(["(?, ?, ?)"] * rows)
+
+
+def _append_to_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
+    """The writer's commit before the journal: INSERTs of up to ``ROWS_PER_INSERT`` rows into ``actions``
+    (the key and the finished-game trigger fence them), and the games' figures."""
+    with immediate_transaction(conn):
+        for start in range(0, len(rows), ROWS_PER_INSERT):
+            chunk = rows[start : start + ROWS_PER_INSERT]
+            conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row[:3]])
+        _update_progress(conn, rows)
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
-    revision: str = "head"
+    revision: str = BEFORE_JOURNAL_REVISION
     schema: tuple[str, ...] = ()
     pragmas: tuple[str, ...] = ()
-    append: Append = _append
+    append: Append = _append_to_actions
     #: When set, the writer's automatic checkpoint is off and a PASSIVE one runs every this many WAL
     #: frames, timed apart.
     checkpoints_apart: int = 0
-    #: A journal variant's move of its journal into ``actions``, run every ``COMPACT_EVERY`` commits
-    #: and timed apart.
-    compact: Callable[[sqlite3.Connection], None] | None = None
+    #: A journal variant's move of its journal into ``actions``, run every
+    #: ``JOURNAL_ROWS_PER_COMPACTION`` rows and timed apart.
+    compact: Callable[[sqlite3.Connection], object] | None = None
     #: Statements a game's start and end also run (bound to the game's id): a fence table's row.
     on_start: tuple[str, ...] = ()
     on_end: tuple[str, ...] = ()
@@ -295,7 +315,8 @@ def _compact_blobs(conn: sqlite3.Connection) -> None:
 def variants() -> list[Variant]:
     no_autocheckpoint = ("PRAGMA wal_autocheckpoint=0",)
     return [
-        Variant("current"),
+        Variant("actions table"),
+        Variant("current", revision="head", append=_append, compact=compact_journal),
         Variant("executemany", append=_append_executemany),
         Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),
         Variant("no finished-game trigger", schema=(f"DROP TRIGGER {TRIGGER}",)),
@@ -334,14 +355,6 @@ def variants() -> list[Variant]:
             schema=JOURNAL_SCHEMA,
             append=_journal_append(_fence_at_once, _journal_blob),
             compact=_compact_blobs,
-        ),
-        Variant(
-            "journal, fence table",
-            schema=FENCE_TABLE_SCHEMA,
-            append=_journal_append(_fence_table_at_once, _journal_rows),
-            compact=_compact_rows,
-            on_start=(FENCE_ROW_ADD,),
-            on_end=(FENCE_ROW_DELETE,),
         ),
         Variant(
             "journal, rowid fence table",
@@ -425,6 +438,7 @@ class Run:
                         del self.versions[game]
         self.turn = 0
         self.commits = 0
+        self.journaled = 0
         self.since_checkpoint = 0
         #: WAL frames a commit writes, as the last timed-apart checkpoint found (a first guess until then).
         self.frames_per_commit = 50.0
@@ -451,6 +465,7 @@ class Run:
             rows.append(ActionRecord(game_id=game, v=self.versions[game], action="t1-c5"))
         self.turn += size
         self.commits += 1
+        self.journaled += size
         if self.commits % PROGRESS_EVERY == 0:
             progress = GameProgress(score=10, moves=rows[-1].v, undos=0, at=datetime.now(UTC))
             rows[-1] = ActionRecord(rows[-1].game_id, rows[-1].v, rows[-1].action, progress)
@@ -503,9 +518,11 @@ class Run:
         return cpu
 
     def _compact_if_due(self) -> float:
-        """A journal variant's compaction every ``COMPACT_EVERY`` commits; its CPU seconds."""
-        if self.variant.compact is None or self.commits % COMPACT_EVERY:
+        """A journal variant's compaction once ``JOURNAL_ROWS_PER_COMPACTION`` rows are journaled (the
+        server's cadence); its CPU seconds."""
+        if self.variant.compact is None or self.journaled < JOURNAL_ROWS_PER_COMPACTION:
             return 0.0
+        self.journaled = 0
         started = time.thread_time()
         self.variant.compact(self.conn)
         return time.thread_time() - started
