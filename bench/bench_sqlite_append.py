@@ -639,7 +639,7 @@ def main() -> None:
             f"finished (the played ones among the last {shape.spread or 'all'}), {args.idle_games} idle, "
             f"{args.batch} rows per "
             f"commit, {args.rounds} rounds x {args.commits} commits after {WARM_UP_COMMITS} warm-up; "
-            f"medians over rounds; current: INSERTs of up to {ROWS_PER_INSERT} rows"
+            f"medians over rounds; statements of up to {ROWS_PER_INSERT} rows"
             + ("; a busy Python thread contends for the GIL" if args.gil_busy else "")
         )
         _print_table(runs)
