@@ -287,7 +287,7 @@ class SqliteBackend:
     def tidy(self) -> None:
         """Compact the journal (`compact_journal`) once this writer has put
         `JOURNAL_ROWS_PER_COMPACTION` rows in it; a failure is logged and the rows stay (reads see
-        them there), for the next try."""
+        them there) until the next try, as many rows later."""
         if self._journaled < JOURNAL_ROWS_PER_COMPACTION:
             return
         self._compact()
@@ -299,14 +299,13 @@ class SqliteBackend:
         self._others.close()
 
     def _compact(self) -> None:
+        self._journaled = 0
         try:
             self._conn = self._conn or self._connect()
             compact_journal(self._conn)
         except (sqlite3.Error, OSError) as exc:
             self._disconnect()
             logger.warning("compacting the action journal of %s failed: %s", self._path, exc)
-            return
-        self._journaled = 0
 
     def _check_log(self) -> None:
         """Past ``log_limit`` bytes of log, a checkpoint of our own (once per `LOG_CHECK_INTERVAL`).

@@ -8,6 +8,7 @@ processes' writers are: what fences them is the database, not the process."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -211,3 +212,34 @@ def test_the_writer_compacts_once_it_journaled_enough_and_when_it_closes(
         writer.close()
     assert table_rows(path, "action_journal") == []
     assert len(table_rows(path, "actions")) == 12
+
+
+def test_a_failed_compaction_leaves_the_rows_and_is_tried_again_as_many_rows_later(
+    path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("server.storage.commit_backends.JOURNAL_ROWS_PER_COMPACTION", 10)
+    failures = iter([sqlite3.OperationalError("disk I/O error")])
+    real_compact = compact_journal
+
+    def compact_failing_once(conn: sqlite3.Connection) -> int:
+        for failure in failures:
+            raise failure
+        return real_compact(conn)
+
+    monkeypatch.setattr("server.storage.commit_backends.compact_journal", compact_failing_once)
+    writer = SqliteBackend(path, NoOtherWrites())
+    try:
+        writer.commit([appended(game, 1) for game in GAMES[:10]])
+        with caplog.at_level(logging.WARNING, logger="server.storage.commit_backends"):
+            writer.tidy()
+        assert "compacting the action journal" in caplog.text and "disk I/O error" in caplog.text
+        assert len(table_rows(path, "action_journal")) == 10
+        writer.commit([appended(game, 2) for game in GAMES[:5]])
+        writer.tidy()  # 5 rows since the failure: not yet
+        assert len(table_rows(path, "action_journal")) == 15
+        writer.commit([appended(game, 3) for game in GAMES[:5]])
+        writer.tidy()
+        assert table_rows(path, "action_journal") == []
+        assert len(table_rows(path, "actions")) == 20
+    finally:
+        writer.close()
