@@ -222,8 +222,9 @@ class SqlAlchemyBackend:
 
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
-#: Action rows per INSERT statement of the SQLite writer: a batch of n rows takes ceil(n / 64)
-#: statements, of at most 64 shapes (each prepared once, all within the driver's cache of 128).
+#: Action rows per journal INSERT, and games per fence statement, of the SQLite writer: a batch of n
+#: rows takes ceil(n / 64) of each, of at most 64 shapes each (prepared once, all within the
+#: connection's cache of `WRITER_STATEMENTS`).
 ROWS_PER_INSERT = repository.SQLITE_ROWS_PER_STATEMENT
 #: Rows the writer journals between two compactions (`compact_journal`): bounds the journal that
 #: every read of a game scans (it has no index, so that an append changes one page or two), and
