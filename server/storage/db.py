@@ -211,6 +211,7 @@ class Database:
         self._timeout = timeout
         self._is_sqlite = engine.dialect.name == "sqlite"
         self._writer = engine.execution_options(**{_BEGIN_OPTION: "IMMEDIATE"}) if self._is_sqlite else engine
+        self._alone = engine.execution_options(**{_BEGIN_OPTION: "NONE"}) if self._is_sqlite else engine
         self._snapshot_reader = (
             engine if self._is_sqlite else engine.execution_options(isolation_level="REPEATABLE READ")
         )
@@ -283,6 +284,24 @@ class Database:
             sqlalchemy.exc.IntegrityError: a constraint refused a statement (not a failure: a conflict).
         """
         return self._unit_of_work(self._writer.begin)
+
+    def write_alone(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A unit of work of one writing statement, atomic by itself: ``async with
+        database.write_alone() as conn: await conn.execute(statement)``.
+
+        On SQLite the statement is a transaction of its own (no BEGIN: the driver commits it as it
+        ends): it takes the write lock as it starts, through the busy handler like ``BEGIN IMMEDIATE``,
+        and gives it back as it ends, all within one call to the driver's thread. A `transaction()`
+        holds the lock from its BEGIN to its COMMIT, across turns of the event loop, each as long as
+        the loop is busy: a writer waits for those too. On PostgreSQL it is a `transaction()`. Two
+        statements in the block are two transactions on SQLite: give it one.
+
+        Raises:
+            StorageUnavailable: the database failed or timed out; a statement that failed stored
+                nothing (on SQLite one that ended is committed, whatever the block does next).
+            sqlalchemy.exc.IntegrityError: a constraint refused the statement.
+        """
+        return self._unit_of_work(self._alone.begin)
 
     def connection(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """A connection for reads: ``async with database.connection() as conn: ...``.
@@ -367,6 +386,8 @@ def _set_up_sqlite(engine: AsyncEngine, synchronous: str) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get(_BEGIN_OPTION)
+        if mode == "NONE":  # Database.write_alone: the driver's autocommit, each statement alone
+            return
         conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN")
 
 

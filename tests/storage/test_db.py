@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -152,6 +153,27 @@ async def test_sqlite_write_transactions_take_the_write_lock_first(tmp_path: Pat
             assert not second.done()
         assert await second == 1
     finally:
+        await database.dispose()
+
+
+async def test_sqlite_write_alone_holds_the_write_lock_for_its_statement_only(tmp_path: Path) -> None:
+    """Still in the block, the statement is committed and the lock free: another connection takes it
+    at once (no busy wait) and sees the row; in a `transaction()` block it cannot."""
+    url = await asyncio.to_thread(dbutil.migrated_sqlite_url, tmp_path)
+    database = Database.create(url)
+    other = sqlite3.connect(tmp_path / "eightoff.db", isolation_level=None, timeout=0)
+    try:
+        async with database.write_alone() as conn:
+            await repository.insert_player(conn, ADA)
+            other.execute("BEGIN IMMEDIATE")
+            assert other.execute("SELECT id FROM players").fetchall() == [("p1",)]
+            other.execute("ROLLBACK")
+        async with database.transaction() as conn:
+            await conn.execute(text("DELETE FROM players"))
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+    finally:
+        other.close()
         await database.dispose()
 
 
