@@ -2,10 +2,13 @@
 
 What is kept and why is in `server.storage.pruning`. Every node's every process runs it
 (`server.app.App`: ``board-pruning``, every `PRUNE_INTERVAL` seconds, the first one interval after
-the start): when nothing is left to prune a run is a few index seeks. A bucket is pruned in
-transactions of at most ``batch`` rows each, with a pause between them, so that a writer (on SQLite,
-the writer thread) waits for one of them at most (bench/bench_leaderboard.py prints the longest); the
-deal codes of its games are read in pages of ``batch`` games, outside any write. Two runners racing
+the start): when nothing is left to prune a run is a few index seeks. A bucket is pruned by
+single-statement transactions (`Database.write_alone`: on SQLite the statement alone holds the write
+lock, no turn of the event loop), each of as many rows as the last one's pace fits in `PRUNE_HOLD`
+(2 ms; at most ``batch``), with a pause between them, so that a writer (on SQLite, the writer thread,
+and with it every player's ack) waits for one short delete at most, never for a backlog
+(bench/bench_prune.py measures the acks while it runs); the deal codes of its games are read in pages
+of ``batch`` games, outside any write. Two runners racing
 (two workers, two nodes) delete the same rows one after the other and end with the same result. A run
 that fails (the database away) logs it, and the next run takes up where it stopped.
 
@@ -19,9 +22,11 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Final
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.clock import utc_now
 from server.storage import Database
@@ -36,9 +41,16 @@ PRUNE_INTERVAL: Final = 600.0
 PRUNE_GRACE: Final = dt.timedelta(hours=1)
 """How late the pruner's clock is taken: the clock skew between nodes it tolerates."""
 PRUNE_BATCH: Final = 500
-"""Rows deleted per transaction at most, and games read per page of a bucket's deal codes."""
+"""Rows deleted per statement at most, and games read per page of a bucket's deal codes."""
 PRUNE_PAUSE: Final = 0.005
-"""Seconds between two delete transactions: the writer's commits go between them."""
+"""Seconds between two delete statements: the writer's commits go between them."""
+PRUNE_HOLD: Final = 0.002
+"""Seconds a delete statement should hold the write lock at most (on SQLite a writer that finds it
+taken waits that long and then some: its busy handler polls 1, 3, 8, 18 ms after): each takes as
+many rows as fit in it at the pace of the last ones (`Rows`)."""
+_FIRST_ROWS: Final = 20  # a run's first statement, before any pace is known
+_LEAST_ROWS: Final = 20  # a statement's rows at least, however slow: a run must end
+_PACES: Final = 8  # statements whose quickest pace sets the next one's rows
 _SCOPES_PER_DELETE: Final = 300  # scopes per IN (...): well under every driver's parameter limit
 _BUCKETS_PER_RUN: Final = 1000  # a bound, in case rows of a closed bucket kept coming back
 
@@ -72,14 +84,48 @@ class Pruned:
         return Pruned(0, board_rows, stats_rows, 1, seconds, seconds)
 
 
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """How many rows the next delete statement takes: as many as fit in ``hold`` seconds at the
+    quickest pace (seconds per row) of the last `_PACES` statements, within ``least`` and ``most``,
+    and at most twice as many as the last. A statement's time also counts its wait for the lock (the
+    writer's commits), the event loop's turn and a checkpoint it ran, which only ever make it slower:
+    the quickest is the nearest to the work alone, and a wait does not make the next one smaller."""
+
+    next: int
+    hold: float
+    least: int = _LEAST_ROWS
+    most: int = PRUNE_BATCH
+    paces: tuple[float, ...] = ()  # seconds per row of the last statements, the newest last
+
+    @staticmethod
+    def first(hold: float, most: int) -> Rows:
+        """A run's first statement: a small one."""
+        return Rows(min(_FIRST_ROWS, most), hold, min(_LEAST_ROWS, most), most)
+
+    def after(self, deleted: int, seconds: float) -> Rows:
+        """The next statement's, after one that deleted ``deleted`` rows in ``seconds``."""
+        if deleted == 0:
+            return self
+        paces = (*self.paces, seconds / deleted)[-_PACES:]
+        quickest = min(paces)
+        fits = self.most if quickest <= 0 else int(self.hold / quickest)
+        return replace(self, next=max(self.least, min(self.most, 2 * self.next, fits)), paces=paces)
+
+
+_Delete = Callable[[AsyncConnection, int], Awaitable[int]]  # deletes up to so many rows; how many
+
+
 class BoardPruning:
     """Prunes the closed buckets of one database; owned by the app.
 
     Args:
         database: where the summaries are.
-        batch: rows per delete transaction, and games per page of a bucket's codes.
+        batch: rows per delete transaction at most, and games per page of a bucket's codes.
         pause: seconds between two delete transactions.
+        hold: seconds a delete transaction should hold the write lock at most (`Rows`).
         clock: the current time (aware); by default ``server.clock.utc_now``.
+        timer: seconds, to time the transactions; by default ``time.perf_counter``.
     """
 
     def __init__(
@@ -88,12 +134,17 @@ class BoardPruning:
         *,
         batch: int = PRUNE_BATCH,
         pause: float = PRUNE_PAUSE,
+        hold: float = PRUNE_HOLD,
         clock: Callable[[], dt.datetime] | None = None,
+        timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._database = database
         self._batch = batch
         self._pause = pause
         self._clock = clock or utc_now
+        self._hold = hold
+        self._timer = timer
+        self._rows = Rows.first(hold, batch)  # the run's: each starts with a small transaction
 
     def today(self) -> dt.date:
         """The UTC day the pruner keeps buckets for: the clock's, `PRUNE_GRACE` late."""
@@ -106,6 +157,7 @@ class BoardPruning:
             StorageUnavailable: the database failed; what was deleted stays deleted.
         """
         today = self.today()
+        self._rows = Rows.first(self._hold, self._batch)
         done = Pruned()
         for period in storage.CLOSABLE_PERIODS:
             for _ in range(_BUCKETS_PER_RUN):
@@ -151,25 +203,37 @@ class BoardPruning:
             if since is None:
                 break
         done += await self._delete_boards(storage.variant_scopes(period, start))
-        while True:  # last: while any is left, the bucket is found again by the next run
-            started = time.perf_counter()
-            async with self._database.transaction() as conn:
-                deleted = await storage.delete_stats_rows(conn, period, start, self._batch)
-            done += Pruned.transaction(stats_rows=deleted, seconds=time.perf_counter() - started)
-            await asyncio.sleep(self._pause)
-            if deleted < self._batch:
-                return done
+        # last: while any is left, the bucket is found again by the next run
+        return done + await self._delete_all(
+            lambda conn, rows: storage.delete_stats_rows(conn, period, start, rows), stats=True
+        )
 
     async def _delete_boards(self, scopes: list[str]) -> Pruned:
         done = Pruned()
         for first in range(0, len(scopes), _SCOPES_PER_DELETE):
             chunk = scopes[first : first + _SCOPES_PER_DELETE]
-            while True:
-                started = time.perf_counter()
-                async with self._database.transaction() as conn:
-                    deleted = await storage.delete_board_rows(conn, chunk, self._batch)
-                done += Pruned.transaction(board_rows=deleted, seconds=time.perf_counter() - started)
-                await asyncio.sleep(self._pause)
-                if deleted < self._batch:
-                    break
+            done += await self._delete_all(_board_rows(chunk), stats=False)
         return done
+
+    async def _delete_all(self, delete: _Delete, *, stats: bool) -> Pruned:
+        """Run ``delete`` alone (`Database.write_alone`), again and again, each time for as many rows
+        as `Rows` says and a pause after, until it finds fewer rows than it may delete: all gone."""
+        done = Pruned()
+        while True:
+            rows = self._rows.next
+            async with self._database.write_alone() as conn:
+                started = self._timer()
+                deleted = await delete(conn, rows)  # on SQLite, the write lock held meanwhile only
+                held = self._timer() - started
+            self._rows = self._rows.after(deleted, held)
+            done += Pruned.transaction(
+                board_rows=0 if stats else deleted, stats_rows=deleted if stats else 0, seconds=held
+            )
+            await asyncio.sleep(self._pause)
+            if deleted < rows:
+                return done
+
+
+def _board_rows(scopes: list[str]) -> _Delete:
+    """Deletes up to so many ``board_bests`` rows of ``scopes``."""
+    return lambda conn, rows: storage.delete_board_rows(conn, scopes, rows)

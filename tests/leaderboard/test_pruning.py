@@ -16,7 +16,7 @@ from engine import daily_deal
 from server.clock import utc_now
 from server.errors import Refusal
 from server.services import pruning as pruning_service
-from server.services.pruning import PRUNE_GRACE, BoardPruning, Pruned
+from server.services.pruning import PRUNE_GRACE, BoardPruning, Pruned, Rows
 from server.storage import Database, PlayerRecord, StorageUnavailable, repository
 from server.storage import pruning as storage
 from server.storage.tables import board_bests, player_stats
@@ -158,6 +158,53 @@ async def test_pruning_keeps_current_and_previous_buckets_and_deletes_older(data
     assert pruned.transactions >= (len(deleted_bests) + len(deleted_stats)) / 4
     assert await _boards_now(database, NOW) == boards_before
     assert await _pruner(database).prune() == Pruned()  # nothing left: idempotent
+
+
+def test_rows_fit_the_hold_at_the_last_transactions_pace() -> None:
+    first = Rows.first(hold=0.002, most=500)
+    assert first.next == 20  # before any pace is known: a small transaction
+    assert first.after(20, 0.001).next == 40  # twice as fast as needed: twice as many, no more
+    assert first.after(20, 0.0001).next == 40
+    assert Rows(200, 0.002).after(200, 0.004).next == 100  # twice too slow: half as many
+    assert Rows(200, 0.002).after(0, 0.004).next == 200  # nothing found: no pace learnt
+    assert Rows(200, 0.002).after(200, 1.0).next == 20  # however slow, a run goes on
+    # A statement that waited for the lock (50 ms for 100 rows) after quick ones keeps their pace.
+    quick = Rows(100, 0.002, paces=(0.00002,))
+    assert quick.after(100, 0.050).next == 100
+    waited_long_ago = Rows(100, 0.002, paces=(0.00002,) + (0.0001,) * 7)
+    assert waited_long_ago.after(100, 0.01).next == 20  # eight slow ones: the pace is slower now
+    assert Rows(400, 0.002).after(400, 0.0001).next == 500  # at most the batch
+    assert Rows.first(hold=0.002, most=4) == Rows(4, 0.002, least=4, most=4)
+
+
+async def test_the_pruner_holds_the_lock_no_longer_than_its_bound(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows that cost the same each (a fake clock: 0.5 ms a transaction and 50 µs a row): no delete
+    transaction holds the lock past the 2 ms bound, and every closed bucket is pruned all the same."""
+    await _three_weeks_of_games(database)
+    before = await _summaries(database)
+    now = 0.0
+
+    def costly(delete: Any) -> Any:
+        async def timed(*args: Any) -> int:
+            nonlocal now
+            deleted: int = await delete(*args)
+            now += 0.0005 + 0.00005 * deleted
+            return deleted
+
+        return timed
+
+    monkeypatch.setattr(storage, "delete_board_rows", costly(storage.delete_board_rows))
+    monkeypatch.setattr(storage, "delete_stats_rows", costly(storage.delete_stats_rows))
+    pruned = await _pruner(database, hold=0.002, timer=lambda: now).prune()
+
+    assert pruned.longest <= 0.002
+    after = await _summaries(database)
+    assert after == ({row for row in before[0] if _kept(row[0])}, {row for row in before[1] if _kept(row[0])})
+    rows = pruned.board_rows + pruned.stats_rows
+    assert rows > 300
+    assert pruned.transactions >= rows / 30  # 30 rows fit in 2 ms: none took more
 
 
 async def test_pruners_racing_delete_the_same_set(database: Database) -> None:
