@@ -48,8 +48,10 @@ PRUNE_HOLD: Final = 0.002
 """Seconds a delete statement should hold the write lock at most (on SQLite a writer that finds it
 taken waits that long and then some: its busy handler polls 1, 3, 8, 18 ms after): each takes as
 many rows as fit in it at the pace of the last ones (`Rows`)."""
-_FIRST_ROWS: Final = 20  # a run's first statement, before any pace is known
-_LEAST_ROWS: Final = 20  # a statement's rows at least, however slow: a run must end
+_FIRST_ROWS: Final = 50  # a run's first statement, before any pace is known
+#: A statement's rows at least, however slow it seems (a wait for the lock is 1 ms at least, which a
+#: small statement's pace cannot tell from its work): about half a millisecond of work.
+_LEAST_ROWS: Final = 50
 _PACES: Final = 8  # statements whose quickest pace sets the next one's rows
 _SCOPES_PER_DELETE: Final = 300  # scopes per IN (...): well under every driver's parameter limit
 _BUCKETS_PER_RUN: Final = 1000  # a bound, in case rows of a closed bucket kept coming back
