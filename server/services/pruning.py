@@ -4,11 +4,11 @@ What is kept and why is in `server.storage.pruning`. Every node's every process 
 (`server.app.App`: ``board-pruning``, every `PRUNE_INTERVAL` seconds, the first one interval after
 the start): when nothing is left to prune a run is a few index seeks. A bucket is pruned by
 single-statement transactions (`Database.write_alone`: on SQLite the statement alone holds the write
-lock, no turn of the event loop), each of as many rows as the last one's pace fits in `PRUNE_HOLD`
-(2 ms; at most ``batch``), with a pause between them, so that a writer (on SQLite, the writer thread,
-and with it every player's ack) waits for one short delete at most, never for a backlog
-(bench/bench_prune.py measures the acks while it runs); the deal codes of its games are read in pages
-of ``batch`` games, outside any write. Two runners racing
+lock, no turn of the event loop), each of as many rows as fit in `PRUNE_HOLD` (2 ms) at the
+quickest pace of the last few (`Rows`; at most ``batch``), with a pause between them, so that a
+writer (on SQLite, the writer thread, and with it every player's ack) waits for one short delete at
+most, never for a backlog (bench/bench_prune.py measures the acks while it runs); the deal codes of
+its games are read in pages of ``batch`` games, outside any write. Two runners racing
 (two workers, two nodes) delete the same rows one after the other and end with the same result. A run
 that fails (the database away) logs it, and the next run takes up where it stopped.
 
@@ -32,7 +32,7 @@ from server.clock import utc_now
 from server.storage import Database
 from server.storage import pruning as storage
 
-__all__ = ["PRUNE_BATCH", "PRUNE_GRACE", "PRUNE_INTERVAL", "BoardPruning", "Pruned"]
+__all__ = ["PRUNE_BATCH", "PRUNE_GRACE", "PRUNE_HOLD", "PRUNE_INTERVAL", "BoardPruning", "Pruned", "Rows"]
 
 logger = logging.getLogger(__name__)
 

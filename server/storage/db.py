@@ -18,8 +18,9 @@ tenth of its CPU at the server's rate of appends; the log, reused after each che
 40 MiB, and is cut back to `SQLITE_WAL_SIZE_LIMIT` if a long reader ever made it grow past that).
 SQLAlchemy, not the sqlite3 driver, emits BEGIN, so that reads inside a unit of work see one snapshot;
 `Database.transaction()` begins with ``BEGIN IMMEDIATE``, taking the write lock up front instead of
-failing on a lock upgrade later. PostgreSQL connections go through asyncpg, pinged before each checkout
-so that the pool survives a database restart.
+failing on a lock upgrade later; `Database.write_alone()` emits no BEGIN at all, so that its one
+statement takes the lock as it starts and gives it back as it ends. PostgreSQL connections go
+through asyncpg, pinged before each checkout so that the pool survives a database restart.
 """
 
 from __future__ import annotations
