@@ -53,7 +53,13 @@ from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.server import ServerProtocol
+from websockets.streams import StreamReader
 from websockets.typing import Subprotocol
+
+try:
+    from websockets.speedups import apply_mask
+except ImportError:  # pragma: no cover - websockets built without its C extension
+    from websockets.utils import apply_mask
 
 import protocol
 from server.edge.admission import ConnectionGate, SharedBucket, ThrottledLog
@@ -105,6 +111,7 @@ MAX_PARTIAL_BYTES = 8 * 1024 * 1024
 fragment would pass it is closed 1013 (try again later)."""
 
 _READING = frozenset({State.CONNECTING, State.OPEN})
+_AT_EOF = StreamReader.at_eof.__code__
 _HEAD_16 = struct.Struct("!BBH")
 _HEAD_64 = struct.Struct("!BBQ")
 _SUBPROTOCOLS = [Subprotocol(sub.value) for sub in protocol.Subprotocol]
@@ -163,6 +170,18 @@ def _select_subprotocol(_: ServerProtocol, offered: list[Subprotocol]) -> Subpro
     if chosen is None:
         raise NegotiationError(f"unsupported subprotocol; offer one of {', '.join(_SUBPROTOCOLS)}")
     return Subprotocol(chosen.value)
+
+
+def _parser_between_frames(protocol: ServerProtocol) -> bool:
+    """Whether the open ``protocol``'s parser waits for the first byte of a frame, nothing buffered:
+    its innermost generator is then its reader's ``at_eof``, which it waits in between two frames
+    and nowhere else (a parser mid-frame waits in ``read_exact``, even with nothing buffered)."""
+    if protocol.reader.buffer:
+        return False
+    waiting = protocol.parser
+    while (inner := getattr(waiting, "gi_yieldfrom", None)) is not None:
+        waiting = inner
+    return getattr(waiting, "gi_code", None) is _AT_EOF
 
 
 def _request_in(data: bytes) -> bool:
@@ -296,6 +315,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_abort_timer",
         "_address_bucket",
         "_answered",
+        "_between_frames",
         "_bucket",
         "_counted",
         "_dispatching",
@@ -361,6 +381,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._flooded = False  # closing 1008 once what waits is served
         self._waiting_full = False  # reading pauses: more than MAX_WAITING messages wait
         self._parsing = False
+        self._between_frames = False  # see `_whole_frame`
         self._paused = False  # reading, as _update_reading last set it
         self._pong_awaited = False
         self._ping_payload = b""
@@ -390,6 +411,8 @@ class WebSocketConnection(asyncio.Protocol):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        if self._between_frames and self._whole_frame(data):
+            return  # nearly every read of a client that waits for its reply: one whole frame
         if self._refused:
             self._answer_refused()
             return
@@ -410,6 +433,53 @@ class WebSocketConnection(asyncio.Protocol):
             data = self._unparsed[self._unparsed_at :] + data
         self._parse(data)
 
+    def _whole_frame(self, data: bytes) -> bool:
+        """Act on ``data`` when it is one whole unfragmented data frame, without websockets' parser:
+        False, and nothing done, for anything else (the parser takes it).
+
+        Called only while the parser waits for the first byte of a frame, nothing buffered, no
+        fragmented message under way and nothing left unparsed (``_between_frames``, known at the
+        end of each parse: nothing else moves the parser): a whole data frame would change nothing
+        in its state, so that it is the same as if it had parsed the frame. The frame's header is
+        checked as the parser checks it (FIN, no reserved bit, binary or text, masked, within
+        ``max_size``), then it is metered and its message served as every other frame's. The reason:
+        the parser's generators, its ``Frame`` and its checks cost more than the rest of the
+        transport's work for a message."""
+        size = len(data)
+        if size < MIN_CLIENT_FRAME:
+            return False
+        head = data[0]
+        length = data[1] ^ 0x80  # 0 to 127 when the mask bit is set
+        if length < 126:
+            at = 2
+        elif length == 126 and size >= 8:
+            length, at = (data[2] << 8) | data[3], 4
+        else:
+            return False  # unmasked (the parser fails it), or a 64-bit length
+        protocol = self._protocol
+        if (
+            (head != 0x82 and head != 0x81)  # FIN, no reserved bit, binary or text
+            or size != at + 4 + length
+            or length > self._server.max_size
+            or protocol is None
+            or protocol.state is not State.OPEN
+        ):
+            return False
+        self.last_frame_at = time.monotonic()
+        mask = at + 4
+        payload = apply_mask(data[mask:], data[at:mask])
+        metered = self._meter()
+        if metered is not None:
+            if head == 0x82:
+                self._message(payload, metered is Metered.SERVE)
+            else:
+                self._whole(payload, True, metered is Metered.SERVE)
+        if protocol.writes:  # queued by websockets meanwhile (a close): what `_parse` flushes too
+            self._flush()
+        if self._paused or self._waiting_full:
+            self._update_reading()
+        return True
+
     @property
     def _state(self) -> State:
         return State.CONNECTING if self._protocol is None else self._protocol.state
@@ -426,6 +496,7 @@ class WebSocketConnection(asyncio.Protocol):
         flood of tiny frames never holds the loop for more than a turn's frames."""
         ws = self._ws
         self._parsing = True
+        self._between_frames = False  # known again at the end
         self._unparsed = b""
         frames = 0
         size = len(data)
@@ -445,6 +516,12 @@ class WebSocketConnection(asyncio.Protocol):
                     break
         finally:
             self._parsing = False
+        self._between_frames = (
+            ws.state is State.OPEN
+            and not self._unparsed
+            and not self._fragments
+            and _parser_between_frames(ws)
+        )
         if self._plain_http:
             return  # the HTTP routes answer it; nothing the protocol made is sent
         if isinstance(ws.handshake_exc, InvalidMessage) and not self._answered:
@@ -473,7 +550,7 @@ class WebSocketConnection(asyncio.Protocol):
             self.last_frame_at = time.monotonic()
         for event in events:
             if isinstance(event, Frame):
-                self._frame(event)
+                self._frame(event.opcode, event.fin, cast(bytes, event.data))  # parsed frames hold bytes
             elif isinstance(event, Request):
                 self._handshake(event)
                 if self._plain_http:
@@ -664,25 +741,31 @@ class WebSocketConnection(asyncio.Protocol):
 
     # Incoming frames
 
-    def _frame(self, frame: Frame) -> None:
-        """Meter the frame (every frame takes a token, whatever its kind), then act on it."""
+    def _meter(self) -> Metered | None:
+        """Meter one frame (every frame takes a token, whatever its kind): SERVE, REFUSE (a message it
+        ends is answered rate_limited), or None when it is not to be acted on (flooding: closing)."""
         if self._flooded:
-            return  # parsed with the frame that flooded: not acted on
+            return None  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
         shared = self._address_bucket
         if metered is Metered.SERVE and shared is not None and shared.crowded:
             metered = shared.take()
         if metered is Metered.CLOSE:
             self._flooding()
+            return None
+        return metered
+
+    def _frame(self, opcode: Opcode, fin: bool, data: bytes) -> None:
+        """Act on a frame the parser made, once metered."""
+        metered = self._meter()
+        if metered is None:
             return
-        opcode = frame.opcode
-        data = cast(bytes, frame.data)  # parsed frames hold bytes
-        if opcode is Opcode.BINARY and frame.fin:  # nearly every frame: `_whole` written out
+        if opcode is Opcode.BINARY and fin:  # nearly every frame: `_whole` written out
             protocol = self._protocol
             if protocol is not None and protocol.state is State.OPEN:
                 self._message(data, metered is Metered.SERVE)
         elif opcode is Opcode.BINARY or opcode is Opcode.TEXT:
-            if frame.fin:
+            if fin:
                 self._whole(data, opcode is Opcode.TEXT, metered is Metered.SERVE)
             else:
                 self._fragmented_text = opcode is Opcode.TEXT
@@ -691,7 +774,7 @@ class WebSocketConnection(asyncio.Protocol):
                 )
                 self._hold_fragment(data)
         elif opcode is Opcode.CONT:
-            if not self._hold_fragment(data) or not frame.fin:
+            if not self._hold_fragment(data) or not fin:
                 return
             whole = b"".join(self._fragments)
             self._drop_fragments()

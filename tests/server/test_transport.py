@@ -609,11 +609,8 @@ class Recorder:
         pass
 
 
-async def test_frames_bigger_than_a_turn_s_bytes_are_parsed_whole(
-    app: App, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Messages far bigger than the bytes a turn hands the parser (4,000 bytes each, and tiny ones
-    between them), in reads cut anywhere: every one comes out whole and in order."""
+def _recorded(app: App, monkeypatch: pytest.MonkeyPatch) -> list[Recorder]:
+    """The channels of the connections opened from now on: each keeps the messages served to it."""
     channels: list[Recorder] = []
 
     def open_channel(connection: transport.WebSocketConnection) -> Recorder:
@@ -621,6 +618,28 @@ async def test_frames_bigger_than_a_turn_s_bytes_are_parsed_whole(
         return channels[-1]
 
     monkeypatch.setattr(app.server, "open_channel", open_channel)
+    return channels
+
+
+def _parser_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """What websockets' parser is handed from now on, read by read."""
+    reads: list[bytes] = []
+    receive_data = ServerProtocol.receive_data
+
+    def counted(self: ServerProtocol, data: bytes | bytearray) -> None:
+        reads.append(bytes(data))
+        receive_data(self, data)
+
+    monkeypatch.setattr(ServerProtocol, "receive_data", counted)
+    return reads
+
+
+async def test_frames_bigger_than_a_turn_s_bytes_are_parsed_whole(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages far bigger than the bytes a turn hands the parser (4,000 bytes each, and tiny ones
+    between them), in reads cut anywhere: every one comes out whole and in order."""
+    channels = _recorded(app, monkeypatch)
     sock = FakeSocket()
     messages = [bytes([index]) * (4000 if index % 2 else 1) for index in range(9)]
     stream = b"".join(Frame(Opcode.BINARY, message).serialize(mask=True) for message in messages)
@@ -680,3 +699,56 @@ async def test_unfinished_messages_are_bounded_in_all(app: App, monkeypatch: pyt
         holder.writer.transport.abort()
     assert await settled(app) == (0, 0, 0)
     assert app.server.partial_bytes == 0
+
+
+async def test_a_read_of_one_whole_frame_is_served_without_the_parser(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that is one whole data frame (binary or text; 7-bit and 16-bit lengths): its message is
+    served as the parser would have made it, and websockets' parser is not handed it."""
+    channels = _recorded(app, monkeypatch)
+    messages: list[bytes | str] = [b"", b"x" * 125, b"y" * 126, b"z" * 3000, "t\u00e9xt", "t" * 200]
+    sock = FakeSocket()
+    with _opened(app, sock) as connection:
+        reads = _parser_reads(monkeypatch)
+        for message in messages:
+            if isinstance(message, str):
+                connection.data_received(Frame(Opcode.TEXT, message.encode()).serialize(mask=True))
+            else:
+                connection.data_received(Frame(Opcode.BINARY, message).serialize(mask=True))
+    assert channels[0].messages == messages
+    assert reads == []
+
+
+async def test_a_frame_cut_anywhere_is_served_whole_though_its_rest_looks_like_a_frame(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame whose mask reads as the header of a frame as long as the rest of it (so that the read
+    after a cut right behind its header looks like one whole frame), cut in two reads at every byte:
+    the message served is the frame's, each time, and nothing else."""
+    channels = _recorded(app, monkeypatch)
+    payload = b"the frame's own message"
+    size = len(payload)
+    mask = bytes([0x82, 0x80 | (size - 2), 0x01, 0x02])  # the rest after the header: "a frame"
+    masked = bytes(byte ^ mask[index % 4] for index, byte in enumerate(payload))
+    frame = bytes([0x82, 0x80 | size]) + mask + masked
+    assert Frame(Opcode.BINARY, payload).serialize(mask=True)[:2] == frame[:2]
+    sock = FakeSocket()
+    with _opened(app, sock) as connection:
+        for cut in range(1, len(frame)):
+            connection.data_received(frame[:cut])
+            connection.data_received(frame[cut:])
+    assert channels[0].messages == [payload] * (len(frame) - 1)
+
+
+async def test_a_whole_frame_inside_a_fragmented_message_is_a_protocol_error(app: App) -> None:
+    """A whole binary frame in its own read while a fragmented message is under way: closed 1002, as
+    websockets' parser closes it (a continuation frame was due), and never served."""
+    sock = FakeSocket()
+    with _opened(app, sock) as connection:
+        sock.written.clear()
+        connection.data_received(Frame(Opcode.BINARY, LIVE[:3], fin=False).serialize(mask=True))
+        connection.data_received(Frame(Opcode.BINARY, LIVE).serialize(mask=True))
+        closes = [data for data in sock.written if data[:1] == b"\x88"]
+        assert [Close.parse(close[2:]).code for close in closes] == [1002]
+        assert all(data[:1] == b"\x88" or data == b"" for data in sock.written)  # no reply
