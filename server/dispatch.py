@@ -187,7 +187,7 @@ class RequestHandler:
         is known (or at once when it refuses it). A connection already viewing this very room passed
         both checks when it began to (``view`` follows them), and neither can change since: a
         connection's player is said once, and a game it views is within its limit."""
-        if session.viewing.get(room.id) is not room:
+        if session.viewing.get(request.game) is not room:  # (``request.game`` is ``room.id``)
             try:
                 _check_owner(session, room.owner.id, room.id)
                 self._check_games_limit(session, room.id)

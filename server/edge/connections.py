@@ -66,6 +66,12 @@ class Fanout:
             connection: WebSocketConnection = client.transport
             connection.write_frame(frame)
 
+    def reply(self, client: Any, message: protocol.ServerMessage) -> None:
+        """Send ``message`` to ``client`` alone (a reply), as ``__call__`` sends it to each of many."""
+        client.touch(time.monotonic())
+        connection: WebSocketConnection = client.transport
+        connection.write_frame(wire_frame(protocol.encode(message.to_wire(), client.subprotocol)))
+
 
 class Connections:
     """Serves every open WebSocket connection, from its handshake to its close: one request at a
@@ -110,30 +116,24 @@ class Connections:
         (decoding a frame of at most ``max_frame_bytes`` is cheap), so that even a ``rate_limited``
         refusal echoes the request id."""
         started = perf_counter()
-        connection: WebSocketConnection = client.transport
         try:
             request = protocol.decode(frame, client.subprotocol, max_size=self.settings.max_frame_bytes)
         except protocol.ProtocolError as exc:
             self._undecodable(client, exc, within_rate)
-            connection.served()
+            client.transport.served()
             return
         if (client.player is None or not within_rate or self.draining) and not self._admit(
             client, request, within_rate
         ):  # (the common case, a player's request within the rate, needs no look at the rest)
-            connection.served()  # refused with an error; the connection goes on
+            client.transport.served()  # refused with an error; the connection goes on
             return
         self.in_flight += 1
-
-        def respond(outcome: Outcome) -> None:
-            """The handler's: write the replies (or the refusal), then serve the next message."""
-            self.answered(client, request, started, outcome)
-            connection.served()
-
+        client.request = request
+        client.started = started
         try:
-            self._handler.serve(client, request, respond)
+            self._handler.serve(client, request, client.respond)
         except Exception as bug:  # before any answer: answered all the same, the count kept right
-            self.answered(client, request, started, bug)
-            connection.served()
+            self.answer(client, bug)
 
     def _undecodable(self, client: Session, exc: protocol.ProtocolError, within_rate: bool) -> None:
         """Answer a message that is no valid request (over the rate: ``rate_limited``); close the
@@ -142,24 +142,26 @@ class Connections:
             self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
             return
         self._metrics.errors.labels(exc.code.value).inc()
-        self._send((client,), protocol.ErrorReply.of(exc))
+        self._send.reply(client, protocol.ErrorReply.of(exc))
         if exc.close_code is not None:
             connection: WebSocketConnection = client.transport
             connection.close(int(exc.close_code), exc.message, read_more=False)
 
-    def answered(
-        self, client: Session, request: protocol.ClientMessage, started: float, outcome: Outcome
-    ) -> None:
-        """Write the outcome of a served request (a failure as the error `refusal_for` says)."""
+    def answer(self, client: Session, outcome: Outcome) -> None:
+        """The handler's ``respond`` to the request ``client`` is being served (`Session.respond`):
+        write its outcome (a failure as the error `refusal_for` says), then serve the next message."""
         self.in_flight -= 1
+        request = client.request
         if isinstance(outcome, BaseException):
             refusal = refusal_for(outcome, request.TYPE)
             self._refuse(client, refusal.code, refusal.message, request, refusal.v)
-            return
-        for reply in outcome:
-            self._send((client,), reply)
-        if request.TYPE in _ACTIONS:
-            self._metrics.action_latency.observe(perf_counter() - started)
+        else:
+            reply = self._send.reply
+            for message in outcome:
+                reply(client, message)
+            if request.TYPE in _ACTIONS:
+                self._metrics.action_latency.observe(perf_counter() - client.started)
+        client.transport.served()
 
     def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
         """The one place a decoded request is let through to the handler, or refused (replied to, or
@@ -190,7 +192,7 @@ class Connections:
         and, for ``stale``, the game's current ``v`` when known."""
         self._metrics.errors.labels(code.value).inc()
         reply = protocol.ErrorReply(code=code, message=message, request_id=request.request_id, v=v)
-        self._send((client,), reply)
+        self._send.reply(client, reply)
 
     async def close_idle_forever(self) -> None:
         """Close connections silent for ``idle_timeout``: no frame at all, not even a ping, and no

@@ -52,6 +52,7 @@ __all__ = ["Done", "Pusher", "RoomDriver", "RoomServices", "WriteSink"]
 logger = logging.getLogger(__name__)
 
 _OUTCOMES = (Committed, Loaded, Rebuilt, RatingsLoaded, RaceLoaded)
+_STORED = Committed(None)  # a value: one for every commit that stored its write
 
 #: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
 Done = Callable[[Exception | None], None]
@@ -252,7 +253,7 @@ class RoomDriver(Generic[Room]):
             asyncio.get_running_loop().call_soon(self._committed, refused)
 
     def _committed(self, error: Exception | None) -> None:
-        self._outcome(Committed(error))
+        self._outcome(_STORED if error is None else Committed(error))
 
     def _start(self, work: Awaitable[Outcome | RatingsLoaded | RaceLoaded]) -> None:
         async def run() -> None:

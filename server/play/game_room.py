@@ -298,10 +298,10 @@ class GameRoom:
         if isinstance(awaited, _HintMark):
             return self._hint_marked(awaited, error)
         assert isinstance(awaited, _Change), awaited
-        if isinstance(error, WriteConflict):
-            self.awaiting = _Reload(awaited, awaited.follower)
-            return [Load()]
         if error is not None:
+            if isinstance(error, WriteConflict):
+                self.awaiting = _Reload(awaited, awaited.follower)
+                return [Load()]
             return self._refused(awaited, error)
         self.awaiting = None
         if awaited.transfer is None:  # a resignation, stored: the room takes the resigned game

@@ -11,6 +11,8 @@ longer counts, and the session drops it then.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 import protocol
@@ -26,6 +28,8 @@ class SessionHost(Protocol):
 
     def serve(self, session: Session, message: bytes | str, within_rate: bool) -> None: ...
 
+    def answer(self, session: Session, outcome: Any) -> None: ...
+
     def release(self, session: Session) -> None: ...
 
 
@@ -37,6 +41,10 @@ class Session:
         "_host",
         "last_seen",
         "player",
+        "request",
+        "respond",
+        "serve",
+        "started",
         "subprotocol",
         "transport",
         "viewing",
@@ -56,14 +64,20 @@ class Session:
         self.watched_finished: set[str] = set()  # finished games watched: they count toward the limit
         self.last_seen = 0.0
         self._before_hello = 0  # requests other than hello while no player is identified
+        # The request being served (a connection serves one at a time) and when it came: what
+        # `respond` answers. Kept here, not in a closure made per request.
+        self.request: Any = None
+        self.started = 0.0
+        # The transport's Channel.serve: a message of the connection, whole (``within_rate`` False:
+        # its frame found the rate exceeded); the next one comes once this one is answered. And the
+        # handler's ``respond`` to the request being served. Both bound to the host once, not per message.
+        self.serve: Callable[[bytes | str, bool], None] = _no_host
+        self.respond: Callable[[Any], None] = _no_host
+        if host is not None:
+            self.serve = partial(host.serve, self)
+            self.respond = partial(host.answer, self)
 
-    # The transport's Channel
-
-    def serve(self, message: bytes | str, within_rate: bool) -> None:
-        """A message of the connection, whole (``within_rate`` False: its frame found the rate
-        exceeded); the next one comes once this one is answered."""
-        assert self._host is not None, "a session without a host serves no connection"
-        self._host.serve(self, message, within_rate)
+    # The transport's Channel (and ``serve`` above)
 
     def closed(self) -> None:
         """The connection is gone: let go of everything."""
@@ -114,3 +128,7 @@ class Session:
         """The connection closed: leave every room it followed."""
         for game_id in {*self.viewing, *self.watching}:
             self.unfollow(game_id)
+
+
+def _no_host(*_: object) -> None:
+    raise AssertionError("a session without a host serves no connection")

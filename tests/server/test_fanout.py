@@ -111,3 +111,15 @@ def test_nobody_to_send_to_renders_nothing() -> None:
     _Counted.rendered = 0
     Fanout()([], _Counted(request_id=1))  # type: ignore[arg-type]
     assert _Counted.rendered == 0
+
+
+def test_a_reply_is_the_frame_the_fanout_sends_to_each() -> None:
+    """``reply`` to one client writes what sending to many writes to each, per subprotocol, and the
+    client is not idle."""
+    for subprotocol in protocol.Subprotocol:
+        alone, among = _Client(subprotocol), _Client(subprotocol)
+        Fanout().reply(alone, protocol.Ok(request_id=3))
+        Fanout()([among, _Client(subprotocol)], protocol.Ok(request_id=3))
+        assert alone.transport.frames == among.transport.frames
+        assert len(alone.transport.frames) == 1
+        assert alone.last_seen > 0
