@@ -4,7 +4,9 @@
 Why not websockets' asyncio server: it runs a task per connection and reassembles every message
 through a reader queue and an awaited ``recv()``, most of the CPU a message costs here. In this module
 bytes from the socket go through the protocol's parser and come out as whole messages handed to the
-connection's ``Channel`` at once; replies are written as soon as they exist. Per connection only one
+connection's ``Channel`` at once (a read that is one whole data frame, nearly every read of a client
+waiting for its reply, is unmasked here without the parser: `WebSocketConnection._whole_frame`);
+replies are written as soon as they exist. Per connection only one
 request is served at a time (its later messages wait in order) and reading pauses while a few wait;
 a peer that lets unsent frames (replies, pushes, the pongs of its own pings) pile up past
 ``max_write_buffer`` does not read and is dropped.
