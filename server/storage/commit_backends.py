@@ -441,19 +441,13 @@ def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> N
         WriteConflict: a game has a version of its rows already, or ended, or is unknown; or
             ``rows`` hold a version of a game twice.
     """
-    spans = repository.fence_spans(rows)
-    if spans is None:
+    statements = repository.sqlite_journal_statements(rows)
+    if statements is None:
         raise WriteConflict(repository.FENCE_REPEATED)
-    for start in range(0, len(spans), ROWS_PER_INSERT):
-        some = spans[start : start + ROWS_PER_INSERT]
-        fence = repository.sqlite_fence_sql(len(some))
-        if conn.execute(fence, [value for span in some for value in span]).rowcount != len(some):
+    for sql, parameters, changes in statements:
+        if conn.execute(sql, parameters).rowcount != changes and changes is not None:
             raise WriteConflict(repository.FENCE_MISSED)
     last = {row.game_id: row.progress for row in rows if row.progress is not None}
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        chunk = rows[start : start + ROWS_PER_INSERT]
-        values = [value for row in chunk for value in (row.game_id, row.v, row.action)]
-        conn.execute(repository.sqlite_journal_sql(len(chunk)), values)
     if last:
         conn.executemany(
             _PROGRESS_SQL,

@@ -245,25 +245,41 @@ def fence_spans(rows: Sequence[tuple[str, int, str]] | Sequence[ActionRecord]) -
     return list(spans.values())
 
 
-async def _journal_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
-    """`insert_actions` on SQLite: the fence, then the journal (the writer's statements, through the
-    engine)."""
+def sqlite_journal_statements(
+    rows: Sequence[tuple[str, int, str]] | Sequence[ActionRecord],
+) -> list[tuple[str, list[Any], int | None]] | None:
+    """What appending ``rows`` on SQLite runs, in order: the fence statements, each with the count
+    of rows it must change (else a game missed its fence: `FENCE_MISSED`), then the journal's
+    INSERTs (None: any count), each of at most `SQLITE_ROWS_PER_STATEMENT` games or rows; None when
+    ``rows`` hold a version of a game twice (`FENCE_REPEATED`). The writer thread's driver and the
+    engine run the same statements."""
     spans = fence_spans(rows)
     if spans is None:
-        raise IntegrityError("fence", None, sqlite3.IntegrityError(FENCE_REPEATED))
+        return None
     step = SQLITE_ROWS_PER_STATEMENT
+    statements: list[tuple[str, list[Any], int | None]] = []
     for start in range(0, len(spans), step):
         some = spans[start : start + step]
-        fenced = await conn.exec_driver_sql(
-            sqlite_fence_sql(len(some)), tuple(value for span in some for value in span)
+        statements.append(
+            (sqlite_fence_sql(len(some)), [value for span in some for value in span], len(some))
         )
-        if fenced.rowcount != len(some):
-            raise IntegrityError("fence", None, sqlite3.IntegrityError(FENCE_MISSED))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        await conn.exec_driver_sql(
-            sqlite_journal_sql(len(chunk)), tuple(value for row in chunk for value in row)
-        )
+        values = [value for row in chunk for value in (row[0], row[1], row[2])]
+        statements.append((sqlite_journal_sql(len(chunk)), values, None))
+    return statements
+
+
+async def _journal_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
+    """`insert_actions` on SQLite: the writer's statements (`sqlite_journal_statements`), through the
+    engine."""
+    statements = sqlite_journal_statements(rows)
+    if statements is None:
+        raise IntegrityError("fence", None, sqlite3.IntegrityError(FENCE_REPEATED))
+    for sql, parameters, changes in statements:
+        done = await conn.exec_driver_sql(sql, tuple(parameters))
+        if changes is not None and done.rowcount != changes:
+            raise IntegrityError("fence", None, sqlite3.IntegrityError(FENCE_MISSED))
 
 
 async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
