@@ -2,7 +2,8 @@
 //   tap a top card          → `tap` (its foundation); refused → the card is selected
 //   tap a card in a column  → selects the run above it (only a run a move could take: else says why);
 //                             tap a foundation's card → selects it
-//   tap a pile, selection   → `move` of the selection there
+//   tap a pile, selection   → `move` of the selection there (also when the tap that picks it up
+//                             still awaits its reply)
 //   double tap a card       → `auto` (the server's best place), unless the first tap already moved it;
 //                             the second tap of a gesture never acts on what was drawn under it since
 //   drag a card or a run    → `move` where it is dropped; refused → it snaps back, with the reason
@@ -29,6 +30,7 @@ export function bindInput(boardNode, app) {
   let press = null;    // the pointer that went down on the board and has not come up
   let lastTap = null;  // the first tap of the latest gesture (for double taps); null after a key or drag
   let gestures = 0;    // counts gestures (taps not part of a double tap, and drags)
+  let awaited = null;  // the latest tap sent to its foundation whose reply has not come
 
   function locate(target) {
     const pileNode = target.closest("[data-pile]");
@@ -80,6 +82,10 @@ export function bindInput(boardNode, app) {
   /** What one tap does; returns its kind: "move", "tap" (sent to its foundation), "card" or "none". */
   function singleTap(where, record) {
     const selection = app.getSelection();
+    if (!selection && awaited && awaited.pile !== where.pile) {
+      moveOnceRefused(awaited, where, record);
+      return "move";
+    }
     if (selection && selection.pile !== where.pile) {
       select(null);
       app.move(selection.pile, where.pile, selection.n)?.then(showRefusal);
@@ -95,7 +101,9 @@ export function bindInput(boardNode, app) {
     }
     if (where.n === 1 && where.pile[0] !== "f" && !selection) {
       record.reply = app.tap(where.pile);
+      awaited = record.reply ? record : null;
       record.reply?.then((reply) => {
+        if (awaited === record) awaited = null;
         // Not to its foundation: the card is picked up instead (unless a later tap took over).
         if (isRefusal(reply) && reply.code === "illegal_move" && !record.doubled && record.seq === gestures) {
           select(where);
@@ -109,6 +117,20 @@ export function bindInput(boardNode, app) {
       app.explain(problem);  // nothing is picked up that no move could take; a double tap still asks
     } else select(where);
     return "card";
+  }
+
+  /**
+   * A tap on another pile while the tap on `first`'s card awaits its reply (a slow network, or a quick
+   * hand): had the reply come, the card would be picked up and this tap would move it, so it does,
+   * once the reply says the card did not go home, unless another gesture came meanwhile.
+   */
+  function moveOnceRefused(first, where, record) {
+    awaited = null;
+    first.reply.then((reply) => {
+      if (isRefusal(reply) && reply.code === "illegal_move" && record.seq === gestures) {
+        app.move(first.pile, where.pile, first.n)?.then(showRefusal);
+      }
+    });
   }
 
   /** The second tap of a gesture on a card: the double tap's move, unless the first tap moved a card. */

@@ -203,6 +203,40 @@ async def test_the_page_is_marked_busy_until_its_reply_is_drawn(chromium: Any, s
     assert errors == []
 
 
+async def test_a_tap_on_another_pile_before_the_reply_moves_the_card_there(chromium: Any, site: str) -> None:
+    """A card tapped, then another pile tapped while the tap's reply is still out (a slow network or a
+    quick hand): the card moves there once the reply says it did not go home; a card that went home
+    is not followed by a move. The replies are held in the proxy until both taps are in."""
+    errors: list[str] = []
+    mirror, ace_column, onto = tap_deal()
+    ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
+    proxy = ReplyDelay()
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_client(context, site, errors, route=proxy.route)
+    await deal(page, mirror.deal.code())
+    await idle(page)
+    for source, target, made, sent in (
+        (str(onto.source), str(onto.target), onto, ["tap", "move"]),
+        (ace_column, str(onto.target), Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"]),
+    ):
+        proxy.sent.clear()
+        proxy.flowing.clear()
+        await page.mouse.click(*await centre(top_card(page, source)))
+        await past_double_tap_window(page)
+        await page.mouse.click(*await centre(pile(page, target)))
+        assert [kind for kind in proxy.sent if kind in ACTIONS] == ["tap"]  # the move waits for the reply
+        proxy.flowing.set()
+        mirror.play(made)
+        await expect_board(page, mirror)
+        await idle(page)
+        await expect_board(page, mirror)
+        await expect(page.locator("#board .selected")).to_have_count(0)
+        assert [kind for kind in proxy.sent if kind in ACTIONS] == sent
+    proxy.close()
+    await context.close()
+    assert errors == []
+
+
 def non_run(game: Game) -> tuple[str, int]:
     """A column and a depth whose top cards are not a same-suit run (the engine says so)."""
     for index in range(1, 9):
