@@ -43,7 +43,7 @@ def test_ci_runs_every_check_before_the_tests() -> None:
 def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does() -> None:
     """Bare ``pytest`` does not put the root on sys.path; tests/server must not shadow the server package."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    collect = ["--collect-only", "-q", "-p", "no:cacheprovider"]
+    collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0"]  # in one process: no workers
     with ThreadPoolExecutor(max_workers=2) as both:  # side by side: each takes a while
         bare_run = both.submit(run, [str(BIN / "pytest"), *collect], env=environ)
         module_run = both.submit(run, [sys.executable, "-m", "pytest", *collect], env=environ)
