@@ -20,6 +20,10 @@ and codec, no validation, no game, no storage.
 - ``--instant-commits``: no writer thread, each write answered in the next turn of the loop as if
   stored: the loop thread's CPU without what sharing the process with the writer costs it (the GIL
   changing hands, the thread's wake-ups), which the difference from the plain run shows.
+- ``--sleeping-commits SECONDS``: the real writer thread and hand-overs, each commit a sleep that
+  long (the GIL released) and nothing stored: the loop's CPU with the writer's Python work gone but its
+  waits kept. Beside the plain run (it prints its commits' time) and ``--instant-commits``, it tells the
+  writer's Python (the GIL) from the loop's idling while a commit is out.
 - ``--profile``: cProfile of the server run, top entries by own time, in µs per action.
 - under callgrind, instructions of the loop thread alone (load-independent)::
 
@@ -45,7 +49,7 @@ import pstats
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +209,7 @@ class _Run:
         self.done = 0
         self.finished = self.loop.create_future()
         self.commits = 0  # group commits during the run (the loop's share of each is spread over its writes)
+        self.commit_seconds = 0.0  # their time on the writer thread, in all
         self.started: tuple[float, float] = (0.0, 0.0)
         self.ended: tuple[float, float] = (0.0, 0.0)
 
@@ -287,6 +292,7 @@ async def serve_actions(
     profile: cProfile.Profile | None = None,
     *,
     instant: bool = False,
+    sleeping: float | None = None,
 ) -> _Run:
     """``count`` actions (after ``warm``) of ``players`` clients through the whole server."""
     settings = Settings(
@@ -309,10 +315,12 @@ async def serve_actions(
     app.sweeper.cancel()
     app.expirer.cancel()
     commits = [0]
+    commit_seconds = [0.0]
     observe_commit = app.metrics.observe_commit
 
     def counted(writes: int, seconds: float, *, actions: int = 0, lingered: bool = False) -> None:
         commits[0] += 1
+        commit_seconds[0] += seconds
         observe_commit(writes, seconds, actions=actions, lingered=lingered)
 
     app.metrics.observe_commit = counted  # type: ignore[method-assign]
@@ -334,15 +342,34 @@ async def serve_actions(
                 loop.call_soon(done, None)
 
             app.committer.submit = submit  # type: ignore[method-assign]
-        commits[0] = 0
+        elif sleeping is not None:  # the real writer thread, its commit a sleep: no Python work there
+            app.committer._backend = _SleepingBackend(sleeping)  # a bench's stand-in
+        commits[0], commit_seconds[0] = 0, 0.0
         played = await _play(clients, games, count, warm, profile)
-        played.commits = commits[0]
+        played.commits, played.commit_seconds = commits[0], commit_seconds[0]
         for client in clients:
             client.socket.sink = lambda data: None
         return played
     finally:
         gc.unfreeze()
         await app.shutdown()
+
+
+class _SleepingBackend:
+    """A commit that only sleeps (the GIL released, as in a flush): the writer thread's hand-overs
+    and wake-ups stay, its Python work (statements, parameters) goes."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        time.sleep(self._seconds)
+
+    def tidy(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 async def echo_messages(players: int, count: int, warm: int) -> _Run:
@@ -420,7 +447,9 @@ def _report_time(server: _Run, echo: _Run, parts: dict[str, float]) -> None:
     ratio = loop_cpu / echo_cpu
     print(f"  server, loop thread      : {loop_cpu * 1e6:7.2f} µs per action   ratio {ratio:5.2f}x")
     writes = f"{(server.count + server.warm) / server.commits:.2f}" if server.commits else "no"
-    print(f"  server, writer thread    : {writer_cpu * 1e6:7.2f} µs per action ({writes} writes per commit)")
+    took = f", {server.commit_seconds / server.commits * 1e3:.2f} ms each" if server.commits else ""
+    writer = f"{writer_cpu * 1e6:7.2f} µs per action ({writes} writes per commit{took})"
+    print(f"  server, writer thread    : {writer}")
     print(f"  echo (websockets+msgpack): {echo_cpu * 1e6:7.2f} µs per message  (the baseline, 1.00x)")
     for name, seconds in parts.items():
         print(f"  {name:<25}: {seconds * 1e6:7.2f} µs alone")
@@ -483,7 +512,16 @@ async def main(args: argparse.Namespace) -> None:
             return
         if args.instant_commits:  # once the players and games are stored: the rest is not stored
             print("commits answered at once, nothing stored past the set-up (--instant-commits)")
-        server = await serve_actions(Path(directory), args.players, count, warm, instant=args.instant_commits)
+        if args.sleeping_commits is not None:
+            print(f"the writer thread's commits sleep {args.sleeping_commits * 1e3:.2f} ms, nothing stored")
+        server = await serve_actions(
+            Path(directory),
+            args.players,
+            count,
+            warm,
+            instant=args.instant_commits,
+            sleeping=args.sleeping_commits,
+        )
     if args.time:
         echo = await echo_messages(args.players, count, warm)
         _report_time(server, echo, stages("0123456789abcdef"))
@@ -508,6 +546,13 @@ if __name__ == "__main__":
         "--instant-commits",
         action="store_true",
         help="no writer thread: what the real group commit costs the loop is the difference",
+    )
+    parser.add_argument(
+        "--sleeping-commits",
+        type=float,
+        metavar="SECONDS",
+        help="the real writer thread, each commit a sleep this long, nothing stored: what the writer's "
+        "Python work costs the loop is the difference to the plain run (give the plain run's commit time)",
     )
     parser.add_argument("--dir", default=None, help="where the SQLite file goes (default: the temp dir)")
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:  # the server's event loop
