@@ -74,6 +74,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     case,
+    cast,
     func,
     literal,
     literal_column,
@@ -97,21 +98,24 @@ from server.storage.records import (
     RatedPlayer,
     Rating,
 )
-from server.storage.tables import board_bests, games, player_stats, players, ratings
+from server.storage.tables import board_bests, games, player_stats, players, rank_buckets, ratings
 
 __all__ = [
     "DURATION_CAP",
     "LOST_BIT",
     "MOVES_CAP",
+    "Counted",
     "GameOrder",
     "Period",
     "PlayerOrder",
     "board_rows",
     "bots_scope",
+    "bucket_floor",
     "daily_scope",
     "deal_scope",
     "explain",
     "game_around",
+    "game_order_of",
     "game_page",
     "game_sort_key",
     "get_profile",
@@ -141,6 +145,14 @@ _ORDER_TAGS: Final[dict[GameOrder, str]] = {"moves": "m", "time": "t", "score": 
 _VARIANTS: Final = (8, 4, 2)
 _BOTS_PREFIX: Final = "B/"
 RECENT_GAMES: Final = 10
+
+#: The boards of ``rank_buckets``: a game board, the players board by wins, by score.
+Counted = Literal["g", "w", "s"]
+#: Bucket widths (bits dropped from the key): game orders' and the players board's score. Fixed by the
+#: triggers of migration 4e7c2a9b5d18, which compute the same buckets in SQL: change both together.
+_GAME_SHIFTS: Final[dict[GameOrder, int]] = {"moves": 41, "time": 34, "score": 3}
+_SCORE_SHIFT: Final = 3
+_NO_WINS: Final = _WON_CAP << 32  # the smallest wins_key of a player with no win
 
 
 # --------------------------------------------------------------------------- keys and scopes
@@ -197,6 +209,26 @@ def player_scope(bucket: str) -> str:
 def bots_scope(scope: str, bots: bool) -> str:
     """The scope itself for people's games, its bots' twin (``B/`` in front) when ``bots``."""
     return _BOTS_PREFIX + scope if bots else scope
+
+
+def game_order_of(scope: str) -> GameOrder:
+    """The order of a game board's scope (`deal_scope`, `variant_scope`, `daily_scope`, bots' or not)."""
+    parts = scope.removeprefix(_BOTS_PREFIX).split("/")
+    tag = parts[3] if parts[0] == "Y" else parts[2]
+    return next(order for order, known in _ORDER_TAGS.items() if known == tag)
+
+
+def bucket_floor(board: Counted, scope: str, key: int) -> int:
+    """The smallest key of the bucket of ``key`` in ``rank_buckets`` (see "Ranks" above)."""
+    if board == "g":
+        shift = _GAME_SHIFTS[game_order_of(scope)]
+    elif board == "s":
+        shift = _SCORE_SHIFT
+    elif key >= _NO_WINS:
+        return key  # no win: a bucket per number of games played
+    else:
+        shift = 32  # the win count
+    return key >> shift << shift
 
 
 def _utc_day(moment: dt.datetime) -> dt.date:
@@ -321,6 +353,7 @@ class _Board:
     scope: Any
     player: Any
     keys: tuple[Any, ...]
+    counted: Counted | None = None  # its board in ``rank_buckets``; None: ranks count every row before
 
     def where_scope(self, scope: _Scope) -> ColumnElement[bool]:
         return self.scope == scope  # type: ignore[no-any-return]
@@ -333,12 +366,13 @@ _GAME_BOARD: Final = _Board(
     board_bests.c.scope,
     board_bests.c.player_id,
     (board_bests.c.sort_key, board_bests.c.finished_at, board_bests.c.game_id),
+    "g",
 )
 _WINS_BOARD: Final = _Board(
-    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.wins_key, player_stats.c.player_id)
+    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.wins_key, player_stats.c.player_id), "w"
 )
 _SCORE_BOARD: Final = _Board(
-    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.score_key, player_stats.c.player_id)
+    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.score_key, player_stats.c.player_id), "s"
 )
 
 
@@ -409,25 +443,39 @@ def _page_statement(board: _Board, scope: _Scope, after: Sequence[Any] | None, l
 
 
 def _rank_statement(board: _Board, scope: _Scope, first: Sequence[Any]) -> Select[Any]:
-    """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope."""
+    """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope.
+
+    A counted board sums the ``rank_buckets`` before ``first``'s bucket and counts the rows of its
+    bucket before it; the rating board counts every row before it.
+    """
     sort_key, *tiebreak = board.keys
     table = sort_key.table
-    smaller = (
-        select(func.count())
-        .select_from(table)
-        .where(board.where_scope(scope), sort_key < literal(first[0], BigInteger()))
-    )
+    key = literal(first[0], BigInteger())
     tied_before = (
         select(func.count())
         .select_from(table)
         .where(
             board.where_scope(scope),
-            sort_key == literal(first[0], BigInteger()),
+            sort_key == key,
             tuple_(*tiebreak)
             < tuple_(*(literal(v, c.type) for v, c in zip(first[1:], tiebreak, strict=True))),
         )
     )
-    return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
+    if board.counted is None:
+        smaller = select(func.count()).select_from(table).where(board.where_scope(scope), sort_key < key)
+        return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
+    assert isinstance(scope, str)
+    lo = literal(bucket_floor(board.counted, scope, first[0]), BigInteger())
+    buckets_before = select(cast(func.coalesce(func.sum(rank_buckets.c.n), 0), BigInteger)).where(
+        rank_buckets.c.scope == scope, rank_buckets.c.board == board.counted, rank_buckets.c.lo < lo
+    )
+    in_bucket = (
+        select(func.count())
+        .select_from(table)
+        .where(board.where_scope(scope), sort_key >= lo, sort_key < key)
+    )
+    smaller_sum = buckets_before.scalar_subquery() + in_bucket.scalar_subquery()
+    return select(smaller_sum, tied_before.scalar_subquery())
 
 
 async def _ranks(
