@@ -12,6 +12,7 @@ them), written through the triggers (which build the counts), plus ``--filler`` 
 (a deal board each of 800 players, so that the index is not the board alone). Then, in one process
 and interleaved (A, B, A, B, ... on a random player each time, the same players for both), each of:
 
+- a game by its primary key (the same for A and B: the floor of a read, and the noise's measure);
 - the rank statement alone for that player's key;
 - the whole page around the player (`leaderboards._around`: rows, then the rank), as the server reads.
 
@@ -35,12 +36,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sqlalchemy import insert, text
+from sqlalchemy import insert, select, text
 
 from bench.bench_leaderboard import postgres_database, sqlite_database
 from server.storage import Database, upgrade_to_head
 from server.storage import leaderboards as boards
-from server.storage.tables import board_bests
+from server.storage.tables import board_bests, games, players
 
 SCOPE = boards.variant_scope(8, "moves", "a")
 FINISHED = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
@@ -82,8 +83,31 @@ async def load(url: str, best: dict[str, int], filler: int, rng: random.Random) 
         }
         for index in range(filler)
     ]
+    people = [
+        {"id": player, "name": player, "token_hash": f"{player:0>64}", "created_at": FINISHED}
+        for player in best
+    ]
+    played = [
+        {
+            "id": f"g{player}",
+            "player_id": player,
+            "code": "EO1-C8-AAAAAFA",
+            "cells": 8,
+            "status": "resigned" if key & boards.LOST_BIT else "won",
+            "won": not key & boards.LOST_BIT,
+            "moves": key >> 41 & boards.MOVES_CAP,
+            "duration_ms": key & boards.DURATION_CAP,
+            "started_at": FINISHED,
+            "finished_at": FINISHED,
+        }
+        for player, key in best.items()
+    ]
     database = Database.create(url)
     try:
+        for table, values in ((players, people), (games, played)):
+            for first in range(0, len(values), CHUNK):
+                async with database.transaction() as conn:
+                    await conn.execute(insert(table), values[first : first + CHUNK])
         for first in range(0, len(rows), CHUNK):
             async with database.transaction() as conn:
                 await conn.execute(insert(board_bests), rows[first : first + CHUNK])
@@ -112,7 +136,7 @@ async def measure(url: str, best: dict[str, int], samples: int, rng: random.Rand
     database = Database.create(url)
     lines = []
     try:
-        for name, read in (("rank statement", _rank), ("page around", _around)):
+        for name, read in (("baseline", _baseline), ("rank statement", _rank), ("page around", _around)):
             times: dict[str, list[float]] = {"A count": [], "B buckets": []}
             for index, player in enumerate([*players[:10], *players]):
                 for label, board in (("A count", counting), ("B buckets", counted)):
@@ -132,6 +156,11 @@ async def measure(url: str, best: dict[str, int], samples: int, rng: random.Rand
     return lines
 
 
+async def _baseline(conn: Any, board: Any, player: str, key: int) -> None:
+    """A game by its primary key: the floor of a read through the same path (both sides the same)."""
+    await conn.execute(select(games.c.moves).where(games.c.id == f"g{player}"))
+
+
 async def _rank(conn: Any, board: Any, player: str, key: int) -> None:
     await conn.execute(boards._rank_statement(board, SCOPE, (key, FINISHED, f"g{player}")))
 
@@ -140,6 +169,7 @@ async def _around(conn: Any, board: Any, player: str, key: int) -> None:
     """`leaderboards._around`'s two statements, the rank by ``board``'s way (rows of the same board)."""
     statement = boards._around_statement(boards._GAME_BOARD, SCOPE, player, 20)
     rows = (await conn.execute(statement)).all()
+    assert rows, player
     await boards._ranks(conn, board, SCOPE, [tuple(row[:3]) for row in rows[:20]])
 
 

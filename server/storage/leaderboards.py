@@ -37,12 +37,49 @@ earliest finish (game boards), then by id.
 Reading
 -------
 Every read walks the index ``(scope, sort_key, finished_at, game_id)`` (``(scope, wins_key|score_key,
-player_id)`` for players): a page is a keyset range after the last row's key, never an OFFSET; a row's
-rank is ``1 + count(rows of the scope with a smaller sort_key)``, a count over an index range (an
-index-only scan), so its cost grows with the rank: about 30,000 index entries a millisecond on SQLite
-and 15,000 on PostgreSQL (bench/bench_leaderboard.py: 0.7 and 1.5 ms for the middle of a 49,000-row
-board). Only the first row of a page needs a count: the ranks of the rest follow from their position
-on the page. Boards of a few hundred thousand players would want cached rank buckets instead.
+player_id)`` for players): a page is a keyset range after the last row's key, never an OFFSET. Only
+the first row of a page needs its rank: the ranks of the rest follow from their position on the page.
+
+Ranks
+-----
+A row's rank is ``1 + (rows of the scope with a smaller key)`` (+ the ties before it, for its place).
+Counting those rows is an index range as long as the rank: 25 ms p99 around a random player of the
+largest board (49,351 players) at 1M games (issue 23 item 4). So ``rank_buckets`` keeps, for every
+scope of ``board_bests`` and ``player_stats`` (board ``g``, ``w``, ``s``), how many rows have a key in
+each *bucket*, a fixed coarse function of the key (`bucket_floor`, the bucket's smallest key), and a
+rank is the sum of the buckets before the row's plus a count of its bucket's rows before it: one
+statement (`_rank_statement`), two short ranges. The buckets are chosen so that both ranges stay short
+on the largest boards (a few hundred buckets, a few thousand rows in the fullest):
+
+- ``moves``: the won bit and the move count (``key >> 41``); ``time``: 8.2 s of duration (``>> 34``);
+  game ``score`` and players ``score``: 8 points (``>> 3``);
+- players ``wins``: the win count (``>> 32``); with no win, the key itself (a bucket per games played:
+  the zero-win players of a day are many).
+
+They are kept where the rows change, by triggers (migration 4e7c2a9b5d18; its SQL computes the same
+buckets: change both together, with a migration that rebuilds the counts): a row inserted adds one to
+its bucket; a row whose key moves to another bucket takes one from the old and adds one to the new;
+a move within a bucket (most ``player_stats`` updates) writes nothing. Triggers see the true old and
+new key in the writer's transaction, which the upsert does not tell the application (PostgreSQL's ON
+CONFLICT DO UPDATE returns neither whether it changed the row nor the old key), so the counts are
+exact with any number of writers, and every path that writes the rows (migrations too) keeps them.
+Rows are deleted only by the pruner, a closed scope at a time, and it deletes the scope's counts with
+them (`server.storage.pruning`): no delete trigger, which would add a count update to each row
+deleted. A bucket left empty stays, ``n = 0``.
+
+The cost: a finish writes one more row per summary row it inserts, two per improvement that changes
+bucket (bench/bench_leaderboard.py reports rows and bytes per finish). On PostgreSQL a bucket row is
+locked from the finish's update to its commit, so finishes that touch the same bucket of the same
+scope (the all-time variant boards' popular move counts) commit one after another: at most one per
+commit latency (about 1,000/s for a 1 ms commit) for each such bucket, against about 80 finishes/s
+in all at 8,000 actions/s. No deadlock: a finish writes its rows in scope order, and a row only
+moves to a smaller bucket (a best only improves; a win count only grows, a zero-win key only
+shrinks). What would move that bound: count rows sharded by player (a shard in the key, a rank summing
+that many times more rows). The rating board is not counted: a row per rated player of a variant,
+small; its rank is the plain count.
+
+The sum and the count are one statement, read in the page's snapshot (`use_one_snapshot`), so the
+ranks agree with the rows even while games finish.
 
 Within a game scope a row only ever gets better (a best never gets worse), so a cursor never skips or
 repeats a row whose key did not change while paging; a player row may move either way (a lost game
