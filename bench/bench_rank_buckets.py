@@ -16,7 +16,9 @@ and interleaved (A, B, A, B, ... on a random player each time, the same players 
 - the rank statement alone for that player's key;
 - the whole page around the player (`leaderboards._around`: rows, then the rank), as the server reads.
 
-Prints p50 and p99 in ms and the B/A ratios, with the load average. PostgreSQL runs when
+Prints p50 and p99 in ms and the B/A ratios, with the load average, and the mean CPU time of this
+process per read (on SQLite the database's work too, and much less noisy on a busy machine than the
+wall-clock times; on PostgreSQL the client's side only). PostgreSQL runs when
 ``--postgres-url`` or ``EIGHTOFF_TEST_POSTGRES_URL`` names a server (a database of its own, dropped).
 """
 
@@ -28,6 +30,7 @@ import dataclasses
 import datetime as dt
 import os
 import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -138,18 +141,22 @@ async def measure(url: str, best: dict[str, int], samples: int, rng: random.Rand
     try:
         for name, read in (("baseline", _baseline), ("rank statement", _rank), ("page around", _around)):
             times: dict[str, list[float]] = {"A count": [], "B buckets": []}
+            cpu: dict[str, list[float]] = {"A count": [], "B buckets": []}
             for index, player in enumerate([*players[:10], *players]):
                 for label, board in (("A count", counting), ("B buckets", counted)):
-                    started = time.perf_counter()
+                    started, started_cpu = time.perf_counter(), time.process_time()
                     async with database.connection() as conn:
                         await boards.use_one_snapshot(conn)
                         await read(conn, board, player, best[player])
                     if index >= 10:  # after a warm-up
                         times[label].append((time.perf_counter() - started) * 1000)
+                        cpu[label].append((time.process_time() - started_cpu) * 1000)
             (a50, a99), (b50, b99) = (_p50_p99(times[label]) for label in times)
+            a_cpu, b_cpu = (statistics.mean(cpu[label]) for label in cpu)
             lines.append(
                 f"  {name:15} A count p50 {a50:6.2f} p99 {a99:6.2f} ms | "
                 f"B buckets p50 {b50:6.2f} p99 {b99:6.2f} ms | B/A p50 {b50 / a50:.2f} p99 {b99 / a99:.2f}"
+                f" | this process's CPU per read A {a_cpu:.2f} B {b_cpu:.2f} ms, B/A {b_cpu / a_cpu:.2f}"
             )
     finally:
         await database.dispose()

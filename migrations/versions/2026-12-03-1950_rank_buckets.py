@@ -49,6 +49,12 @@ def _game_lo(row: str) -> str:
     )
 
 
+def _game_counted(row: str) -> str:
+    """Whether a ``board_bests`` row's scope is counted: all but the deal boards' day and week buckets."""
+    scope = f"{row}.scope"
+    return f"(NOT ({scope} LIKE 'D/%' OR {scope} LIKE 'B/D/%') OR {scope} LIKE '%/a')"
+
+
 def _wins_lo(row: str) -> str:
     """The bucket of a ``wins_key``: the win count; with no win, the key itself (the games played)."""
     key = f"{row}.wins_key"
@@ -59,11 +65,15 @@ def _score_lo(row: str) -> str:
     return f"(({row}.score_key >> 3) << 3)"
 
 
-# (board tag, table, the columns whose change may move a row, its bucket expression)
+def _always(row: str) -> str:
+    return "TRUE"
+
+
+# (board tag, table, the columns whose change may move a row, its bucket expression, whether counted)
 _BOARDS = (
-    ("g", "board_bests", "scope, sort_key", _game_lo),
-    ("w", "player_stats", "scope, wins_key", _wins_lo),
-    ("s", "player_stats", "scope, score_key", _score_lo),
+    ("g", "board_bests", "scope, sort_key", _game_lo, _game_counted),
+    ("w", "player_stats", "scope, wins_key", _wins_lo, _always),
+    ("s", "player_stats", "scope, score_key", _score_lo, _always),
 )
 
 
@@ -78,18 +88,32 @@ def _take(board: str, lo: str) -> str:
     return f"UPDATE rank_buckets SET n = n - 1 WHERE scope = OLD.scope AND board = '{board}' AND lo = {lo};"
 
 
-def _moved(lo: Callable[[str], str]) -> str:
-    return f"OLD.scope <> NEW.scope OR {lo('OLD')} <> {lo('NEW')}"
+def _moved(lo: Callable[[str], str], counted: Callable[[str], str]) -> str:
+    """A row counted moved to another bucket (a scope is counted or not whatever its bots' prefix,
+    the only change of a scope ever made: revision 7b936593044a's downgrade)."""
+    return f"{counted('NEW')} AND (OLD.scope <> NEW.scope OR {lo('OLD')} <> {lo('NEW')})"
+
+
+def _add_if(board: str, lo: Callable[[str], str], counted: Callable[[str], str], sqlite: bool) -> str:
+    """`_add`, when the new row's scope is counted."""
+    if counted is _always:
+        return _add(board, lo("NEW"))
+    if sqlite:  # a trigger's body has no IF: the row to insert is selected, or none
+        return (
+            f"INSERT INTO rank_buckets (scope, board, lo, n) SELECT NEW.scope, '{board}', {lo('NEW')}, 1 "
+            f"WHERE {counted('NEW')} ON CONFLICT (scope, board, lo) DO UPDATE SET n = rank_buckets.n + 1;"
+        )
+    return f"IF {counted('NEW')} THEN {_add(board, lo('NEW'))} END IF;"
 
 
 def _sqlite_triggers() -> list[str]:
     inserted: dict[str, list[str]] = {}
     made = []
-    for board, table, columns, lo in _BOARDS:
-        inserted.setdefault(table, []).append(_add(board, lo("NEW")))
+    for board, table, columns, lo, counted in _BOARDS:
+        inserted.setdefault(table, []).append(_add_if(board, lo, counted, sqlite=True))
         made.append(
             f"CREATE TRIGGER tr_{table}_{board}_moved AFTER UPDATE OF {columns} ON {table} "
-            f"WHEN {_moved(lo)} BEGIN {_take(board, lo('OLD'))} {_add(board, lo('NEW'))} END"
+            f"WHEN {_moved(lo, counted)} BEGIN {_take(board, lo('OLD'))} {_add(board, lo('NEW'))} END"
         )
     made += [
         f"CREATE TRIGGER tr_{table}_counted AFTER INSERT ON {table} BEGIN {' '.join(adds)} END"
@@ -101,13 +125,13 @@ def _sqlite_triggers() -> list[str]:
 def _postgresql_triggers() -> list[str]:
     inserted: dict[str, list[str]] = {}
     made = []
-    for board, table, columns, lo in _BOARDS:
-        inserted.setdefault(table, []).append(_add(board, lo("NEW")))
+    for board, table, columns, lo, counted in _BOARDS:
+        inserted.setdefault(table, []).append(_add_if(board, lo, counted, sqlite=False))
         made += [
             f"CREATE FUNCTION rank_buckets_{table}_{board}_moved() RETURNS trigger LANGUAGE plpgsql AS $$ "
             f"BEGIN {_take(board, lo('OLD'))} {_add(board, lo('NEW'))} RETURN NULL; END $$",
             f"CREATE TRIGGER tr_{table}_{board}_moved AFTER UPDATE OF {columns} ON {table} FOR EACH ROW "
-            f"WHEN ({_moved(lo)}) EXECUTE FUNCTION rank_buckets_{table}_{board}_moved()",
+            f"WHEN ({_moved(lo, counted)}) EXECUTE FUNCTION rank_buckets_{table}_{board}_moved()",
         ]
     for table, adds in inserted.items():
         made += [
@@ -121,7 +145,7 @@ def _postgresql_triggers() -> list[str]:
 
 def _trigger_names() -> list[tuple[str, str]]:
     """(trigger, table) of every trigger made, the PostgreSQL function of each named after it."""
-    names = [(f"tr_{table}_{board}_moved", table) for board, table, _, _ in _BOARDS]
+    names = [(f"tr_{table}_{board}_moved", table) for board, table, *_ in _BOARDS]
     return [*names, ("tr_board_bests_counted", "board_bests"), ("tr_player_stats_counted", "player_stats")]
 
 
@@ -135,10 +159,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("scope", "board", "lo", name=op.f("pk_rank_buckets")),
         sqlite_with_rowid=False,
     )
-    for board, table, _, lo in _BOARDS:
+    for board, table, _, lo, counted in _BOARDS:
         op.execute(
             f"INSERT INTO rank_buckets (scope, board, lo, n) SELECT scope, '{board}', {lo(table)}, COUNT(*) "
-            f"FROM {table} GROUP BY scope, {lo(table)}"
+            f"FROM {table} WHERE {counted(table)} GROUP BY scope, {lo(table)}"
         )
     sqlite = op.get_context().dialect.name == "sqlite"
     for statement in _sqlite_triggers() if sqlite else _postgresql_triggers():

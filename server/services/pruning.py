@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from server.clock import utc_now
 from server.storage import Database
 from server.storage import pruning as storage
+from server.storage.leaderboards import is_counted
 
 __all__ = ["PRUNE_BATCH", "PRUNE_GRACE", "PRUNE_HOLD", "PRUNE_INTERVAL", "BoardPruning", "Pruned", "Rows"]
 
@@ -235,7 +236,8 @@ class BoardPruning:
         for first in range(0, len(scopes), _SCOPES_PER_DELETE):
             chunk = scopes[first : first + _SCOPES_PER_DELETE]
             done += await self._delete_all(_board_rows(chunk), "board")
-            done += await self._delete_all(_board_counts(chunk), "counts")  # after the rows: see storage
+            if any(map(is_counted, chunk)):  # after the rows: see storage
+                done += await self._delete_all(_board_counts(chunk), "counts")
         return done
 
     async def _delete_all(self, delete: _Delete, kind: _Rows) -> Pruned:

@@ -44,8 +44,8 @@ Ranks
 -----
 A row's rank is ``1 + (rows of the scope with a smaller key)`` (+ the ties before it, for its place).
 Counting those rows is an index range as long as the rank: 25 ms p99 around a random player of the
-largest board (49,351 players) at 1M games (issue 23 item 4). So ``rank_buckets`` keeps, for every
-scope of ``board_bests`` and ``player_stats`` (board ``g``, ``w``, ``s``), how many rows have a key in
+largest board (49,351 players) at 1M games (issue 23 item 4). So ``rank_buckets`` keeps, for the
+scopes of ``board_bests`` and ``player_stats`` (board ``g``, ``w``, ``s``), how many rows have a key in
 each *bucket*, a fixed coarse function of the key (`bucket_floor`, the bucket's smallest key), and a
 rank is the sum of the buckets before the row's plus a count of its bucket's rows before it: one
 statement (`_rank_statement`), two short ranges. The buckets are chosen so that both ranges stay short
@@ -55,6 +55,13 @@ on the largest boards (a few hundred buckets, a few thousand rows in the fullest
   game ``score`` and players ``score``: 8 points (``>> 3``);
 - players ``wins``: the win count (``>> 32``); with no win, the key itself (a bucket per games played:
   the zero-win players of a day are many).
+
+Every scope is counted but the deal boards' day and week buckets (`is_counted`), whose rank stays
+the plain count: one deal's players of one day or week, few (a dozen a day per deal at 1M games in
+bench_leaderboard), so that their counts would be about one row per row, doubling the rows a finish
+writes there and the rows the pruner deletes (those buckets are most of what it deletes). The one
+large exception, the daily deal's board of its day, holds that day's players of the daily: its count
+is as long as the daily board's, which is counted.
 
 They are kept where the rows change, by triggers (migration 4e7c2a9b5d18; its SQL computes the same
 buckets: change both together, with a migration that rebuilds the counts): a row inserted adds one to
@@ -67,8 +74,8 @@ Rows are deleted only by the pruner, a closed scope at a time, and it deletes th
 them (`server.storage.pruning`): no delete trigger, which would add a count update to each row
 deleted. A bucket left empty stays, ``n = 0``.
 
-The cost: a finish writes one more row per summary row it inserts, two per improvement that changes
-bucket (bench/bench_leaderboard.py reports rows and bytes per finish). On PostgreSQL a bucket row is
+The cost: a finish writes one more row per counted summary row it inserts, two per improvement that
+changes bucket (bench/bench_leaderboard.py reports rows and bytes per finish). On PostgreSQL a bucket row is
 locked from the finish's update to its commit, so finishes that touch the same bucket of the same
 scope (the all-time variant boards' popular move counts) commit one after another: at most one per
 commit latency (about 1,000/s for a 1 ms commit) for each such bucket, against about 80 finishes/s
@@ -156,6 +163,7 @@ __all__ = [
     "game_page",
     "game_sort_key",
     "get_profile",
+    "is_counted",
     "period_bucket",
     "player_around",
     "player_page",
@@ -253,6 +261,12 @@ def game_order_of(scope: str) -> GameOrder:
     parts = scope.removeprefix(_BOTS_PREFIX).split("/")
     tag = parts[3] if parts[0] == "Y" else parts[2]
     return next(order for order, known in _ORDER_TAGS.items() if known == tag)
+
+
+def is_counted(scope: str) -> bool:
+    """Whether ``rank_buckets`` counts a game board's scope: all but the deal boards' day and week
+    buckets (see "Ranks" above)."""
+    return not scope.removeprefix(_BOTS_PREFIX).startswith("D/") or scope.endswith("/a")
 
 
 def bucket_floor(board: Counted, scope: str, key: int) -> int:
@@ -498,7 +512,7 @@ def _rank_statement(board: _Board, scope: _Scope, first: Sequence[Any]) -> Selec
             < tuple_(*(literal(v, c.type) for v, c in zip(first[1:], tiebreak, strict=True))),
         )
     )
-    if board.counted is None:
+    if board.counted is None or (board.counted == "g" and not is_counted(str(scope))):
         smaller = select(func.count()).select_from(table).where(board.where_scope(scope), sort_key < key)
         return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
     assert isinstance(scope, str)

@@ -375,6 +375,7 @@ BESTS = [
     ("B/V/8/t/a", "c", 1 << 34),
     ("Y/2026-11-30/8/s", "p", -8),
     ("Y/2026-11-30/8/s", "q", -7),
+    ("D/EO1-C8-AAAAAFA/m/d2026-11-30", "p", 7 << 41),  # not counted: a deal board's day
 ]
 #: (scope, player, wins_key, score_key)
 STATS = [("a", "p", 5 << 32 | 9, -16), ("a", "q", 5 << 32 | 12, -9), ("a", "r", (2**31 - 1) << 32 | 3, 0)]
@@ -413,7 +414,8 @@ def counts(connection: Connection) -> dict[tuple[str, str, int], int]:
 
 
 def improve_and_add(connection: Connection) -> None:
-    """r's best moves to the bucket of p and q; a new row; a game played in the same wins bucket."""
+    """r's best moves to the bucket of p and q; a new row; a game played in the same wins bucket; rows
+    of a scope not counted."""
     connection.execute(update(board_bests).where(board_bests.c.player_id == "r").values(sort_key=7 << 41 | 1))
     connection.execute(
         insert(board_bests).values(
@@ -422,6 +424,13 @@ def improve_and_add(connection: Connection) -> None:
     )
     connection.execute(
         update(player_stats).where(player_stats.c.player_id == "p").values(wins_key=5 << 32 | 10)
+    )
+    deal_day = "D/EO1-C8-AAAAAFA/m/d2026-11-30"
+    connection.execute(update(board_bests).where(board_bests.c.scope == deal_day).values(sort_key=1 << 41))
+    connection.execute(
+        insert(board_bests).values(
+            scope=deal_day, player_id="s", sort_key=9 << 41, finished_at=STARTED, game_id="h"
+        )
     )
     connection.commit()
 
