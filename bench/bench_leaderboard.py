@@ -92,7 +92,7 @@ from server.services.rankings import LeaderboardService
 from server.storage import Database, GameResult, GameStart, repository, upgrade_to_head
 from server.storage import leaderboards as boards
 from server.storage.db import _alembic_config, async_url
-from server.storage.tables import board_bests, games, player_stats
+from server.storage.tables import board_bests, games, player_stats, rank_buckets
 
 SEED = 20261130
 LAST_DAY = dt.date(2026, 12, 3)  # a Thursday: the week so far has 4 days
@@ -291,13 +291,13 @@ async def prune(url: str) -> str:
     return (
         f"  pruned the buckets before the previous day and week (as the server does at "
         f"{NOW:%Y-%m-%d %H:%M} UTC): {pruned.buckets} buckets, {pruned.board_rows:,} board_bests and "
-        f"{pruned.stats_rows:,} "
-        f"player_stats rows in {pruned.transactions:,} transactions of at most {PRUNE_BATCH} rows, "
+        f"{pruned.stats_rows:,} player_stats rows ({pruned.count_rows:,} rank_buckets rows) in "
+        f"{pruned.transactions:,} transactions of at most {PRUNE_BATCH} rows, "
         f"{seconds:.1f} s, a transaction {pruned.seconds / max(pruned.transactions, 1) * 1000:.2f} ms on "
         f"average, the longest {pruned.longest * 1000:.1f} ms (load average "
         f"{_load_average()})\n  summary rows per finished game: {sum(before[1:]) / finished:.2f} before, "
         f"{sum(after[1:]) / finished:.2f} after (board_bests {after[1] / finished:.2f}, player_stats "
-        f"{after[2] / finished:.2f})"
+        f"{after[2] / finished:.2f}, rank_buckets {after[3] / finished:.2f})"
     )
 
 
@@ -316,7 +316,7 @@ async def rows_by_period(url: str) -> str:
         counts = dict.fromkeys(("all", "daily", "day", "week"), 0)
         async with database.connection() as conn:
             finished = await conn.scalar(select(func.count()).where(games.c.finished_at.is_not(None)))
-            for table in (board_bests, player_stats):
+            for table in (board_bests, player_stats, rank_buckets):
                 grouped = await conn.execute(select(table.c.scope, func.count()).group_by(table.c.scope))
                 for scope, count in grouped:
                     counts[_kind(scope)] += count
@@ -328,13 +328,15 @@ async def rows_by_period(url: str) -> str:
     )
 
 
-async def _summary_rows(database: Database) -> tuple[int, int, int]:
-    """(finished games, board_bests rows, player_stats rows)."""
+async def _summary_rows(database: Database) -> tuple[int, int, int, int]:
+    """(finished games, board_bests rows, player_stats rows, rank_buckets rows)."""
     async with database.connection() as conn:
         finished = await conn.scalar(select(func.count()).where(games.c.finished_at.is_not(None)))
-        bests = await conn.scalar(select(func.count()).select_from(board_bests))
-        stats = await conn.scalar(select(func.count()).select_from(player_stats))
-    return int(finished or 0), int(bests or 0), int(stats or 0)
+        counts = [
+            await conn.scalar(select(func.count()).select_from(table))
+            for table in (board_bests, player_stats, rank_buckets)
+        ]
+    return int(finished or 0), *(int(count or 0) for count in counts)  # type: ignore[return-value]
 
 
 # --------------------------------------------------------------------------- measuring
@@ -634,7 +636,7 @@ def _load_average() -> str:
 
 # --------------------------------------------------------------------------- sizes and writes
 
-_SUMMARY_TABLES = ("board_bests", "player_stats")
+_SUMMARY_TABLES = ("board_bests", "player_stats", "rank_buckets")
 _SQLITE_SIZES = """
 SELECT d.name, COALESCE(m.tbl_name, d.name), SUM(d.pgsize)
 FROM dbstat AS d LEFT JOIN sqlite_master AS m ON m.name = d.name

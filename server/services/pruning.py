@@ -24,13 +24,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.clock import utc_now
 from server.storage import Database
 from server.storage import pruning as storage
+from server.storage.leaderboards import is_counted
 
 __all__ = ["PRUNE_BATCH", "PRUNE_GRACE", "PRUNE_HOLD", "PRUNE_INTERVAL", "BoardPruning", "Pruned", "Rows"]
 
@@ -57,11 +58,15 @@ _SCOPES_PER_DELETE: Final = 300  # scopes per IN (...): well under every driver'
 _BUCKETS_PER_RUN: Final = 1000  # a bound, in case rows of a closed bucket kept coming back
 
 
+_Rows = Literal["board", "stats", "counts"]  # board_bests, player_stats, rank_buckets
+
+
 @dataclass(frozen=True, slots=True)
 class Pruned:
     """What one run deleted: closed buckets, ``board_bests`` rows, ``player_stats`` rows, delete
     transactions, the seconds they took in all and the longest of them (what a writer waited at most;
-    on SQLite a commit that checkpoints the log counts the checkpoint too, which holds no writer)."""
+    on SQLite a commit that checkpoints the log counts the checkpoint too, which holds no writer), and
+    the ``rank_buckets`` rows of the scopes deleted."""
 
     buckets: int = 0
     board_rows: int = 0
@@ -69,6 +74,7 @@ class Pruned:
     transactions: int = 0
     longest: float = 0.0
     seconds: float = 0.0
+    count_rows: int = 0
 
     def __add__(self, other: Pruned) -> Pruned:
         return Pruned(
@@ -78,12 +84,21 @@ class Pruned:
             self.transactions + other.transactions,
             max(self.longest, other.longest),
             self.seconds + other.seconds,
+            self.count_rows + other.count_rows,
         )
 
     @staticmethod
-    def transaction(*, board_rows: int = 0, stats_rows: int = 0, seconds: float) -> Pruned:
-        """One delete transaction's."""
-        return Pruned(0, board_rows, stats_rows, 1, seconds, seconds)
+    def transaction(rows: _Rows, deleted: int, seconds: float) -> Pruned:
+        """One delete transaction's, of ``deleted`` rows of the kind ``rows``."""
+        return Pruned(
+            0,
+            deleted if rows == "board" else 0,
+            deleted if rows == "stats" else 0,
+            1,
+            seconds,
+            seconds,
+            deleted if rows == "counts" else 0,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +161,10 @@ class BoardPruning:
         self._clock = clock or utc_now
         self._hold = hold
         self._timer = timer
-        self._rows = Rows.first(hold, batch)  # the run's: each starts with a small transaction
+        # The run's (each starts with a small transaction); the counts' apart, their rows being cheaper
+        # (a pace of theirs would make the next statement of summary rows too long).
+        self._rows = Rows.first(hold, batch)
+        self._count_rows = Rows.first(hold, batch)
 
     def today(self) -> dt.date:
         """The UTC day the pruner keeps buckets for: the clock's, `PRUNE_GRACE` late."""
@@ -159,7 +177,7 @@ class BoardPruning:
             StorageUnavailable: the database failed; what was deleted stays deleted.
         """
         today = self.today()
-        self._rows = Rows.first(self._hold, self._batch)
+        self._rows = self._count_rows = Rows.first(self._hold, self._batch)
         done = Pruned()
         for period in storage.CLOSABLE_PERIODS:
             for _ in range(_BUCKETS_PER_RUN):
@@ -205,32 +223,39 @@ class BoardPruning:
             if since is None:
                 break
         done += await self._delete_boards(storage.variant_scopes(period, start))
-        # last: while any is left, the bucket is found again by the next run
+        done += await self._delete_all(
+            lambda conn, rows: storage.delete_stats_counts(conn, period, start, rows), "counts"
+        )
+        # last: while any is left, the bucket is found again by the next run (and the counts above)
         return done + await self._delete_all(
-            lambda conn, rows: storage.delete_stats_rows(conn, period, start, rows), stats=True
+            lambda conn, rows: storage.delete_stats_rows(conn, period, start, rows), "stats"
         )
 
     async def _delete_boards(self, scopes: list[str]) -> Pruned:
         done = Pruned()
         for first in range(0, len(scopes), _SCOPES_PER_DELETE):
             chunk = scopes[first : first + _SCOPES_PER_DELETE]
-            done += await self._delete_all(_board_rows(chunk), stats=False)
+            done += await self._delete_all(_board_rows(chunk), "board")
+            if any(map(is_counted, chunk)):  # after the rows: see storage
+                done += await self._delete_all(_board_counts(chunk), "counts")
         return done
 
-    async def _delete_all(self, delete: _Delete, *, stats: bool) -> Pruned:
+    async def _delete_all(self, delete: _Delete, kind: _Rows) -> Pruned:
         """Run ``delete`` alone (`Database.write_alone`), again and again, each time for as many rows
         as `Rows` says and a pause after, until it finds fewer rows than it may delete: all gone."""
         done = Pruned()
         while True:
-            rows = self._rows.next
+            pacer = self._count_rows if kind == "counts" else self._rows
+            rows = pacer.next
             async with self._database.write_alone() as conn:
                 started = self._timer()
                 deleted = await delete(conn, rows)  # on SQLite, the write lock held meanwhile only
                 held = self._timer() - started
-            self._rows = self._rows.after(deleted, held)
-            done += Pruned.transaction(
-                board_rows=0 if stats else deleted, stats_rows=deleted if stats else 0, seconds=held
-            )
+            if kind == "counts":
+                self._count_rows = pacer.after(deleted, held)
+            else:
+                self._rows = pacer.after(deleted, held)
+            done += Pruned.transaction(kind, deleted, held)
             await asyncio.sleep(self._pause)
             if deleted < rows:
                 return done
@@ -239,3 +264,8 @@ class BoardPruning:
 def _board_rows(scopes: list[str]) -> _Delete:
     """Deletes up to so many ``board_bests`` rows of ``scopes``."""
     return lambda conn, rows: storage.delete_board_rows(conn, scopes, rows)
+
+
+def _board_counts(scopes: list[str]) -> _Delete:
+    """Deletes up to so many ``rank_buckets`` rows of the game boards' ``scopes``."""
+    return lambda conn, rows: storage.delete_board_counts(conn, scopes, rows)

@@ -37,12 +37,56 @@ earliest finish (game boards), then by id.
 Reading
 -------
 Every read walks the index ``(scope, sort_key, finished_at, game_id)`` (``(scope, wins_key|score_key,
-player_id)`` for players): a page is a keyset range after the last row's key, never an OFFSET; a row's
-rank is ``1 + count(rows of the scope with a smaller sort_key)``, a count over an index range (an
-index-only scan), so its cost grows with the rank: about 30,000 index entries a millisecond on SQLite
-and 15,000 on PostgreSQL (bench/bench_leaderboard.py: 0.7 and 1.5 ms for the middle of a 49,000-row
-board). Only the first row of a page needs a count: the ranks of the rest follow from their position
-on the page. Boards of a few hundred thousand players would want cached rank buckets instead.
+player_id)`` for players): a page is a keyset range after the last row's key, never an OFFSET. Only
+the first row of a page needs its rank: the ranks of the rest follow from their position on the page.
+
+Ranks
+-----
+A row's rank is ``1 + (rows of the scope with a smaller key)`` (+ the ties before it, for its place).
+Counting those rows is an index range as long as the rank: 25 ms p99 around a random player of the
+largest board (49,351 players) at 1M games (issue 23 item 4). So ``rank_buckets`` keeps, for the
+scopes of ``board_bests`` and ``player_stats`` (board ``g``, ``w``, ``s``), how many rows have a key in
+each *bucket*, a fixed coarse function of the key (`bucket_floor`, the bucket's smallest key), and a
+rank is the sum of the buckets before the row's plus a count of its bucket's rows before it: one
+statement (`_rank_statement`), two short ranges. The buckets are chosen so that both ranges stay short
+on the largest boards (a few hundred buckets, a few thousand rows in the fullest):
+
+- ``moves``: the won bit and the move count (``key >> 41``); ``time``: 8.2 s of duration (``>> 34``);
+  game ``score`` and players ``score``: 8 points (``>> 3``);
+- players ``wins``: the win count (``>> 32``); with no win, the key itself (a bucket per games played:
+  the zero-win players of a day are many).
+
+Every scope is counted but the deal boards' day and week buckets (`is_counted`), whose rank stays
+the plain count: one deal's players of one day or week, few (a dozen a day per deal at 1M games in
+bench_leaderboard), so that their counts would be about one row per row, doubling the rows a finish
+writes there and the rows the pruner deletes (those buckets are most of what it deletes). The one
+large exception, the daily deal's board of its day, holds that day's players of the daily: its count
+is as long as the daily board's, which is counted.
+
+They are kept where the rows change, by triggers (migration 4e7c2a9b5d18; its SQL computes the same
+buckets: change both together, with a migration that rebuilds the counts): a row inserted adds one to
+its bucket; a row whose key moves to another bucket takes one from the old and adds one to the new;
+a move within a bucket (most ``player_stats`` updates) writes nothing. Triggers see the true old and
+new key in the writer's transaction, which the upsert does not tell the application (PostgreSQL's ON
+CONFLICT DO UPDATE returns neither whether it changed the row nor the old key), so the counts are
+exact with any number of writers, and every path that writes the rows (migrations too) keeps them.
+Rows are deleted only by the pruner, a closed scope at a time, and it deletes the scope's counts with
+them (`server.storage.pruning`): no delete trigger, which would add a count update to each row
+deleted. A bucket left empty stays, ``n = 0``.
+
+The cost: a finish writes one more row per counted summary row it inserts, two per improvement that
+changes bucket (bench/bench_leaderboard.py reports rows and bytes per finish). On PostgreSQL a bucket row is
+locked from the finish's update to its commit, so finishes that touch the same bucket of the same
+scope (the all-time variant boards' popular move counts) commit one after another: at most one per
+commit latency (about 1,000/s for a 1 ms commit) for each such bucket, against about 80 finishes/s
+in all at 8,000 actions/s. No deadlock: a finish writes its rows in scope order, and a row only
+moves to a smaller bucket (a best only improves; a win count only grows, a zero-win key only
+shrinks). What would move that bound: count rows sharded by player (a shard in the key, a rank summing
+that many times more rows). The rating board is not counted: a row per rated player of a variant,
+small; its rank is the plain count.
+
+The sum and the count are one statement, read in the page's snapshot (`use_one_snapshot`), so the
+ranks agree with the rows even while games finish.
 
 Within a game scope a row only ever gets better (a best never gets worse), so a cursor never skips or
 repeats a row whose key did not change while paging; a player row may move either way (a lost game
@@ -74,6 +118,7 @@ from sqlalchemy import (
     ColumnElement,
     Select,
     case,
+    cast,
     func,
     literal,
     literal_column,
@@ -97,24 +142,28 @@ from server.storage.records import (
     RatedPlayer,
     Rating,
 )
-from server.storage.tables import board_bests, games, player_stats, players, ratings
+from server.storage.tables import board_bests, games, player_stats, players, rank_buckets, ratings
 
 __all__ = [
     "DURATION_CAP",
     "LOST_BIT",
     "MOVES_CAP",
+    "Counted",
     "GameOrder",
     "Period",
     "PlayerOrder",
     "board_rows",
     "bots_scope",
+    "bucket_floor",
     "daily_scope",
     "deal_scope",
     "explain",
     "game_around",
+    "game_order_of",
     "game_page",
     "game_sort_key",
     "get_profile",
+    "is_counted",
     "period_bucket",
     "player_around",
     "player_page",
@@ -141,6 +190,14 @@ _ORDER_TAGS: Final[dict[GameOrder, str]] = {"moves": "m", "time": "t", "score": 
 _VARIANTS: Final = (8, 4, 2)
 _BOTS_PREFIX: Final = "B/"
 RECENT_GAMES: Final = 10
+
+#: The boards of ``rank_buckets``: a game board, the players board by wins, by score.
+Counted = Literal["g", "w", "s"]
+#: Bucket widths (bits dropped from the key): game orders' and the players board's score. Fixed by the
+#: triggers of migration 4e7c2a9b5d18, which compute the same buckets in SQL: change both together.
+_GAME_SHIFTS: Final[dict[GameOrder, int]] = {"moves": 41, "time": 34, "score": 3}
+_SCORE_SHIFT: Final = 3
+_NO_WINS: Final = _WON_CAP << 32  # the smallest wins_key of a player with no win
 
 
 # --------------------------------------------------------------------------- keys and scopes
@@ -197,6 +254,32 @@ def player_scope(bucket: str) -> str:
 def bots_scope(scope: str, bots: bool) -> str:
     """The scope itself for people's games, its bots' twin (``B/`` in front) when ``bots``."""
     return _BOTS_PREFIX + scope if bots else scope
+
+
+def game_order_of(scope: str) -> GameOrder:
+    """The order of a game board's scope (`deal_scope`, `variant_scope`, `daily_scope`, bots' or not)."""
+    parts = scope.removeprefix(_BOTS_PREFIX).split("/")
+    tag = parts[3] if parts[0] == "Y" else parts[2]
+    return next(order for order, known in _ORDER_TAGS.items() if known == tag)
+
+
+def is_counted(scope: str) -> bool:
+    """Whether ``rank_buckets`` counts a game board's scope: all but the deal boards' day and week
+    buckets (see "Ranks" above)."""
+    return not scope.removeprefix(_BOTS_PREFIX).startswith("D/") or scope.endswith("/a")
+
+
+def bucket_floor(board: Counted, scope: str, key: int) -> int:
+    """The smallest key of the bucket of ``key`` in ``rank_buckets`` (see "Ranks" above)."""
+    if board == "g":
+        shift = _GAME_SHIFTS[game_order_of(scope)]
+    elif board == "s":
+        shift = _SCORE_SHIFT
+    elif key >= _NO_WINS:
+        return key  # no win: a bucket per number of games played
+    else:
+        shift = 32  # the win count
+    return key >> shift << shift
 
 
 def _utc_day(moment: dt.datetime) -> dt.date:
@@ -321,6 +404,7 @@ class _Board:
     scope: Any
     player: Any
     keys: tuple[Any, ...]
+    counted: Counted | None = None  # its board in ``rank_buckets``; None: ranks count every row before
 
     def where_scope(self, scope: _Scope) -> ColumnElement[bool]:
         return self.scope == scope  # type: ignore[no-any-return]
@@ -333,12 +417,13 @@ _GAME_BOARD: Final = _Board(
     board_bests.c.scope,
     board_bests.c.player_id,
     (board_bests.c.sort_key, board_bests.c.finished_at, board_bests.c.game_id),
+    "g",
 )
 _WINS_BOARD: Final = _Board(
-    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.wins_key, player_stats.c.player_id)
+    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.wins_key, player_stats.c.player_id), "w"
 )
 _SCORE_BOARD: Final = _Board(
-    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.score_key, player_stats.c.player_id)
+    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.score_key, player_stats.c.player_id), "s"
 )
 
 
@@ -409,25 +494,39 @@ def _page_statement(board: _Board, scope: _Scope, after: Sequence[Any] | None, l
 
 
 def _rank_statement(board: _Board, scope: _Scope, first: Sequence[Any]) -> Select[Any]:
-    """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope."""
+    """(rows with a smaller sort key, rows with the same sort key before ``first``) in the scope.
+
+    A counted board sums the ``rank_buckets`` before ``first``'s bucket and counts the rows of its
+    bucket before it; the rating board counts every row before it.
+    """
     sort_key, *tiebreak = board.keys
     table = sort_key.table
-    smaller = (
-        select(func.count())
-        .select_from(table)
-        .where(board.where_scope(scope), sort_key < literal(first[0], BigInteger()))
-    )
+    key = literal(first[0], BigInteger())
     tied_before = (
         select(func.count())
         .select_from(table)
         .where(
             board.where_scope(scope),
-            sort_key == literal(first[0], BigInteger()),
+            sort_key == key,
             tuple_(*tiebreak)
             < tuple_(*(literal(v, c.type) for v, c in zip(first[1:], tiebreak, strict=True))),
         )
     )
-    return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
+    if board.counted is None or (board.counted == "g" and not is_counted(str(scope))):
+        smaller = select(func.count()).select_from(table).where(board.where_scope(scope), sort_key < key)
+        return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
+    assert isinstance(scope, str)
+    lo = literal(bucket_floor(board.counted, scope, first[0]), BigInteger())
+    buckets_before = select(cast(func.coalesce(func.sum(rank_buckets.c.n), 0), BigInteger)).where(
+        rank_buckets.c.scope == scope, rank_buckets.c.board == board.counted, rank_buckets.c.lo < lo
+    )
+    in_bucket = (
+        select(func.count())
+        .select_from(table)
+        .where(board.where_scope(scope), sort_key >= lo, sort_key < key)
+    )
+    smaller_sum = buckets_before.scalar_subquery() + in_bucket.scalar_subquery()
+    return select(smaller_sum, tied_before.scalar_subquery())
 
 
 async def _ranks(

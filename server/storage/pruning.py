@@ -29,6 +29,12 @@ prune stopped half-way is taken up again by the next one. Each delete takes at m
 in primary-key order and locked (PostgreSQL ``FOR UPDATE``), so two pruners racing delete the same
 rows one after the other, never in a deadlock, and the second finds them gone.
 
+A scope's counts (``rank_buckets``, which rank its rows) go with it, a bounded batch at a time like
+its rows (`delete_board_counts`, `delete_stats_counts`), rather than through a delete trigger that
+would double the cost of deleting each row: the pruner deletes a chunk of board scopes' counts after
+their rows, and the players board's before its rows (which mark the bucket not yet pruned: a run
+stopped half-way finds the bucket again, and its counts).
+
 None of these functions commits: the caller owns the transaction (one per batch).
 """
 
@@ -49,7 +55,7 @@ from server.storage.leaderboards import (
     player_scope,
     variant_scope,
 )
-from server.storage.tables import board_bests, games, player_stats
+from server.storage.tables import board_bests, games, player_stats, rank_buckets
 
 __all__ = [
     "CLOSABLE_PERIODS",
@@ -57,7 +63,9 @@ __all__ = [
     "board_scopes",
     "bucket_codes",
     "bucket_start",
+    "delete_board_counts",
     "delete_board_rows",
+    "delete_stats_counts",
     "delete_stats_rows",
     "is_kept",
     "kept_from",
@@ -181,24 +189,35 @@ async def delete_board_rows(conn: AsyncConnection, scopes: Sequence[str], limit:
     return await _delete_first(conn, board_bests, scopes, limit)
 
 
+async def delete_board_counts(conn: AsyncConnection, scopes: Sequence[str], limit: int) -> int:
+    """Delete up to ``limit`` ``rank_buckets`` rows of the game boards' ``scopes``; returns how many."""
+    return await _delete_first(conn, rank_buckets, scopes, limit)
+
+
+def _stats_scopes(period: ClosablePeriod, start: dt.date) -> list[str]:
+    bucket = player_scope(period_bucket(period, start))
+    return [bots_scope(bucket, bots) for bots in _SIDES]
+
+
 async def delete_stats_rows(conn: AsyncConnection, period: ClosablePeriod, start: dt.date, limit: int) -> int:
     """Delete up to ``limit`` ``player_stats`` rows of the bucket (people's and bots'), the first in
     primary-key order; returns how many. Once none is left, the bucket is pruned."""
-    bucket = player_scope(period_bucket(period, start))
-    scopes = [bots_scope(bucket, bots) for bots in _SIDES]
-    return await _delete_first(conn, player_stats, scopes, limit)
+    return await _delete_first(conn, player_stats, _stats_scopes(period, start), limit)
+
+
+async def delete_stats_counts(
+    conn: AsyncConnection, period: ClosablePeriod, start: dt.date, limit: int
+) -> int:
+    """Delete up to ``limit`` ``rank_buckets`` rows of the bucket's players boards; returns how many."""
+    return await _delete_first(conn, rank_buckets, _stats_scopes(period, start), limit)
 
 
 async def _delete_first(conn: AsyncConnection, table: Table, scopes: Sequence[str], limit: int) -> int:
-    """Delete the first ``limit`` rows of ``scopes`` from ``table`` (keyed by scope and player), in
+    """Delete the first ``limit`` rows of ``scopes`` from ``table`` (keyed by scope first), in
     primary-key order and locked first (PostgreSQL ``FOR UPDATE``): two pruners delete them one after
     the other, never in a deadlock. Returns how many."""
-    key = tuple_(table.c.scope, table.c.player_id)
+    columns = list(table.primary_key.columns)
     batch = (
-        select(table.c.scope, table.c.player_id)
-        .where(table.c.scope.in_(scopes))
-        .order_by(table.c.scope, table.c.player_id)
-        .limit(limit)
-        .with_for_update()
+        select(*columns).where(table.c.scope.in_(scopes)).order_by(*columns).limit(limit).with_for_update()
     )
-    return (await conn.execute(delete(table).where(key.in_(batch)))).rowcount
+    return (await conn.execute(delete(table).where(tuple_(*columns).in_(batch)))).rowcount

@@ -253,6 +253,24 @@ class PlayerStatsRow(Base):
     score_key: Mapped[int] = mapped_column(BigInteger)
 
 
+class RankBucketRow(Base):
+    """How many rows of one leaderboard scope have a sort key in one bucket (`server.storage.leaderboards`).
+
+    ``board`` is ``g`` (``board_bests``), ``w`` or ``s`` (``player_stats``' ``wins_key`` and
+    ``score_key``); ``lo`` is the smallest key of the bucket. Kept by triggers on the two tables (the
+    migration that made it), deleted with its scope by the pruner: a rank sums the buckets before a
+    row's instead of counting every row before it.
+    """
+
+    __tablename__ = "rank_buckets"
+    __table_args__ = ({"sqlite_with_rowid": False},)
+
+    scope: Mapped[str] = mapped_column(String(40), primary_key=True)
+    board: Mapped[str] = mapped_column(String(1), primary_key=True)
+    lo: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    n: Mapped[int] = mapped_column(BigInteger)
+
+
 class RatingRow(Base):
     """A player's rating in one variant (`server.services.ratings`): a row once it has a rated race.
 
@@ -399,6 +417,7 @@ action_journal: Final = _table(ActionJournalRow)
 game_fences: Final = _table(GameFenceRow)
 board_bests: Final = _table(BoardBestRow)
 player_stats: Final = _table(PlayerStatsRow)
+rank_buckets: Final = _table(RankBucketRow)
 ratings: Final = _table(RatingRow)
 race_rating_changes: Final = _table(RaceRatingChangeRow)
 races: Final = _table(RaceRow)

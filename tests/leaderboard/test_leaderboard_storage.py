@@ -188,6 +188,7 @@ async def test_queries_use_their_indexes_on_sqlite(sqlite_url: str) -> None:
         text = "\n".join(plan)
         assert "SCAN board_bests" not in text and "SCAN player_stats" not in text, (kind, name, text)
         assert "SCAN games" not in text and "SCAN players" not in text, (kind, name, text)
+        assert "SCAN rank_buckets" not in text, (kind, name, text)
         # No sort of a board's rows: the index gives the order. The page around a player reads the
         # rows before it and the rows from it in one statement, each side in index order, and puts
         # the two sides' results (at most 2 x limit rows) in board order: that sort alone is allowed.
@@ -196,6 +197,10 @@ async def test_queries_use_their_indexes_on_sqlite(sqlite_url: str) -> None:
     assert "COVERING INDEX ix_board_bests_scope_sort_key_finished_at_game_id" in "\n".join(
         plans["games", "rank of a row"]
     )
+    # A rank sums the buckets before the row's: a range of their primary key (scope, board, lo < ?).
+    for kind in ("games", "wins", "score"):
+        rank_plan = "\n".join(plans[kind, "rank of a row"])
+        assert "SEARCH rank_buckets USING PRIMARY KEY (scope=? AND board=? AND lo<?)" in rank_plan, rank_plan
 
 
 def _parent(line: str) -> str:

@@ -39,6 +39,7 @@ from server.storage.tables import (
     games,
     player_stats,
     players,
+    rank_buckets,
 )
 
 TABLES = {"players", "games", "actions"}
@@ -360,3 +361,121 @@ def test_players_bot_starts_false_and_the_downgrade_makes_bots_people(empty_data
 
     upgrade_to_head(url)
     assert run_on(url, bots) == {"p": False, "b": False}
+
+
+# Revision 4e7c2a9b5d18: rank_buckets, counts of the boards' rows by key bucket, kept by triggers ---------
+
+BEFORE_RANK_BUCKETS = "8f3a6c1d2e90"
+#: (scope, player, sort_key): keys on both sides of a bucket's edge, in each order and for bots.
+BESTS = [
+    ("V/8/m/a", "p", 7 << 41 | 5),
+    ("V/8/m/a", "q", 7 << 41 | 9),
+    ("V/8/m/a", "r", 8 << 41),
+    ("B/V/8/t/a", "b", (1 << 34) - 1),
+    ("B/V/8/t/a", "c", 1 << 34),
+    ("Y/2026-11-30/8/s", "p", -8),
+    ("Y/2026-11-30/8/s", "q", -7),
+    ("D/EO1-C8-AAAAAFA/m/d2026-11-30", "p", 7 << 41),  # not counted: a deal board's day
+]
+#: (scope, player, wins_key, score_key)
+STATS = [("a", "p", 5 << 32 | 9, -16), ("a", "q", 5 << 32 | 12, -9), ("a", "r", (2**31 - 1) << 32 | 3, 0)]
+
+
+def seed_boards(connection: Connection) -> None:
+    connection.execute(
+        insert(board_bests),
+        [
+            {"scope": s, "player_id": p, "sort_key": k, "finished_at": STARTED, "game_id": "g"}
+            for s, p, k in BESTS
+        ],
+    )
+    connection.execute(
+        insert(player_stats),
+        [
+            {
+                "scope": s,
+                "player_id": p,
+                "played": 1,
+                "won": 0,
+                "best_score": 0,
+                "wins_key": w,
+                "score_key": k,
+            }
+            for s, p, w, k in STATS
+        ],
+    )
+    connection.commit()
+
+
+def counts(connection: Connection) -> dict[tuple[str, str, int], int]:
+    return {
+        (row.scope, row.board, row.lo): row.n for row in connection.execute(select(rank_buckets)) if row.n
+    }
+
+
+def improve_and_add(connection: Connection) -> None:
+    """r's best moves to the bucket of p and q; a new row; a game played in the same wins bucket; rows
+    of a scope not counted."""
+    connection.execute(update(board_bests).where(board_bests.c.player_id == "r").values(sort_key=7 << 41 | 1))
+    connection.execute(
+        insert(board_bests).values(
+            scope="V/8/m/a", player_id="s", sort_key=9 << 41, finished_at=STARTED, game_id="h"
+        )
+    )
+    connection.execute(
+        update(player_stats).where(player_stats.c.player_id == "p").values(wins_key=5 << 32 | 10)
+    )
+    deal_day = "D/EO1-C8-AAAAAFA/m/d2026-11-30"
+    connection.execute(update(board_bests).where(board_bests.c.scope == deal_day).values(sort_key=1 << 41))
+    connection.execute(
+        insert(board_bests).values(
+            scope=deal_day, player_id="s", sort_key=9 << 41, finished_at=STARTED, game_id="h"
+        )
+    )
+    connection.commit()
+
+
+BACKFILLED = {
+    ("V/8/m/a", "g", 7 << 41): 2,
+    ("V/8/m/a", "g", 8 << 41): 1,
+    ("B/V/8/t/a", "g", 0): 1,
+    ("B/V/8/t/a", "g", 1 << 34): 1,
+    ("Y/2026-11-30/8/s", "g", -8): 2,
+    ("a", "w", 5 << 32): 2,
+    ("a", "w", (2**31 - 1) << 32 | 3): 1,
+    ("a", "s", -16): 2,  # -16 and -9
+    ("a", "s", 0): 1,
+}
+
+
+def test_rank_buckets_are_backfilled_kept_by_triggers_and_dropped(empty_database_url: str) -> None:
+    url = empty_database_url
+    command.upgrade(_alembic_config(url), BEFORE_RANK_BUCKETS)
+    run_on(url, seed_boards)
+
+    upgrade_to_head(url)
+    assert run_on(url, counts) == BACKFILLED
+    run_on(url, improve_and_add)
+    after = dict(BACKFILLED)
+    after["V/8/m/a", "g", 7 << 41] = 3
+    del after["V/8/m/a", "g", 8 << 41]  # r left it (its count is 0)
+    after["V/8/m/a", "g", 9 << 41] = 1
+    assert run_on(url, counts) == after
+
+    command.downgrade(_alembic_config(url), BEFORE_RANK_BUCKETS)
+    assert "rank_buckets" not in run_on(url, table_names)
+    run_on(url, seed_more)  # no trigger left
+    upgrade_to_head(url)
+    rebuilt = dict(after)
+    rebuilt["V/8/m/a", "g", 9 << 41] = 2
+    assert run_on(url, counts) == rebuilt
+
+
+def seed_more(connection: Connection) -> None:
+    """A row written by the older schema: no trigger may fire (the table is gone)."""
+    connection.execute(
+        insert(board_bests).values(
+            scope="V/8/m/a", player_id="t", sort_key=9 << 41 | 3, finished_at=STARTED, game_id="i"
+        )
+    )
+    connection.commit()
