@@ -60,6 +60,7 @@ def test_constraint_names_follow_the_naming_convention() -> None:
         "live_rooms": ["pk_live_rooms"],
         "action_journal": ["pk_action_journal"],
         "game_fences": ["pk_game_fences"],
+        "rank_buckets": ["pk_rank_buckets"],
     }
 
 
