@@ -39,6 +39,7 @@ _MOVES: tuple[tuple[tuple[Move, ...], ...], ...] = tuple(
     tuple(tuple(Move(source, target, count) for count in range(1, 14)) for target in PILES)
     for source in PILES
 )
+_PILE_IDS: dict[Pile, int] = {pile: index for index, pile in enumerate(PILES)}
 #: _CARDS[suit][rank]: the card (index 0 unused); _BELOW[card]: the card one rank lower of its suit.
 _CARDS: dict[Suit, tuple[Card, ...]] = {
     suit: (SHUFFLE_ORDER[0], *(card for card in SHUFFLE_ORDER if card.suit is suit)) for suit in Suit
@@ -69,6 +70,14 @@ class Transfer:
 
 #: An undo history entry: the move and the score before it.
 _Played: TypeAlias = tuple[Move, int]
+
+
+def _shared(move: Move) -> Move:
+    """The one shared (`_MOVES`) Move equal to a legal ``move``: a game's log and undo history keep
+    it, not the caller's, so that a game in memory holds no object per action. Every Move is an object
+    the garbage collector tracks, and each full pass of it stalls the event loop for as long as it takes:
+    moves parsed one by one made the passes grow with the length of every game in memory."""
+    return _MOVES[_PILE_IDS[move.source]][_PILE_IDS[move.target]][move.count - 1]
 
 
 class Game:
@@ -467,7 +476,7 @@ class Game:
         if isinstance(action, Undo):
             return self.pop()
         self._check(action)
-        return self.push(action)
+        return self.push(_shared(action))
 
     def _check(self, move: Move) -> None:
         reason = self.illegal_reason(move)
