@@ -13,7 +13,9 @@ anything else, what a bystander's request may wait behind), with what the long o
 the gate's decisions, the CPU time (of the loop's thread) each read callback of a WebSocket
 connection took, timed apart from the sampling (a callback's wall time also counts the moments the
 machine ran another process), the garbage collector's passes on the loop's thread (a pass is one
-sample however long it is: the signal waits for its end), and the writer thread's waits and commits.
+sample however long it is: the signal waits for its end), the writer thread's waits and commits, and
+how late a 5-ms timer on the loop came, with the part of it the loop's thread spent waiting for a CPU
+(Linux's schedstat: runnable but not running, the machine's doing rather than the server's).
 Not a test, and not part of the server: py-spy is not installed here.
 """
 
@@ -129,6 +131,16 @@ def _report(path: Path) -> None:
     lines += ["", "the writer thread (ms of wall time: how many): from a write's submit to the writer"]
     lines += ["taking it, and each commit (a wait for the GIL or a CPU counts in both)"]
     lines += [f"  {what:<8} {_bucket(ms)}  {n:>7,}" for (what, ms), n in sorted(_writer.items())]
+    late, waited = _late_waits_of_writer
+    lines += [
+        f"batches taken over {LATE * 1000:g} ms late: {late * 1000:,.0f} ms in all, of which the writer"
+    ]
+    lines += [f"thread waited for a CPU {waited * 1000:,.0f} ms"]
+    lines += ["", f"a timer every {TICK * 1000:g} ms on the loop (ms late: how many):"]
+    lines += [f"  {_bucket(ms)}  {n:>7,}" for ms, n in sorted(_late.items())]
+    late, waited = _late_waits
+    lines += [f"ticks over {LATE * 1000:g} ms late: {late * 1000:,.0f} ms in all, of which the loop's thread"]
+    lines += [f"waited for a CPU {waited * 1000:,.0f} ms (runnable, not running: the machine's doing)"]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -166,6 +178,55 @@ def _time_collections() -> None:
     gc.callbacks.append(timed)
 
 
+def _cpu_wait() -> float:
+    """Seconds the calling thread has waited, runnable, for a CPU (Linux's schedstat; 0 elsewhere)."""
+    import threading
+
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+_late: Counter[int] = Counter()  # ms bucket of a tick's lateness -> how many
+_late_waits: list[float] = [0.0, 0.0]  # lateness of the ticks over LATE, and the loop's CPU waits then
+_late_waits_of_writer: list[float] = [0.0, 0.0]  # batches taken over LATE after their submit: the same
+TICK = 0.005
+LATE = 0.015
+
+
+def _watch_the_loop() -> None:
+    """A timer every `TICK` on the running loop, timing how late each comes and how much of a late
+    one's lateness the loop's thread spent waiting for a CPU (runnable but not running: the machine,
+    not the server's code)."""
+    import asyncio
+
+    from server.app import App
+
+    start = App.start.__func__  # type: ignore[attr-defined]
+
+    async def started(cls: type[App], *args: Any, **kwargs: Any) -> App:
+        app: App = await start(cls, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        last = [time.perf_counter(), _cpu_wait()]
+
+        def tick() -> None:
+            now, waited = time.perf_counter(), _cpu_wait()
+            late = now - last[0] - TICK
+            _late[_ms_bucket(max(late, 0.0))] += 1
+            if late > LATE:
+                _late_waits[0] += late
+                _late_waits[1] += waited - last[1]
+            last[:] = [now, waited]
+            loop.call_later(TICK, tick)
+
+        loop.call_later(TICK, tick)
+        return app
+
+    setattr(App, "start", classmethod(started))  # noqa: B010 (a bench's patch, untyped on purpose)
+
+
 def _time_the_writer() -> None:
     """Time the group commit's writer thread: how long a batch waits to be taken after its writes were
     submitted (the thread's wake-up: a CPU and the GIL), and each commit."""
@@ -180,11 +241,16 @@ def _time_the_writer() -> None:
         hand_over(committer)
 
     def timed_take_batch(committer: Committer) -> Any:
+        waited = _cpu_wait()
         taken = take_batch(committer)
         batch = taken[0]
         at = submitted.pop(id(batch[0][0]), None) if batch else None
         if at is not None:
-            _writer["taken", _ms_bucket(time.perf_counter() - at)] += 1
+            took = time.perf_counter() - at
+            _writer["taken", _ms_bucket(took)] += 1
+            if took > LATE:
+                _late_waits_of_writer[0] += took
+                _late_waits_of_writer[1] += _cpu_wait() - waited
         return taken
 
     def timed_commit(committer: Committer, writes: Any) -> Any:
@@ -252,6 +318,7 @@ def main() -> None:
     _time_read_callbacks()
     _time_collections()
     _time_the_writer()
+    _watch_the_loop()
     atexit.register(_report, report)
     signal.signal(signal.SIGALRM, _sample)
     signal.setitimer(signal.ITIMER_REAL, INTERVAL, INTERVAL)
