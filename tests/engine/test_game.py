@@ -3,6 +3,7 @@ legal moves (with a brute-force oracle), tap and double tap."""
 
 from __future__ import annotations
 
+import gc
 import random
 import re
 from collections.abc import Iterator
@@ -789,3 +790,21 @@ def test_a_long_game_holds_shared_moves_not_one_object_per_action() -> None:
     other = base()
     other.play(parse_action("t2-c4"))
     assert other.log[0] is moves[0]  # the same object in every game
+
+
+def test_a_long_game_adds_no_tracked_object_per_action() -> None:
+    """2,000 moves, the last 100 of them in the undo history, add no object the garbage collector
+    scans: the log holds the shared moves and the history plain numbers (a tuple of a Move and a score
+    stays tracked, so 100 of them per game added up over every game in memory)."""
+    game = base()
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(1_000):
+        game.play(parse_action("t2-c4"))
+        game.play(Move(Cell(4), Column(2)))
+    gc.collect()
+    assert game.undo_depth == UNDO_LIMIT
+    assert len(gc.get_objects()) - before < 20
+    assert game.peek() == Move(Cell(4), Column(2))
+    game.play(UNDO)
+    assert game.peek() == Move(Column(2), Cell(4))
