@@ -25,8 +25,10 @@ with the instant its action was sent, and each falls in a window by that instant
 it reports), ``after`` the ``--window`` seconds after it. It prints each window's acks, p50, p99 and
 max, their ratios to calm's (the same players, server and database, in the same run), the pruner's
 delete transactions (count, rows, and the mean and longest of the times it measured, `Pruned`: on
-SQLite the lock is held within them; a wait for the lock and a checkpoint count too), and the load
-average beside each window. Not a test: it asserts nothing.
+SQLite the lock is held within them; a wait for the lock and a checkpoint count too), the load
+average beside each window, and the slowest acks with the window and the wall-clock instant each was
+sent at (to set beside a server's log: a max is one moment, and on a shared machine often not the
+server's). Not a test: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -286,10 +288,25 @@ def report(run: Run, args: argparse.Namespace) -> None:
             f"in all, {pruned['seconds'] / transactions * 1000:.2f} ms each on average, the longest "
             f"{_ms(pruned['longest'])} ms"
         )
+    print("slowest acks: " + ", ".join(_slowest(run)))
     (bests, stats), (bests_after, stats_after) = run.rows_before, run.rows_after
     print(f"summary rows: board_bests {bests:,} → {bests_after:,}, player_stats {stats:,} → {stats_after:,}")
     if run.acks.errors:
         print(f"errors: {len(run.acks.errors)}, the first: {run.acks.errors[0]}")
+
+
+def _slowest(run: Run, count: int = 5) -> list[str]:
+    """The ``count`` slowest acks: each round trip, the window its action was sent in, how far into it,
+    and the wall-clock time it was sent (to set beside a server's log)."""
+    to_wall = time.time() - time.monotonic()
+    slowest = sorted(zip(run.acks.took, run.acks.sent, strict=True), reverse=True)[:count]
+    described = []
+    for took, sent in slowest:
+        window = next((w for w in run.windows if w.start <= sent < w.end), None)
+        where = f"{window.name} +{sent - window.start:.1f} s" if window else "outside the windows"
+        wall = time.strftime("%H:%M:%S", time.localtime(sent + to_wall)) + f"{(sent + to_wall) % 1:.3f}"[1:]
+        described.append(f"{_ms(took)} ms ({where}, sent at {wall})")
+    return described
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -10,9 +10,13 @@ Python frame is the loop's own ``run`` is the loop waiting, or in its C code (uv
 report gives the share of busy samples in which each function was on the stack (inclusive) and at
 its top (self), and the runs of consecutive busy samples ("holds": how long the loop was kept from
 anything else, what a bystander's request may wait behind), with what the long ones were doing; then
-the gate's decisions, and the CPU time (of the loop's thread) each read callback of a WebSocket
+the gate's decisions, the CPU time (of the loop's thread) each read callback of a WebSocket
 connection took, timed apart from the sampling (a callback's wall time also counts the moments the
-machine ran another process). Not a test, and not part of the server: py-spy is not installed here.
+machine ran another process), the garbage collector's passes on the loop's thread (a pass is one
+sample however long it is: the signal waits for its end), the writer thread's waits and commits, and
+how late a 5-ms timer on the loop came, with the part of it the loop's thread spent waiting for a CPU
+(Linux's schedstat: runnable but not running, the machine's doing rather than the server's).
+Not a test, and not part of the server: py-spy is not installed here.
 """
 
 from __future__ import annotations
@@ -122,10 +126,143 @@ def _report(path: Path) -> None:
     lines += ["", "admission:"] + [f"{n:>9,}  {what}" for what, n in sorted(_events.items())]
     lines += ["", "read callbacks (ms of CPU: how many):"]
     lines += [f"  {name:<14} {ms:>3}-{ms + 1:<3} {n:>7,}" for (name, ms), n in sorted(_callbacks.items())]
+    lines += ["", "garbage collections on the loop's thread (ms of wall time: how many; each one sample):"]
+    lines += [f"  generation {gen}  {_bucket(ms)}  {n:>7,}" for (gen, ms), n in sorted(_collections.items())]
+    lines += ["", "the writer thread (ms of wall time: how many): from a write's submit to the writer"]
+    lines += ["taking it, and each commit (a wait for the GIL or a CPU counts in both)"]
+    lines += [f"  {what:<8} {_bucket(ms)}  {n:>7,}" for (what, ms), n in sorted(_writer.items())]
+    late, waited = _late_waits_of_writer
+    lines += [
+        f"batches taken over {LATE * 1000:g} ms late: {late * 1000:,.0f} ms in all, of which the writer"
+    ]
+    lines += [f"thread waited for a CPU {waited * 1000:,.0f} ms"]
+    lines += ["", f"a timer every {TICK * 1000:g} ms on the loop (ms late: how many):"]
+    lines += [f"  {_bucket(ms)}  {n:>7,}" for ms, n in sorted(_late.items())]
+    late, waited = _late_waits
+    lines += [f"ticks over {LATE * 1000:g} ms late: {late * 1000:,.0f} ms in all, of which the loop's thread"]
+    lines += [f"waited for a CPU {waited * 1000:,.0f} ms (runnable, not running: the machine's doing)"]
     path.write_text("\n".join(lines) + "\n")
 
 
 _events: Counter[str] = Counter()
+_collections: Counter[tuple[int, int]] = Counter()  # (generation, ms bucket) -> how many
+_writer: Counter[tuple[str, int]] = Counter()  # ("taken" or "commit", ms bucket) -> how many
+_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+
+
+def _bucket(low: int) -> str:
+    high = next((edge for edge in _BUCKETS if edge > low), None)
+    return f"{low:>4}-{high if high is not None else '':<4}"
+
+
+def _ms_bucket(seconds: float) -> int:
+    return max(edge for edge in _BUCKETS if edge <= seconds * 1000)
+
+
+def _time_collections() -> None:
+    """Time each pass of the garbage collector on the loop's thread: a pass stalls the loop whole, but
+    the sampler sees it as one sample (its signal is handled once the pass is over)."""
+    import gc
+    import threading
+
+    started: list[float] = []
+
+    def timed(phase: str, info: dict[str, Any]) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            _collections[info["generation"], _ms_bucket(time.perf_counter() - started[0])] += 1
+
+    gc.callbacks.append(timed)
+
+
+def _cpu_wait() -> float:
+    """Seconds the calling thread has waited, runnable, for a CPU (Linux's schedstat; 0 elsewhere)."""
+    import threading
+
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+_late: Counter[int] = Counter()  # ms bucket of a tick's lateness -> how many
+_late_waits: list[float] = [0.0, 0.0]  # lateness of the ticks over LATE, and the loop's CPU waits then
+_late_waits_of_writer: list[float] = [0.0, 0.0]  # batches taken over LATE after their submit: the same
+TICK = 0.005
+LATE = 0.015
+
+
+def _watch_the_loop() -> None:
+    """A timer every `TICK` on the running loop, timing how late each comes and how much of a late
+    one's lateness the loop's thread spent waiting for a CPU (runnable but not running: the machine,
+    not the server's code)."""
+    import asyncio
+
+    from server.app import App
+
+    start = App.start.__func__  # type: ignore[attr-defined]
+
+    async def started(cls: type[App], *args: Any, **kwargs: Any) -> App:
+        app: App = await start(cls, *args, **kwargs)
+        loop = asyncio.get_running_loop()
+        last = [time.perf_counter(), _cpu_wait()]
+
+        def tick() -> None:
+            now, waited = time.perf_counter(), _cpu_wait()
+            late = now - last[0] - TICK
+            _late[_ms_bucket(max(late, 0.0))] += 1
+            if late > LATE:
+                _late_waits[0] += late
+                _late_waits[1] += waited - last[1]
+            last[:] = [now, waited]
+            loop.call_later(TICK, tick)
+
+        loop.call_later(TICK, tick)
+        return app
+
+    setattr(App, "start", classmethod(started))  # noqa: B010 (a bench's patch, untyped on purpose)
+
+
+def _time_the_writer() -> None:
+    """Time the group commit's writer thread: how long a batch waits to be taken after its writes were
+    submitted (the thread's wake-up: a CPU and the GIL), and each commit."""
+    from server.storage.committer import Committer
+
+    hand_over, take_batch, commit = Committer._hand_over, Committer._take_batch, Committer._commit
+    submitted: dict[int, float] = {}
+
+    def timed_hand_over(committer: Committer) -> None:
+        if committer._submitted:
+            submitted[id(committer._submitted[0][0])] = time.perf_counter()
+        hand_over(committer)
+
+    def timed_take_batch(committer: Committer) -> Any:
+        waited = _cpu_wait()
+        taken = take_batch(committer)
+        batch = taken[0]
+        at = submitted.pop(id(batch[0][0]), None) if batch else None
+        if at is not None:
+            took = time.perf_counter() - at
+            _writer["taken", _ms_bucket(took)] += 1
+            if took > LATE:
+                _late_waits_of_writer[0] += took
+                _late_waits_of_writer[1] += _cpu_wait() - waited
+        return taken
+
+    def timed_commit(committer: Committer, writes: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return commit(committer, writes)
+        finally:
+            _writer["commit", _ms_bucket(time.perf_counter() - started)] += 1
+
+    setattr(Committer, "_hand_over", timed_hand_over)  # noqa: B010 (a bench's patch, untyped on purpose)
+    setattr(Committer, "_take_batch", timed_take_batch)  # noqa: B010
+    setattr(Committer, "_commit", timed_commit)  # noqa: B010
 
 
 def _count_admissions() -> None:
@@ -179,6 +316,9 @@ def main() -> None:
     report = Path(sys.argv.pop(1))
     _count_admissions()
     _time_read_callbacks()
+    _time_collections()
+    _time_the_writer()
+    _watch_the_loop()
     atexit.register(_report, report)
     signal.signal(signal.SIGALRM, _sample)
     signal.setitimer(signal.ITIMER_REAL, INTERVAL, INTERVAL)

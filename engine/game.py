@@ -39,6 +39,9 @@ _MOVES: tuple[tuple[tuple[Move, ...], ...], ...] = tuple(
     tuple(tuple(Move(source, target, count) for count in range(1, 14)) for target in PILES)
     for source in PILES
 )
+_PILE_IDS: dict[Pile, int] = {pile: index for index, pile in enumerate(PILES)}
+#: _MOVES flat: the move of id ``(source id * len(PILES) + target id) * 13 + count - 1`` (`_move_id`).
+_FLAT_MOVES: tuple[Move, ...] = tuple(move for row in _MOVES for moves in row for move in moves)
 #: _CARDS[suit][rank]: the card (index 0 unused); _BELOW[card]: the card one rank lower of its suit.
 _CARDS: dict[Suit, tuple[Card, ...]] = {
     suit: (SHUFFLE_ORDER[0], *(card for card in SHUFFLE_ORDER if card.suit is suit)) for suit in Suit
@@ -67,8 +70,17 @@ class Transfer:
     points: int
 
 
-#: An undo history entry: the move and the score before it.
-_Played: TypeAlias = tuple[Move, int]
+#: An undo history entry: the move's id (`_move_id`) and the score before it.
+_Played: TypeAlias = tuple[int, int]
+
+
+def _move_id(move: Move) -> int:
+    """The id of a legal ``move`` in `_FLAT_MOVES`. A game keeps ids and shared moves, not the
+    caller's Move: every Move, and every tuple holding one, is an object the garbage collector tracks,
+    and each full pass of it stalls the event loop for as long as it takes; moves parsed one by one
+    made the passes grow with the length of every game in memory (a tuple of two ints is not
+    tracked)."""
+    return (_PILE_IDS[move.source] * len(PILES) + _PILE_IDS[move.target]) * 13 + move.count - 1
 
 
 class Game:
@@ -483,8 +495,9 @@ class Game:
         cards = self._take(source, move.count)
         self._put(target, cards)
         points = points_for(move)
-        self._history.append((move, self.score))
-        self._log.append(move)
+        move_id = _move_id(move)
+        self._history.append((move_id, self.score))
+        self._log.append(_FLAT_MOVES[move_id])
         self.score += points
         self.moves += 1
         self.v += 1
@@ -506,7 +519,8 @@ class Game:
             if self.moves:
                 raise IllegalMoveError(f"undo is illegal: only the last {UNDO_LIMIT} actions can be undone")
             raise IllegalMoveError("undo is illegal: nothing to undo")
-        move, score_before = self._history.pop()
+        move_id, score_before = self._history.pop()
+        move = _FLAT_MOVES[move_id]
         cards = self._take(move.target, move.count)
         self._put(move.source, cards)
         score = max(0, score_before)
@@ -520,7 +534,7 @@ class Game:
 
     def peek(self) -> Move | None:
         """The move an undo would take back, or None."""
-        return self._history[-1][0] if self._history else None
+        return _FLAT_MOVES[self._history[-1][0]] if self._history else None
 
     def resign(self) -> None:
         """End the game as resigned; later actions are refused."""
