@@ -23,8 +23,12 @@ writer thread, and says how it failed:
   compare-and-set on ``game_fences`` for all its games (`repository.sqlite_fence_sql`; docs/durability.md,
   The fence): a commit writes a page or two of journal and of fences instead of a page of ``actions``
   per game, most of the writer's CPU (issue 23 item 2). After a batch's outcome is handed back, the
-  pipeline calls `SqliteBackend.tidy`, which moves the journal into ``actions`` (`compact_journal`)
-  once the writer has journaled `JOURNAL_ROWS_PER_COMPACTION` rows. Both go in multi-row statements of
+  pipeline calls `SqliteBackend.tidy`, which moves the journal's oldest rows into ``actions``
+  (`compact_journal`), a slice at a time: the next batch, and every ack waiting for it, waits for
+  the slice, so a slice is small (`JOURNAL_ROWS_PER_SLICE`: the whole journal at once held the
+  writer some 20 ms, bench/bench_sqlite_append.py), and commits without a flush of its own
+  (``synchronous=NORMAL``: the next batch's flush makes it durable, and a slice lost with the
+  machine leaves its rows in the journal, durable). The fence and the journal go in multi-row statements of
   up to `ROWS_PER_INSERT` rows or games, not one statement per row: the driver releases the GIL
   around every statement it steps, each time a chance for the event loop to take the GIL and the
   writer to wait for it back. A multi-row statement that may fail half-way keeps a journal of the
@@ -72,6 +76,7 @@ from server.storage.tables import games
 
 __all__ = [
     "JOURNAL_ROWS_PER_COMPACTION",
+    "JOURNAL_ROWS_PER_SLICE",
     "LOG_CHECK_INTERVAL",
     "ROWS_PER_INSERT",
     "CommitBackend",
@@ -226,9 +231,15 @@ _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 #: rows takes ceil(n / 64) of each, of at most 64 shapes each (prepared once, all within the
 #: connection's cache of `WRITER_STATEMENTS`).
 ROWS_PER_INSERT = repository.SQLITE_ROWS_PER_STATEMENT
-#: Rows the writer journals between two compactions (`compact_journal`): bounds the journal that
-#: every read of a game scans (it has no index, so that an append changes one page or two), and
-#: leaves each game some tens of rows to move together.
+#: Rows the writer journals between two slices of the compaction (`compact_journal`), each of which
+#: moves as many of the journal's oldest rows: what the next batch waits for (a few milliseconds),
+#: and what bounds the journal that every read of a game scans (it has no index, so that an append
+#: changes one page or two). A slice of the games' rows changes each game's page of ``actions`` for
+#: a few rows only: halving the slice adds about a microsecond of the writer's CPU per row, the
+#: pause halves (bench/bench_sqlite_append.py, the slices' rows).
+JOURNAL_ROWS_PER_SLICE = 512
+#: The most rows one slice moves (a backlog, after a failure or under batches bigger than a slice,
+#: drains at this many per batch), and the rows journaled after a failed slice before the next try.
 JOURNAL_ROWS_PER_COMPACTION = 4096
 #: Prepared statements the writer's connection keeps: the fence's and the journal's 64 shapes each,
 #: and the rest of its statements.
@@ -261,7 +272,9 @@ class SqliteBackend:
         self._conn: sqlite3.Connection | None = None
         self._stuck: str | None = None  # why checkpoints fail: writes are refused meanwhile
         self._checked_at = -LOG_CHECK_INTERVAL
-        self._journaled = 0  # rows this writer journaled since its last compaction
+        self._owed = 0  # rows this writer journaled that no slice of its own moved since
+        self._due = JOURNAL_ROWS_PER_SLICE  # rows owed that make a slice due
+        self._batch = 0  # rows of the last batch journaled
 
     def commit(self, writes: Sequence[Write]) -> None:
         self._check_log()
@@ -276,7 +289,8 @@ class SqliteBackend:
                 _append(self._conn, rows)
             else:
                 _write(self._conn, writes)
-            self._journaled += len(rows)
+            self._owed += len(rows)
+            self._batch = len(rows)
         except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
             self._others.commit(writes)
         except sqlite3.IntegrityError as exc:
@@ -286,27 +300,37 @@ class SqliteBackend:
             raise StorageUnavailable(str(exc)) from None
 
     def tidy(self) -> None:
-        """Compact the journal (`compact_journal`) once this writer has put
-        `JOURNAL_ROWS_PER_COMPACTION` rows in it; a failure is logged and the rows stay (reads see
-        them there) until the next try, as many rows later."""
-        if self._journaled < JOURNAL_ROWS_PER_COMPACTION:
+        """Move a slice of the journal (`compact_journal`) once this writer has put
+        `JOURNAL_ROWS_PER_SLICE` rows in it since its last: as many of the oldest rows (whoever
+        journaled them), at most `JOURNAL_ROWS_PER_COMPACTION` more than its last batch, so that each
+        writer of the file moves what it adds and the journal stays bounded (below a slice per
+        writer, but after a failure). A failure is logged and the rows stay (reads see them there)
+        until the next try, `JOURNAL_ROWS_PER_COMPACTION` rows later."""
+        if self._owed < self._due:
             return
-        self._compact()
+        rows = min(self._owed, JOURNAL_ROWS_PER_COMPACTION + self._batch)
+        moved = self._compact(rows)
+        if moved is None:
+            self._due = self._owed + JOURNAL_ROWS_PER_COMPACTION
+            return
+        self._owed = self._owed - rows if moved == rows else 0  # fewer: the journal is empty
+        self._due = JOURNAL_ROWS_PER_SLICE
 
     def close(self) -> None:
-        if self._journaled:
-            self._compact()  # a journal left empty behind a clean stop
+        if self._owed:
+            self._compact(None)  # a journal left empty behind a clean stop
         self._disconnect()
         self._others.close()
 
-    def _compact(self) -> None:
-        self._journaled = 0
+    def _compact(self, rows: int | None) -> int | None:
+        """`compact_journal`; None if it failed (logged)."""
         try:
             self._conn = self._conn or self._connect()
-            compact_journal(self._conn)
+            return compact_journal(self._conn, rows)
         except (sqlite3.Error, OSError) as exc:
             self._disconnect()
             logger.warning("compacting the action journal of %s failed: %s", self._path, exc)
+            return None
 
     def _check_log(self) -> None:
         """Past ``log_limit`` bytes of log, a checkpoint of our own (once per `LOG_CHECK_INTERVAL`).
@@ -365,14 +389,47 @@ def writer_pragmas(synchronous: str) -> tuple[str, ...]:
     return (*sqlite_pragmas(synchronous), "PRAGMA temp_store=MEMORY")
 
 
-def compact_journal(conn: sqlite3.Connection) -> int:
-    """Move the journal into ``actions`` (`repository.SQLITE_MOVE_JOURNAL`) and empty it, in one
-    transaction: every row moves exactly once, whichever process compacts, since the write lock is
-    held from the first statement to the commit. The rows moved."""
-    with immediate_transaction(conn):
-        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
-        conn.execute(repository.SQLITE_EMPTY_JOURNAL)
-    return moved
+def compact_journal(conn: sqlite3.Connection, rows: int | None = None) -> int:
+    """Move the journal's ``rows`` oldest rows (None: all of them) into ``actions`` and delete them,
+    in one transaction: every row moves exactly once, whichever process compacts, since the write
+    lock is held from the first statement (which reads where the slice ends) to the commit. The
+    rows moved.
+
+    The transaction commits at ``synchronous=NORMAL`` at most (`_unflushed`): in WAL mode its frames
+    then reach the disk with the next commit's flush (every commit of actions is FULL), or are lost
+    with the machine before it, all of them (a frame counts only after a commit frame whose
+    checksum covers every frame before it), and the rows are then still in the journal, where they
+    were durable. A crash of the process alone loses no committed transaction, flushed or not."""
+    with _unflushed(conn), immediate_transaction(conn):
+        if rows is None:
+            moved = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
+            conn.execute(repository.SQLITE_EMPTY_JOURNAL)
+            return moved
+        (bound,) = conn.execute(repository.SQLITE_JOURNAL_SLICE_BOUND, [rows]).fetchone()
+        if bound is None:  # empty
+            return 0
+        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [bound]).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [bound])
+        return moved
+
+
+#: ``PRAGMA synchronous``'s NORMAL, as the pragma reads it.
+_NORMAL = 1
+
+
+@contextlib.contextmanager
+def _unflushed(conn: sqlite3.Connection) -> Iterator[None]:
+    """The connection's commits at ``synchronous=NORMAL`` (or below, as they were) within: no flush
+    of their own (the pragma cannot change within a transaction: outside one only)."""
+    (level,) = conn.execute("PRAGMA synchronous").fetchone()
+    if level <= _NORMAL:
+        yield
+        return
+    conn.execute(f"PRAGMA synchronous={_NORMAL}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA synchronous={level}")
 
 
 class _Bound:

@@ -93,6 +93,14 @@ SQLITE_MOVE_JOURNAL: Final = (
     "SELECT game_id, v, action FROM action_journal ORDER BY game_id, v"
 )
 SQLITE_EMPTY_JOURNAL: Final = "DELETE FROM action_journal"
+#: The same for a slice of the journal: its oldest rows, those of a sequence below the bound
+#: (`SQLITE_JOURNAL_SLICE_BOUND`; the sequence has no gaps: a row's is the largest one's plus one).
+SQLITE_JOURNAL_SLICE_BOUND: Final = "SELECT min(seq) + ? FROM action_journal"
+SQLITE_MOVE_JOURNAL_SLICE: Final = (
+    "INSERT INTO actions (game_id, v, action) "
+    "SELECT game_id, v, action FROM action_journal WHERE seq < ? ORDER BY game_id, v"
+)
+SQLITE_EMPTY_JOURNAL_SLICE: Final = "DELETE FROM action_journal WHERE seq < ?"
 #: Why SQLite's fence refused a batch (`fence_spans`, `sqlite_fence_sql`), as every writer says it.
 FENCE_REPEATED: Final = "the batch holds a version of a game twice"
 FENCE_MISSED: Final = "a game of the batch has a version of its actions already, or ended, or is unknown"
