@@ -272,7 +272,9 @@ class SqliteBackend:
         self._conn: sqlite3.Connection | None = None
         self._stuck: str | None = None  # why checkpoints fail: writes are refused meanwhile
         self._checked_at = -LOG_CHECK_INTERVAL
-        self._owed = 0  # rows this writer journaled that no slice of its own moved since
+        # rows journaled that this writer's slices are to move: its own, those the engine journaled
+        # for it (`_commit_elsewhere`), those it found in the journal as it connected
+        self._owed = 0
         self._due = JOURNAL_ROWS_PER_SLICE  # rows owed that make a slice due
         self._batch = 0  # rows of the last batch journaled
 
@@ -280,7 +282,7 @@ class SqliteBackend:
         self._check_log()
         actions_only = all(write.is_actions_only() for write in writes)
         if not actions_only and not all(write.is_for_the_writer() for write in writes):
-            self._others.commit(writes)
+            self._commit_elsewhere(writes)
             return
         try:
             self._conn = self._conn or self._connect()
@@ -289,15 +291,23 @@ class SqliteBackend:
                 _append(self._conn, rows)
             else:
                 _write(self._conn, writes)
-            self._owed += len(rows)
-            self._batch = len(rows)
+            self._journaled(len(rows))
         except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
-            self._others.commit(writes)
+            self._commit_elsewhere(writes)
         except sqlite3.IntegrityError as exc:
             raise WriteConflict(str(exc)) from None
         except (sqlite3.Error, OSError) as exc:
             self._disconnect()
             raise StorageUnavailable(str(exc)) from None
+
+    def _commit_elsewhere(self, writes: Sequence[Write]) -> None:
+        """Through ``others``, which on SQLite journals the actions too: this writer's slices move them."""
+        self._others.commit(writes)
+        self._journaled(sum(len(write.actions) for write in writes))
+
+    def _journaled(self, rows: int) -> None:
+        self._owed += rows
+        self._batch = rows
 
     def tidy(self) -> None:
         """Move a slice of the journal (`compact_journal`) once this writer has put
@@ -380,6 +390,10 @@ class SqliteBackend:
         )
         for pragma in writer_pragmas(self._synchronous):
             conn.execute(pragma)
+        # rows a writer left in the journal when it stopped without moving them (killed): ours too
+        # (at most the journal: counted once again after a reconnection)
+        (left,) = conn.execute(repository.SQLITE_JOURNAL_ROWS).fetchone()
+        self._owed = max(self._owed, left)
         return conn
 
 

@@ -101,6 +101,8 @@ SQLITE_MOVE_JOURNAL_SLICE: Final = (
     "SELECT game_id, v, action FROM action_journal WHERE seq < ? ORDER BY game_id, v"
 )
 SQLITE_EMPTY_JOURNAL_SLICE: Final = "DELETE FROM action_journal WHERE seq < ?"
+#: The journal's rows, from its sequence alone (no scan).
+SQLITE_JOURNAL_ROWS: Final = "SELECT coalesce(max(seq) - min(seq) + 1, 0) FROM action_journal"
 #: Why SQLite's fence refused a batch (`fence_spans`, `sqlite_fence_sql`), as every writer says it.
 FENCE_REPEATED: Final = "the batch holds a version of a game twice"
 FENCE_MISSED: Final = "a game of the batch has a version of its actions already, or ended, or is unknown"

@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -445,6 +446,7 @@ def test_a_slice_lost_with_the_machine_leaves_its_rows_in_the_journal(path: Path
 WRITER_PROCESS = """
 import sqlite3
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from server.storage.commit_backends import SqliteBackend, Write, compact_journal
 from server.storage.records import ActionRecord
@@ -507,3 +509,68 @@ def test_a_process_killed_mid_compaction_loses_and_doubles_nothing(path: Path) -
         conn.close()
     assert table_rows(path, "action_journal") == []
     assert table_rows(path, "actions") == stored
+
+
+class EngineJournal:
+    """The engine's part for writes the writer hands over (a ranked finish, an abandonment): on
+    SQLite it journals their actions too, here through a connection of its own."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def commit(self, writes: Sequence[Write]) -> None:
+        statements = repository.sqlite_journal_statements([row for write in writes for row in write.actions])
+        assert statements is not None
+        conn = sqlite3.connect(self._path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for sql, parameters, _ in statements:
+                conn.execute(sql, parameters)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def tidy(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_rows_the_engine_journals_for_the_writer_are_moved_by_its_slices(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Else they would stay in the journal for good, a few more with every ranked finish."""
+    monkeypatch.setattr("server.storage.commit_backends.JOURNAL_ROWS_PER_SLICE", 4)
+    writer = SqliteBackend(path, EngineJournal(path))
+    try:
+        for v in range(1, 4):
+            writer.commit([Write(actions=[ActionRecord(GAMES[0], v, "t1-c5")], abandoned=["elsewhere"])])
+            writer.tidy()
+        assert len(table_rows(path, "action_journal")) == 3
+        writer.commit([Write(actions=[ActionRecord(GAMES[0], 4, "t1-c5")], abandoned=["elsewhere"])])
+        writer.tidy()
+        assert table_rows(path, "action_journal") == []
+        assert table_rows(path, "actions") == [(GAMES[0], v) for v in range(1, 5)]
+    finally:
+        writer.close()
+
+
+def test_a_writer_moves_the_rows_a_stopped_one_left_in_the_journal(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed before its slice leaves rows no writer owes: the next writer to open the
+    file takes them on."""
+    monkeypatch.setattr("server.storage.commit_backends.JOURNAL_ROWS_PER_SLICE", 10)
+    killed = SqliteBackend(path, NoOtherWrites())
+    killed.commit([appended(game, 1) for game in GAMES[:30]])
+    killed._owed = 0  # as if killed: nothing moves at its close
+    killed.close()
+    writer = SqliteBackend(path, NoOtherWrites())
+    try:
+        writer.commit([appended(GAMES[0], 2)])
+        writer.tidy()
+        assert table_rows(path, "action_journal") == []
+        assert len(table_rows(path, "actions")) == 31
+    finally:
+        writer.close()
