@@ -332,11 +332,8 @@ def _compact_all_flushed(conn: sqlite3.Connection, rows: int | None = None) -> i
 def _compact_slice_flushed(conn: sqlite3.Connection, rows: int | None = None) -> int:
     """`compact_journal`'s slice committed at the writer's FULL (a flush of its own)."""
     with immediate_transaction(conn):
-        (bound,) = conn.execute(repository.SQLITE_JOURNAL_SLICE_BOUND, [rows]).fetchone()
-        if bound is None:
-            return 0
-        moved: int = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [bound]).rowcount
-        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [bound])
+        moved: int = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [rows]).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [rows])
     return moved
 
 
@@ -348,7 +345,7 @@ def variants() -> list[Variant]:
             "current",
             revision="head",
             append=_append,
-            compact=compact_journal,
+            compact=functools.partial(compact_journal, level=2),
             slice_rows=JOURNAL_ROWS_PER_SLICE,
         ),
         Variant("whole journal at FULL", revision="head", append=_append, compact=_compact_all_flushed),
@@ -360,9 +357,27 @@ def variants() -> list[Variant]:
             compact=_compact_slice_flushed,
             slice_rows=JOURNAL_ROWS_PER_SLICE,
         ),
-        Variant("slices of 256", revision="head", append=_append, compact=compact_journal, slice_rows=256),
-        Variant("slices of 1024", revision="head", append=_append, compact=compact_journal, slice_rows=1024),
-        Variant("slices of 2048", revision="head", append=_append, compact=compact_journal, slice_rows=2048),
+        Variant(
+            "slices of 256",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=256,
+        ),
+        Variant(
+            "slices of 1024",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=1024,
+        ),
+        Variant(
+            "slices of 2048",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=2048,
+        ),
         Variant("executemany", append=_append_executemany),
         Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),
         Variant("no finished-game trigger", schema=(f"DROP TRIGGER {TRIGGER}",)),

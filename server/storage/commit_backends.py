@@ -270,6 +270,7 @@ class SqliteBackend:
         self._synchronous = synchronous.upper()
         self._log_limit = log_limit
         self._conn: sqlite3.Connection | None = None
+        self._level = 2  # the connection's PRAGMA synchronous, as it reads it (FULL)
         self._stuck: str | None = None  # why checkpoints fail: writes are refused meanwhile
         self._checked_at = -LOG_CHECK_INTERVAL
         # rows journaled that this writer's slices are to move: its own, those the engine journaled
@@ -336,7 +337,7 @@ class SqliteBackend:
         """`compact_journal`; None if it failed (logged)."""
         try:
             self._conn = self._conn or self._connect()
-            return compact_journal(self._conn, rows)
+            return compact_journal(self._conn, rows, self._level)
         except (sqlite3.Error, OSError) as exc:
             self._disconnect()
             logger.warning("compacting the action journal of %s failed: %s", self._path, exc)
@@ -394,6 +395,7 @@ class SqliteBackend:
         # (at most the journal: counted once again after a reconnection)
         (left,) = conn.execute(repository.SQLITE_JOURNAL_ROWS).fetchone()
         self._owed = max(self._owed, left)
+        (self._level,) = conn.execute("PRAGMA synchronous").fetchone()
         return conn
 
 
@@ -403,27 +405,26 @@ def writer_pragmas(synchronous: str) -> tuple[str, ...]:
     return (*sqlite_pragmas(synchronous), "PRAGMA temp_store=MEMORY")
 
 
-def compact_journal(conn: sqlite3.Connection, rows: int | None = None) -> int:
+def compact_journal(conn: sqlite3.Connection, rows: int | None = None, level: int | None = None) -> int:
     """Move the journal's ``rows`` oldest rows (None: all of them) into ``actions`` and delete them,
     in one transaction: every row moves exactly once, whichever process compacts, since the write
     lock is held from the first statement (which reads where the slice ends) to the commit. The
-    rows moved.
+    rows moved. ``level``: the connection's ``PRAGMA synchronous`` (None: read it).
 
     The transaction commits at ``synchronous=NORMAL`` at most (`_unflushed`): in WAL mode its frames
     then reach the disk with the next commit's flush (every commit of actions is FULL), or are lost
     with the machine before it, all of them (a frame counts only after a commit frame whose
     checksum covers every frame before it), and the rows are then still in the journal, where they
     were durable. A crash of the process alone loses no committed transaction, flushed or not."""
-    with _unflushed(conn), immediate_transaction(conn):
+    if level is None:
+        (level,) = conn.execute("PRAGMA synchronous").fetchone()
+    with _unflushed(conn, level), immediate_transaction(conn):
         if rows is None:
             moved = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
             conn.execute(repository.SQLITE_EMPTY_JOURNAL)
             return moved
-        (bound,) = conn.execute(repository.SQLITE_JOURNAL_SLICE_BOUND, [rows]).fetchone()
-        if bound is None:  # empty
-            return 0
-        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [bound]).rowcount
-        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [bound])
+        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [rows]).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [rows])
         return moved
 
 
@@ -432,10 +433,9 @@ _NORMAL = 1
 
 
 @contextlib.contextmanager
-def _unflushed(conn: sqlite3.Connection) -> Iterator[None]:
-    """The connection's commits at ``synchronous=NORMAL`` (or below, as they were) within: no flush
-    of their own (the pragma cannot change within a transaction: outside one only)."""
-    (level,) = conn.execute("PRAGMA synchronous").fetchone()
+def _unflushed(conn: sqlite3.Connection, level: int) -> Iterator[None]:
+    """The connection's commits at ``synchronous=NORMAL`` (or below, as they were at ``level``)
+    within: no flush of their own (the pragma cannot change within a transaction: outside one only)."""
     if level <= _NORMAL:
         yield
         return
