@@ -16,10 +16,19 @@ as a server's does: full games behind, live tails spread over the index.
 - ``current``: the server's (``_append`` on the head schema): the rows appended to ``action_journal``
   (a sequence: a commit's rows share a page or two), fenced by one compare-and-set statement per commit
   on ``game_fences`` (the games being played only), the journal moved into ``actions`` in key order
-  every ``JOURNAL_ROWS_PER_COMPACTION`` rows (``compact_journal``), timed apart like the checkpoints
-  (the "apart" column): the server does it after the commit's outcome is handed back.
+  a slice at a time: every ``JOURNAL_ROWS_PER_SLICE`` rows journaled, as many of its oldest rows
+  (``compact_journal``, at ``synchronous=NORMAL``), timed apart like the checkpoints (the "apart"
+  column): the server does it after the commit's outcome is handed back, and the next commit waits
+  for it (the wall-clock time of each compaction: median, 90th percentile, longest).
 
-Variants of the actions table, one change each against ``actions table``:
+The compaction's variants, against ``current``:
+
+- ``whole journal at FULL``: the compaction before slices: every ``JOURNAL_ROWS_PER_COMPACTION`` rows,
+  the whole journal, committed with a flush of its own; ``whole journal at NORMAL``: the same without.
+- ``slices at FULL``: ``current``'s slices committed with a flush of their own.
+- ``slices of N``: slices every N rows instead.
+
+Variants of the actions table (before the journal), one change each against ``actions table``:
 
 - ``executemany``: the one-row INSERT stepped once per row (the writer's statement before issue 14),
   instead of multi-row INSERTs of up to ``ROWS_PER_INSERT`` rows.

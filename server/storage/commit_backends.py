@@ -235,8 +235,8 @@ ROWS_PER_INSERT = repository.SQLITE_ROWS_PER_STATEMENT
 #: moves as many of the journal's oldest rows: what the next batch waits for (a few milliseconds),
 #: and what bounds the journal that every read of a game scans (it has no index, so that an append
 #: changes one page or two). A slice of the games' rows changes each game's page of ``actions`` for
-#: a few rows only: halving the slice adds about a microsecond of the writer's CPU per row, the
-#: pause halves (bench/bench_sqlite_append.py, the slices' rows).
+#: a few rows only: halving the slice adds 1 to 1.5 µs of the writer's CPU per row, and about halves
+#: the pause (docs/benchmarks.md, the journal's compaction in slices).
 JOURNAL_ROWS_PER_SLICE = 512
 #: The most rows one slice moves (a backlog, after a failure or under batches bigger than a slice,
 #: drains at this many per batch), and the rows journaled after a failed slice before the next try.
@@ -315,7 +315,7 @@ class SqliteBackend:
         `JOURNAL_ROWS_PER_SLICE` rows in it since its last: as many of the oldest rows (whoever
         journaled them), at most `JOURNAL_ROWS_PER_COMPACTION` more than its last batch, so that each
         writer of the file moves what it adds and the journal stays bounded (below a slice per
-        writer, but after a failure). A failure is logged and the rows stay (reads see them there)
+        writer, except after a failure). A failure is logged and the rows stay (reads see them there)
         until the next try, `JOURNAL_ROWS_PER_COMPACTION` rows later."""
         if self._owed < self._due:
             return
