@@ -775,6 +775,9 @@ class Measurement:
     postgres_shared_cpu: float | None = None
     #: the backends read at the window's start, those that connected during it, those gone by its end
     postgres_backends: tuple[int, int, int] = (0, 0, 0)
+    #: the longest round trip in the window and the 99.9th percentile: a pause of the writer's shows here
+    max_ms: float = float("nan")
+    p999_ms: float = float("nan")
 
 
 def _cpu_per_reply(measurement: Measurement) -> float:
@@ -943,6 +946,8 @@ def measure(
         p50_ms=percentile(ordered, 0.50) * 1000,
         p99_ms=percentile(ordered, 0.99) * 1000,
         samples=len(ordered),
+        max_ms=(ordered[-1] if ordered else float("nan")) * 1000,
+        p999_ms=percentile(ordered, 0.999) * 1000,
         errors=errors,
         first_error=first_error,
         setup_s=setup,
@@ -975,7 +980,8 @@ def measure(
     load = f" at {offered:,.0f}/s" if offered else " saturated"
     print(
         f"  {label:6} N={n:<5}{shown}{load} {measurement.rate:9.0f}/s  p50 {measurement.p50_ms:7.2f} ms  "
-        f"p99 {measurement.p99_ms:7.2f} ms  errors {errors}  (setup {setup:.1f} s)",
+        f"p99 {measurement.p99_ms:7.2f} ms  p99.9 {measurement.p999_ms:7.2f} ms  "
+        f"max {measurement.max_ms:7.2f} ms  errors {errors}  (setup {setup:.1f} s)",
         file=sys.stderr,
         flush=True,
     )

@@ -16,10 +16,19 @@ as a server's does: full games behind, live tails spread over the index.
 - ``current``: the server's (``_append`` on the head schema): the rows appended to ``action_journal``
   (a sequence: a commit's rows share a page or two), fenced by one compare-and-set statement per commit
   on ``game_fences`` (the games being played only), the journal moved into ``actions`` in key order
-  every ``JOURNAL_ROWS_PER_COMPACTION`` rows (``compact_journal``), timed apart like the checkpoints
-  (the "apart" column): the server does it after the commit's outcome is handed back.
+  a slice at a time: every ``JOURNAL_ROWS_PER_SLICE`` rows journaled, as many of its oldest rows
+  (``compact_journal``, at ``synchronous=NORMAL``), timed apart like the checkpoints (the "apart"
+  column): the server does it after the commit's outcome is handed back, and the next commit waits
+  for it (the wall-clock time of each compaction: median, 90th percentile, longest).
 
-Variants of the actions table, one change each against ``actions table``:
+The compaction's variants, against ``current``:
+
+- ``whole journal at FULL``: the compaction before slices: every ``JOURNAL_ROWS_PER_COMPACTION`` rows,
+  the whole journal, committed with a flush of its own; ``whole journal at NORMAL``: the same without.
+- ``slices at FULL``: ``current``'s slices committed with a flush of their own.
+- ``slices of N``: slices every N rows instead.
+
+Variants of the actions table (before the journal), one change each against ``actions table``:
 
 - ``executemany``: the one-row INSERT stepped once per row (the writer's statement before issue 14),
   instead of multi-row INSERTs of up to ``ROWS_PER_INSERT`` rows.
@@ -91,10 +100,12 @@ from pathlib import Path
 import msgpack  # type: ignore[import-untyped]
 from alembic import command
 
+from bench.bench_load import percentile
 from server.ids import new_id
-from server.storage import upgrade_to_head
+from server.storage import repository, upgrade_to_head
 from server.storage.commit_backends import (
     JOURNAL_ROWS_PER_COMPACTION,
+    JOURNAL_ROWS_PER_SLICE,
     ROWS_PER_INSERT,
     WriteConflict,
     _append,
@@ -168,9 +179,13 @@ class Variant:
     #: When set, the writer's automatic checkpoint is off and a PASSIVE one runs every this many WAL
     #: frames, timed apart.
     checkpoints_apart: int = 0
-    #: A journal variant's move of its journal into ``actions``, run every
-    #: ``JOURNAL_ROWS_PER_COMPACTION`` rows and timed apart.
-    compact: Callable[[sqlite3.Connection], object] | None = None
+    #: A journal variant's move of its journal into ``actions`` (`compact_journal`'s signature: the
+    #: oldest rows to move, None for all), run every ``JOURNAL_ROWS_PER_COMPACTION`` rows journaled,
+    #: all of them, and timed apart.
+    compact: Callable[[sqlite3.Connection, int | None], object] | None = None
+    #: When set, ``compact`` is run every this many rows journaled instead, for as many of the oldest
+    #: rows as were journaled since (`SqliteBackend.tidy`'s slices).
+    slice_rows: int = 0
     #: Statements a game's start and end also run (bound to the game's id): a fence table's row.
     on_start: tuple[str, ...] = ()
     on_end: tuple[str, ...] = ()
@@ -188,6 +203,8 @@ class Figures:
     wal_commits: int = 0
     #: Wall-clock seconds of each timed-apart checkpoint: how long the commit that ran it would wait.
     checkpoint_walls: list[float] = field(default_factory=list)
+    #: Wall-clock seconds of each compaction (or slice): how long the commit after it waits.
+    compaction_walls: list[float] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
     commits: list[int] = field(default_factory=list)
     largest_wal: int = 0
@@ -293,7 +310,8 @@ def _journal_append(fence: Append, journal: Append) -> Append:
     return append
 
 
-def _compact_rows(conn: sqlite3.Connection) -> None:
+def _compact_rows(conn: sqlite3.Connection, rows: int | None = None) -> None:
+    """The other designs' journal moved whole (``rows`` is None: they compact at once)."""
     with immediate_transaction(conn):
         conn.execute(
             "INSERT INTO actions (game_id, v, action) "
@@ -302,21 +320,73 @@ def _compact_rows(conn: sqlite3.Connection) -> None:
         conn.execute("DELETE FROM journal")
 
 
-def _compact_blobs(conn: sqlite3.Connection) -> None:
+def _compact_blobs(conn: sqlite3.Connection, rows: int | None = None) -> None:
     with immediate_transaction(conn):
         batches = conn.execute("SELECT batch FROM commit_journal")
-        rows = sorted(row for (batch,) in batches for row in msgpack.unpackb(batch))
-        for start in range(0, len(rows), ROWS_PER_INSERT):
-            chunk = rows[start : start + ROWS_PER_INSERT]
+        moving = sorted(row for (batch,) in batches for row in msgpack.unpackb(batch))
+        for start in range(0, len(moving), ROWS_PER_INSERT):
+            chunk = moving[start : start + ROWS_PER_INSERT]
             conn.execute(_insert_sql(len(chunk)), [value for row in chunk for value in row])
         conn.execute("DELETE FROM commit_journal")
+
+
+def _compact_all_flushed(conn: sqlite3.Connection, rows: int | None = None) -> int:
+    """The compaction before slices: the whole journal at once, committed at the writer's FULL."""
+    with immediate_transaction(conn):
+        moved: int = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL)
+    return moved
+
+
+def _compact_slice_flushed(conn: sqlite3.Connection, rows: int | None = None) -> int:
+    """`compact_journal`'s slice committed at the writer's FULL (a flush of its own)."""
+    with immediate_transaction(conn):
+        moved: int = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [rows]).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [rows])
+    return moved
 
 
 def variants() -> list[Variant]:
     no_autocheckpoint = ("PRAGMA wal_autocheckpoint=0",)
     return [
         Variant("actions table"),
-        Variant("current", revision="head", append=_append, compact=compact_journal),
+        Variant(
+            "current",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=JOURNAL_ROWS_PER_SLICE,
+        ),
+        Variant("whole journal at FULL", revision="head", append=_append, compact=_compact_all_flushed),
+        Variant("whole journal at NORMAL", revision="head", append=_append, compact=compact_journal),
+        Variant(
+            "slices at FULL",
+            revision="head",
+            append=_append,
+            compact=_compact_slice_flushed,
+            slice_rows=JOURNAL_ROWS_PER_SLICE,
+        ),
+        Variant(
+            "slices of 256",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=256,
+        ),
+        Variant(
+            "slices of 1024",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=1024,
+        ),
+        Variant(
+            "slices of 2048",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=2),
+            slice_rows=2048,
+        ),
         Variant("executemany", append=_append_executemany),
         Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),
         Variant("no finished-game trigger", schema=(f"DROP TRIGGER {TRIGGER}",)),
@@ -490,7 +560,7 @@ class Run:
             commit_wall += time.perf_counter() - wall_started
             self.since_checkpoint += 1
             checkpoint_cpu += self._checkpoint_if_due(measured=measured)
-            checkpoint_cpu += self._compact_if_due()
+            checkpoint_cpu += self._compact_if_due(measured=measured)
             self._replace_full_games()
             self.figures.largest_wal = max(self.figures.largest_wal, self._wal_size())
         if measured:
@@ -517,14 +587,18 @@ class Run:
         self.since_checkpoint = 0
         return cpu
 
-    def _compact_if_due(self) -> float:
-        """A journal variant's compaction once ``JOURNAL_ROWS_PER_COMPACTION`` rows are journaled (the
-        server's cadence); its CPU seconds."""
-        if self.variant.compact is None or self.journaled < JOURNAL_ROWS_PER_COMPACTION:
+    def _compact_if_due(self, *, measured: bool) -> float:
+        """A journal variant's compaction once ``JOURNAL_ROWS_PER_COMPACTION`` rows are journaled, or
+        its slice once ``slice_rows`` are (the server's cadence); its CPU seconds."""
+        every = self.variant.slice_rows or JOURNAL_ROWS_PER_COMPACTION
+        if self.variant.compact is None or self.journaled < every:
             return 0.0
+        rows = self.journaled if self.variant.slice_rows else None
         self.journaled = 0
-        started = time.thread_time()
-        self.variant.compact(self.conn)
+        started, wall_started = time.thread_time(), time.perf_counter()
+        self.variant.compact(self.conn, rows)
+        if measured:
+            self.figures.compaction_walls.append(time.perf_counter() - wall_started)
         return time.thread_time() - started
 
     def _wal_size(self) -> int:
@@ -553,6 +627,12 @@ def _print_table(runs: Sequence[Run]) -> None:
             f"{(commit + checkpoint) / base_total:>6.2f} {figures.largest_wal / 2**20:>11.1f} "
             f"{figures.per_commit(figures.commit_wall) * 1e3:>14.2f}"
         )
+        if figures.compaction_walls:
+            walls = sorted(figures.compaction_walls)
+            print(
+                f"{'':<28} (a compaction: {len(walls)}, median {statistics.median(walls) * 1e3:.2f} ms, "
+                f"p90 {percentile(walls, 0.9) * 1e3:.2f} ms, longest {walls[-1] * 1e3:.2f} ms wall)"
+            )
         if figures.wal_commits:
             print(
                 f"{'':<28} (WAL frames per commit: {figures.wal_frames / figures.wal_commits:.1f}; "

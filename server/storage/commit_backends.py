@@ -23,8 +23,12 @@ writer thread, and says how it failed:
   compare-and-set on ``game_fences`` for all its games (`repository.sqlite_fence_sql`; docs/durability.md,
   The fence): a commit writes a page or two of journal and of fences instead of a page of ``actions``
   per game, most of the writer's CPU (issue 23 item 2). After a batch's outcome is handed back, the
-  pipeline calls `SqliteBackend.tidy`, which moves the journal into ``actions`` (`compact_journal`)
-  once the writer has journaled `JOURNAL_ROWS_PER_COMPACTION` rows. Both go in multi-row statements of
+  pipeline calls `SqliteBackend.tidy`, which moves the journal's oldest rows into ``actions``
+  (`compact_journal`), a slice at a time: the next batch, and every ack waiting for it, waits for
+  the slice, so a slice is small (`JOURNAL_ROWS_PER_SLICE`: the whole journal at once held the
+  writer some 20 ms, bench/bench_sqlite_append.py), and commits without a flush of its own
+  (``synchronous=NORMAL``: the next batch's flush makes it durable, and a slice lost with the
+  machine leaves its rows in the journal, durable). The fence and the journal go in multi-row statements of
   up to `ROWS_PER_INSERT` rows or games, not one statement per row: the driver releases the GIL
   around every statement it steps, each time a chance for the event loop to take the GIL and the
   writer to wait for it back. A multi-row statement that may fail half-way keeps a journal of the
@@ -72,6 +76,7 @@ from server.storage.tables import games
 
 __all__ = [
     "JOURNAL_ROWS_PER_COMPACTION",
+    "JOURNAL_ROWS_PER_SLICE",
     "LOG_CHECK_INTERVAL",
     "ROWS_PER_INSERT",
     "CommitBackend",
@@ -226,9 +231,15 @@ _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
 #: rows takes ceil(n / 64) of each, of at most 64 shapes each (prepared once, all within the
 #: connection's cache of `WRITER_STATEMENTS`).
 ROWS_PER_INSERT = repository.SQLITE_ROWS_PER_STATEMENT
-#: Rows the writer journals between two compactions (`compact_journal`): bounds the journal that
-#: every read of a game scans (it has no index, so that an append changes one page or two), and
-#: leaves each game some tens of rows to move together.
+#: Rows the writer journals between two slices of the compaction (`compact_journal`), each of which
+#: moves as many of the journal's oldest rows: what the next batch waits for (a few milliseconds),
+#: and what bounds the journal that every read of a game scans (it has no index, so that an append
+#: changes one page or two). A slice of the games' rows changes each game's page of ``actions`` for
+#: a few rows only: halving the slice adds 1 to 1.5 µs of the writer's CPU per row, and about halves
+#: the pause (docs/benchmarks.md, the journal's compaction in slices).
+JOURNAL_ROWS_PER_SLICE = 512
+#: The most rows one slice moves (a backlog, after a failure or under batches bigger than a slice,
+#: drains at this many per batch), and the rows journaled after a failed slice before the next try.
 JOURNAL_ROWS_PER_COMPACTION = 4096
 #: Prepared statements the writer's connection keeps: the fence's and the journal's 64 shapes each,
 #: and the rest of its statements.
@@ -259,15 +270,20 @@ class SqliteBackend:
         self._synchronous = synchronous.upper()
         self._log_limit = log_limit
         self._conn: sqlite3.Connection | None = None
+        self._level = 2  # the connection's PRAGMA synchronous, as it reads it (FULL)
         self._stuck: str | None = None  # why checkpoints fail: writes are refused meanwhile
         self._checked_at = -LOG_CHECK_INTERVAL
-        self._journaled = 0  # rows this writer journaled since its last compaction
+        # rows journaled that this writer's slices are to move: its own, those the engine journaled
+        # for it (`_commit_elsewhere`), those it found in the journal as it connected
+        self._owed = 0
+        self._due = JOURNAL_ROWS_PER_SLICE  # rows owed that make a slice due
+        self._batch = 0  # rows of the last batch journaled
 
     def commit(self, writes: Sequence[Write]) -> None:
         self._check_log()
         actions_only = all(write.is_actions_only() for write in writes)
         if not actions_only and not all(write.is_for_the_writer() for write in writes):
-            self._others.commit(writes)
+            self._commit_elsewhere(writes)
             return
         try:
             self._conn = self._conn or self._connect()
@@ -276,37 +292,56 @@ class SqliteBackend:
                 _append(self._conn, rows)
             else:
                 _write(self._conn, writes)
-            self._journaled += len(rows)
+            self._journaled(len(rows))
         except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
-            self._others.commit(writes)
+            self._commit_elsewhere(writes)
         except sqlite3.IntegrityError as exc:
             raise WriteConflict(str(exc)) from None
         except (sqlite3.Error, OSError) as exc:
             self._disconnect()
             raise StorageUnavailable(str(exc)) from None
 
+    def _commit_elsewhere(self, writes: Sequence[Write]) -> None:
+        """Through ``others``, which on SQLite journals the actions too: this writer's slices move them."""
+        self._others.commit(writes)
+        self._journaled(sum(len(write.actions) for write in writes))
+
+    def _journaled(self, rows: int) -> None:
+        self._owed += rows
+        self._batch = rows
+
     def tidy(self) -> None:
-        """Compact the journal (`compact_journal`) once this writer has put
-        `JOURNAL_ROWS_PER_COMPACTION` rows in it; a failure is logged and the rows stay (reads see
-        them there) until the next try, as many rows later."""
-        if self._journaled < JOURNAL_ROWS_PER_COMPACTION:
+        """Move a slice of the journal (`compact_journal`) once this writer has put
+        `JOURNAL_ROWS_PER_SLICE` rows in it since its last: as many of the oldest rows (whoever
+        journaled them), at most `JOURNAL_ROWS_PER_COMPACTION` more than its last batch, so that each
+        writer of the file moves what it adds and the journal stays bounded (below a slice per
+        writer, except after a failure). A failure is logged and the rows stay (reads see them there)
+        until the next try, `JOURNAL_ROWS_PER_COMPACTION` rows later."""
+        if self._owed < self._due:
             return
-        self._compact()
+        rows = min(self._owed, JOURNAL_ROWS_PER_COMPACTION + self._batch)
+        moved = self._compact(rows)
+        if moved is None:
+            self._due = self._owed + JOURNAL_ROWS_PER_COMPACTION
+            return
+        self._owed = self._owed - rows if moved == rows else 0  # fewer: the journal is empty
+        self._due = JOURNAL_ROWS_PER_SLICE
 
     def close(self) -> None:
-        if self._journaled:
-            self._compact()  # a journal left empty behind a clean stop
+        if self._owed:
+            self._compact(None)  # a journal left empty behind a clean stop
         self._disconnect()
         self._others.close()
 
-    def _compact(self) -> None:
-        self._journaled = 0
+    def _compact(self, rows: int | None) -> int | None:
+        """`compact_journal`; None if it failed (logged)."""
         try:
             self._conn = self._conn or self._connect()
-            compact_journal(self._conn)
+            return compact_journal(self._conn, rows, self._level)
         except (sqlite3.Error, OSError) as exc:
             self._disconnect()
             logger.warning("compacting the action journal of %s failed: %s", self._path, exc)
+            return None
 
     def _check_log(self) -> None:
         """Past ``log_limit`` bytes of log, a checkpoint of our own (once per `LOG_CHECK_INTERVAL`).
@@ -356,6 +391,11 @@ class SqliteBackend:
         )
         for pragma in writer_pragmas(self._synchronous):
             conn.execute(pragma)
+        # rows a writer left in the journal when it stopped without moving them (killed): ours too
+        # (at most the journal: counted once again after a reconnection)
+        (left,) = conn.execute(repository.SQLITE_JOURNAL_ROWS).fetchone()
+        self._owed = max(self._owed, left)
+        (self._level,) = conn.execute("PRAGMA synchronous").fetchone()
         return conn
 
 
@@ -365,14 +405,45 @@ def writer_pragmas(synchronous: str) -> tuple[str, ...]:
     return (*sqlite_pragmas(synchronous), "PRAGMA temp_store=MEMORY")
 
 
-def compact_journal(conn: sqlite3.Connection) -> int:
-    """Move the journal into ``actions`` (`repository.SQLITE_MOVE_JOURNAL`) and empty it, in one
-    transaction: every row moves exactly once, whichever process compacts, since the write lock is
-    held from the first statement to the commit. The rows moved."""
-    with immediate_transaction(conn):
-        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
-        conn.execute(repository.SQLITE_EMPTY_JOURNAL)
-    return moved
+def compact_journal(conn: sqlite3.Connection, rows: int | None = None, level: int | None = None) -> int:
+    """Move the journal's ``rows`` oldest rows (None: all of them) into ``actions`` and delete them,
+    in one transaction: every row moves exactly once, whichever process compacts, since the write
+    lock is held from the first statement (which reads where the slice ends) to the commit. The
+    rows moved. ``level``: the connection's ``PRAGMA synchronous`` (None: read it).
+
+    The transaction commits at ``synchronous=NORMAL`` at most (`_unflushed`): in WAL mode its frames
+    then reach the disk with the next commit's flush (every commit of actions is FULL), or are lost
+    with the machine before it, all of them (a frame counts only after a commit frame whose
+    checksum covers every frame before it), and the rows are then still in the journal, where they
+    were durable. A crash of the process alone loses no committed transaction, flushed or not."""
+    if level is None:
+        (level,) = conn.execute("PRAGMA synchronous").fetchone()
+    with _unflushed(conn, level), immediate_transaction(conn):
+        if rows is None:
+            moved = conn.execute(repository.SQLITE_MOVE_JOURNAL).rowcount
+            conn.execute(repository.SQLITE_EMPTY_JOURNAL)
+            return moved
+        moved = conn.execute(repository.SQLITE_MOVE_JOURNAL_SLICE, [rows]).rowcount
+        conn.execute(repository.SQLITE_EMPTY_JOURNAL_SLICE, [rows])
+        return moved
+
+
+#: ``PRAGMA synchronous``'s NORMAL, as the pragma reads it.
+_NORMAL = 1
+
+
+@contextlib.contextmanager
+def _unflushed(conn: sqlite3.Connection, level: int) -> Iterator[None]:
+    """The connection's commits at ``synchronous=NORMAL`` (or below, as they were at ``level``)
+    within: no flush of their own (the pragma cannot change within a transaction: outside one only)."""
+    if level <= _NORMAL:
+        yield
+        return
+    conn.execute(f"PRAGMA synchronous={_NORMAL}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA synchronous={level}")
 
 
 class _Bound:
