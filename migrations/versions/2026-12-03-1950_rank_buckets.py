@@ -1,5 +1,6 @@
-"""Leaderboards: counts of each scope's rows by sort-key bucket, kept by triggers, so that a rank is a
-sum over buckets and a count within one bucket.
+"""Leaderboards: counts of each scope's rows by sort-key bucket (rank_buckets), kept by triggers.
+
+A rank is then a sum over buckets and a count within one bucket.
 
 Revision ID: 4e7c2a9b5d18
 Revises: 8f3a6c1d2e90

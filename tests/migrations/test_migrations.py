@@ -120,6 +120,14 @@ def test_one_head_and_a_linear_history() -> None:
         assert newer.down_revision == older.revision
 
 
+def test_every_revision_s_message_is_one_line() -> None:
+    """Alembic logs a revision's message (its docstring's first paragraph) as it runs it: a message
+    of two lines puts a bare line on ``eightoff serve``'s stderr, whose failures are one line."""
+    scripts = ScriptDirectory.from_config(_alembic_config())
+    for revision in scripts.walk_revisions():
+        assert revision.doc and "\n" not in revision.doc.strip(), (revision.revision, revision.doc)
+
+
 def test_revision_files_are_dated_and_have_a_downgrade() -> None:
     files = sorted((migrations_directory() / "versions").glob("*.py"))
     revision_files = [path for path in files if path.name != "__init__.py"]
