@@ -366,26 +366,15 @@ def variants() -> list[Variant]:
             compact=_compact_slice_flushed,
             slice_rows=JOURNAL_ROWS_PER_SLICE,
         ),
-        Variant(
-            "slices of 256",
-            revision="head",
-            append=_append,
-            compact=functools.partial(compact_journal, level=2),
-            slice_rows=256,
-        ),
-        Variant(
-            "slices of 1024",
-            revision="head",
-            append=_append,
-            compact=functools.partial(compact_journal, level=2),
-            slice_rows=1024,
-        ),
-        Variant(
-            "slices of 2048",
-            revision="head",
-            append=_append,
-            compact=functools.partial(compact_journal, level=2),
-            slice_rows=2048,
+        *(
+            Variant(
+                f"slices of {rows}",
+                revision="head",
+                append=_append,
+                compact=functools.partial(compact_journal, level=2),
+                slice_rows=rows,
+            )
+            for rows in (256, 1024, 2048)
         ),
         Variant("executemany", append=_append_executemany),
         Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),

@@ -175,6 +175,17 @@ async def test_a_double_tap_is_one_action(chromium: Any, site: str, touch: bool)
     assert errors == []
 
 
+async def desktop_deal(
+    chromium: Any, site: str, errors: list[str], proxy: ReplyDelay, mirror: Game
+) -> tuple[Any, Page]:
+    """A desktop page through ``proxy``, dealt ``mirror``'s deal and at rest: its context and the page."""
+    context = await chromium.new_context(viewport=DESKTOP)
+    page = await open_client(context, site, errors, route=proxy.route)
+    await deal(page, mirror.deal.code())
+    await idle(page)
+    return context, page
+
+
 async def test_the_page_is_marked_busy_until_its_reply_is_drawn(chromium: Any, site: str) -> None:
     """What the taps tests wait on instead of a fixed time (``idle``): ``data-busy`` on the body from
     the moment a tap sends its request until its reply is drawn; not busy at rest."""
@@ -182,10 +193,7 @@ async def test_the_page_is_marked_busy_until_its_reply_is_drawn(chromium: Any, s
     mirror, ace_column, _ = tap_deal()
     ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
     proxy = ReplyDelay()
-    context = await chromium.new_context(viewport=DESKTOP)
-    page = await open_client(context, site, errors, route=proxy.route)
-    await deal(page, mirror.deal.code())
-    await idle(page)
+    context, page = await desktop_deal(chromium, site, errors, proxy, mirror)
     proxy.flowing.clear()  # the tap's reply waits in the proxy
     await page.mouse.click(*await centre(top_card(page, ace_column)))
     await expect(page.locator("body")).to_have_attribute("data-busy", "")
@@ -211,10 +219,7 @@ async def test_a_tap_on_another_pile_before_the_reply_moves_the_card_there(chrom
     mirror, ace_column, onto = tap_deal()
     ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
     proxy = ReplyDelay()
-    context = await chromium.new_context(viewport=DESKTOP)
-    page = await open_client(context, site, errors, route=proxy.route)
-    await deal(page, mirror.deal.code())
-    await idle(page)
+    context, page = await desktop_deal(chromium, site, errors, proxy, mirror)
     for source, target, made, sent in (
         (str(onto.source), str(onto.target), onto, ["tap", "move"]),
         (ace_column, str(onto.target), Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"]),
