@@ -42,7 +42,10 @@ so server and echo answer the same R actions a second as long as each keeps up, 
 is compared at the same load, not flattered by the bigger group commits of saturation. The report
 then says the rate each achieved (a target below 97 % of R fell short: R is above its capacity on
 this machine), the ratio of CPU per action and the ack p50 / p99 of both. ``--rate 8000 0`` runs
-equal load then saturated, for each N.
+equal load then saturated, for each N. Beside the CPU it counts blocks per reply (voluntary context
+switches in the window, from ``/proc``): the server's event loop and its other threads, the echo's:
+each costs a thread tens of microseconds when it wakes on this kind of machine
+(``bench.bench_wakeups``), and a durable ack waits for a flush where the echo waits for nothing.
 
 It prints one table (N, server actions/s, echo messages/s, their ratio, p50 / p99 round trip of each,
 the p99 ratio), a second table of CPU use during the window (server and echo: all the processes and
@@ -221,6 +224,26 @@ def main_threads_cpu_seconds(members: Sequence[int]) -> float | None:
             continue
         total = (total or 0.0) + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def thread_blocks(members: Sequence[int]) -> tuple[int, int] | None:
+    """Voluntary context switches so far (each a block: a wait in epoll, a lock, a flush) of the main
+    threads of ``members`` (a `process_tree`) and of their other threads: on this kind of machine a
+    block costs the thread tens of microseconds of CPU when it wakes (``bench.bench_wakeups``)."""
+    main = other = 0
+    found = False
+    for member in members:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{member}/task").iterdir():
+                with contextlib.suppress(OSError, StopIteration, ValueError):
+                    lines = (task / "status").read_text().splitlines()
+                    count = int(next(line for line in lines if line.startswith("voluntary_ctxt")).split()[1])
+                    found = True
+                    if task.name == str(member):
+                        main += count
+                    else:
+                        other += count
+    return (main, other) if found else None
 
 
 def rss_bytes(pid: int) -> int | None:
@@ -666,6 +689,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     own_cpu = time.process_time()
     target_cpu = tree_cpu_seconds(target) if target else None
     loop_cpu = main_threads_cpu_seconds(target) if target else None
+    blocks = thread_blocks(target) if target else None
     machine_cpu = busy_cpu_seconds() if plan.target_pid else None
     backends_start, shared_start = cpu_by_process(found.backends), cpu_by_process(found.shared)
     await asyncio.sleep(max(0.0, go_at + plan.warmup + plan.duration - time.monotonic()))
@@ -676,6 +700,9 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
     target_cpu = None if target_cpu is None or target_end is None else target_end - target_cpu
     loop_end = main_threads_cpu_seconds(target) if target else None
     loop_cpu = None if loop_cpu is None or loop_end is None else loop_end - loop_cpu
+    blocks_end = thread_blocks(target) if target else None
+    if blocks is not None and blocks_end is not None:
+        blocks = (blocks_end[0] - blocks[0], blocks_end[1] - blocks[1])
     machine_end = busy_cpu_seconds() if plan.target_pid else None
     machine_cpu = None if machine_cpu is None or machine_end is None else machine_end - machine_cpu
     backends_end, shared_end = cpu_by_process(found.backends), cpu_by_process(found.shared)
@@ -700,6 +727,7 @@ async def _drive(plan: DriverPlan, pipe: Connection) -> dict[str, Any]:
         "driver_cpu": own_cpu,
         "target_cpu": target_cpu,
         "loop_cpu": loop_cpu,
+        "blocks": None if blocks_end is None else blocks,
         "machine_cpu": machine_cpu,
         "metrics": {key: after[key] - before.get(key, 0.0) for key in after},
         "idle_lost": idle_lost,
@@ -778,6 +806,8 @@ class Measurement:
     #: the longest round trip in the window and the 99.9th percentile: a pause of the writer's shows here
     max_ms: float = float("nan")
     p999_ms: float = float("nan")
+    #: blocks (voluntary context switches) a second in the window: the main threads', the others'
+    blocks: tuple[float, float] | None = None
 
 
 def _cpu_per_reply(measurement: Measurement) -> float:
@@ -953,6 +983,7 @@ def measure(
         setup_s=setup,
         target_cpu=None if first["target_cpu"] is None else first["target_cpu"] / elapsed,
         loop_cpu=None if first["loop_cpu"] is None else first["loop_cpu"] / elapsed,
+        blocks=_per_second(first.get("blocks"), elapsed),
         driver_cpu=sum(result["driver_cpu"] for result in results) / elapsed,
         metrics=first["metrics"],
         active=active,
@@ -1104,7 +1135,7 @@ def report(pairs: list[tuple[Measurement, Measurement]], args: argparse.Namespac
             f"{per_message:.1f} µs"
             f" (ratio {_fmt_ratio(per_action / per_message if per_message else float('nan'))}); event loop"
             f" {_loop_cpu_per_reply(server):.1f} µs, other threads (the SQLite writer)"
-            f" {per_action - _loop_cpu_per_reply(server):.1f} µs"
+            f" {per_action - _loop_cpu_per_reply(server):.1f} µs; {_blocks(server, echo)}"
         )
     noisy = [m for pair in pairs for m in pair if m.other_cpu is not None and m.other_cpu > 0.25]
     if noisy:
@@ -1181,6 +1212,22 @@ def _report_postgres_cpu(server: Measurement, echo: Measurement) -> None:
         f"message {per_message:.1f} µs (ratio {_over(total, per_message)}); "
         f"PostgreSQL shared {_per_reply(server.postgres_shared_cpu, server):.1f} µs more, not counted; "
         f"backends: {read} read, {new} connected in the window, {gone} gone"
+    )
+
+
+def _per_second(counts: Sequence[int] | None, elapsed: float) -> tuple[float, float] | None:
+    return None if counts is None else (counts[0] / elapsed, counts[1] / elapsed)
+
+
+def _blocks(server: Measurement, echo: Measurement) -> str:
+    """Blocks per reply (voluntary context switches): the server's event loop and other threads, the
+    echo's."""
+    if server.blocks is None or echo.blocks is None or not server.rate or not echo.rate:
+        return "blocks per reply unknown"
+    loop, other = (count / server.rate for count in server.blocks)
+    return (
+        f"blocks per action: event loop {loop:.2f}, other threads {other:.2f}; "
+        f"echo per message {echo.blocks[0] / echo.rate:.2f}"
     )
 
 
