@@ -1,6 +1,7 @@
 """The transport itself (server/edge/transport.py) over real sockets, with raw clients that frame what they
 send by hand: fragments, pings between them, pipelined frames, frames too big, text that is not UTF-8,
-requests that are not HTTP, peers that vanish, floods that do not read, and a shutdown mid-action.
+requests that are not HTTP, peers that vanish, floods that do not read, a shutdown mid-action, and
+what one callback answers written at once.
 
 The transport does not depend on the database: these run on SQLite only.
 """
@@ -556,11 +557,16 @@ def _opened(
         connection.connection_lost(None)
 
 
+def _after_head(data: bytes) -> bytes:
+    """A write's frames: what follows the handshake's response when the write begins with it."""
+    return data.partition(b"\r\n\r\n")[2] if data.startswith(b"HTTP/") else data
+
+
 async def _pongs_per_turn(sock: FakeSocket) -> list[int]:
     """The pongs of nothing (2 bytes each) written in each turn of the loop until reading resumes."""
     per_turn = []
     while True:
-        per_turn.append(sum(len(data) // 2 for data in sock.written if not data.startswith(b"HTTP/")))
+        per_turn.append(sum(len(_after_head(data)) // 2 for data in sock.written))
         sock.written.clear()
         if sock.reading:
             return per_turn
@@ -752,3 +758,48 @@ async def test_a_whole_frame_inside_a_fragmented_message_is_a_protocol_error(app
         closes = [data for data in sock.written if data[:1] == b"\x88"]
         assert [Close.parse(close[2:]).code for close in closes] == [1002]
         assert all(data[:1] == b"\x88" or data == b"" for data in sock.written)  # no reply
+
+
+def _frames_of(stream: bytes) -> list[tuple[int, bytes]]:
+    """The server's frames (unmasked, under 64 KiB each) in ``stream``: opcode and payload."""
+    frames = []
+    while stream:
+        size, at = stream[1], 2
+        if size == 126:
+            (size,), at = struct.unpack("!H", stream[2:4]), 4
+        frames.append((stream[0] & 0x0F, stream[at : at + size]))
+        stream = stream[at + size :]
+    return frames
+
+
+async def test_what_one_turn_answers_is_written_at_once(app: App) -> None:
+    """A read of invalid messages and pings (the tiny-frames attack's shape): the error replies and
+    pongs a turn makes go to the socket in one write, in the order they were made, not one write (a
+    system call) each: the writes were most of the loop's work per frame of such a flood."""
+    sock = FakeSocket()
+    ping = Frame(Opcode.PING, b"").serialize(mask=True)
+    invalid = Frame(Opcode.BINARY, msgpack.packb({})).serialize(mask=True)
+    with _opened(app, sock) as connection:
+        sock.written.clear()
+        connection.data_received((invalid + ping) * (FRAMES_PER_TURN // 2))
+        assert len(sock.written) == 1
+        frames = _frames_of(sock.written[0])
+    errors = [msgpack.unpackb(data) for opcode, data in frames if opcode == Opcode.BINARY]
+    assert [error["code"] for error in errors] == ["bad_request"] * (FRAMES_PER_TURN // 2)
+    assert [opcode for opcode, _ in frames].count(Opcode.PONG) == FRAMES_PER_TURN // 2
+
+
+async def test_messages_served_after_a_slow_one_are_answered_in_one_write(app: App) -> None:
+    """Invalid messages that waited behind a ``hello`` (answered once the database has made the
+    player): once its welcome is written, their errors go to the socket in one write."""
+    sock = FakeSocket()
+    hello = Frame(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    invalid = Frame(Opcode.BINARY, msgpack.packb({})).serialize(mask=True)
+    with _opened(app, sock, hello.serialize(mask=True) + invalid * 8):
+        await eventually(
+            lambda: len(sock.written) > 1, "the welcome is written, in the callback that answers the rest"
+        )
+        welcome, *rest = sock.written[1:]
+    assert msgpack.unpackb(_frames_of(welcome)[0][1])["type"] == "welcome"
+    assert len(rest) == 1
+    assert [msgpack.unpackb(data)["code"] for _, data in _frames_of(rest[0])] == ["bad_request"] * 8
