@@ -166,14 +166,17 @@ class Connections:
     def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
         """The one place a decoded request is let through to the handler, or refused (replied to, or
         closed): requests before hello past ``REQUESTS_BEFORE_HELLO``, the rate limit (the frame was
-        metered as it was read) and shutting down."""
+        metered as it was read) and shutting down. A valid request vouches for its connection (the
+        first before hello: a player's connection has said it)."""
+        connection: WebSocketConnection = client.transport
+        if client.player is None:
+            connection.vouch()
         if (
             client.player is None
             and not isinstance(request, protocol.HelloRequest)
             and client.asked_before_hello() > REQUESTS_BEFORE_HELLO
         ):
             self._metrics.errors.labels("flooding").inc()
-            connection: WebSocketConnection = client.transport
             connection.penalize()  # its address may not reconnect at once, as after a flood
             connection.close(1008, "say hello first", read_more=False)
             return False

@@ -13,10 +13,11 @@ pongs of its own pings) pile up past ``max_write_buffer`` does not read and is d
 
 No connection may hold the event loop: every frame it sends, control frames included, takes a token
 of its ``TokenBucket`` as it is parsed (a flood closes 1008 whatever its frames are: pings, pongs,
-tiny fragments, messages), and one read callback acts on at most ``FRAMES_PER_TURN`` frames: the
-parser is handed no more bytes at once than that many of the smallest frames a client can send
-(``MIN_CLIENT_FRAME``), so that it cannot make more of them, and the rest of the read waits for the
-next turn of the loop, with reading paused meanwhile. A message still incomplete holds at most
+tiny fragments, messages; at its first refused frame when no valid request came before, ``vouch``),
+and one read callback acts on at most ``FRAMES_PER_TURN`` frames: the parser is handed no more bytes
+at once than that many of the smallest frames a client can send (``MIN_CLIENT_FRAME``), so that it
+cannot make more of them, and the rest of the read waits for the next turn of the loop, with reading
+paused meanwhile. A message still incomplete holds at most
 ``max_message`` bytes (its fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections
 together at most ``MAX_PARTIAL_BYTES``.
 
@@ -345,6 +346,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_timer",
         "_unparsed",
         "_unparsed_at",
+        "_vouched",
         "_waiting",
         "_waiting_full",
         "channel",
@@ -383,6 +385,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._serving = False
         self._dispatching = False
         self._flooded = False  # closing 1008 once what waits is served
+        self._vouched = False  # a valid request came (see `vouch`)
         self._waiting_full = False  # reading pauses: more than MAX_WAITING messages wait
         self._parsing = False
         self._between_frames = False  # see `_whole_frame`
@@ -677,6 +680,13 @@ class WebSocketConnection(asyncio.Protocol):
     def write_buffer_size(self) -> int:
         return self.transport.get_write_buffer_size()
 
+    def vouch(self) -> None:
+        """A valid request came (its channel decoded one). Until then a frame its bucket refuses
+        closes it 1008 at once, not after a bucketful of refusals: no request of a client is waiting
+        to be refused, only a flood (issue 20: the tiny-frames attack, each reconnect from a new
+        address, was answered a bucketful of errors more per connection)."""
+        self._vouched = True
+
     def penalize(self) -> None:
         """Closed for flooding: its address may not reconnect at once."""
         self._server.gate.penalize(self.client_address)
@@ -793,7 +803,7 @@ class WebSocketConnection(asyncio.Protocol):
         shared = self._address_bucket
         if metered is Metered.SERVE and shared is not None and shared.crowded:
             metered = shared.take()
-        if metered is Metered.CLOSE:
+        if metered is Metered.CLOSE or (metered is Metered.REFUSE and not self._vouched):
             self._flooding()
             return None
         return metered
@@ -828,9 +838,9 @@ class WebSocketConnection(asyncio.Protocol):
             self._waiting.clear()  # the peer said goodbye: what it sent before gets no answer
 
     def _flooding(self) -> None:
-        """It went on sending for a whole bucketful of frames while refused: nothing more is read or
-        parsed, the messages already waiting are answered, then it is closed 1008; its address may
-        not reconnect at once."""
+        """It went on sending for a whole bucketful of frames while refused (or was refused one before
+        any valid request, `vouch`): nothing more is read or parsed, the messages already waiting
+        are answered, then it is closed 1008; its address may not reconnect at once."""
         self._flooded = True
         self._server.flooded()
         self.penalize()
@@ -842,7 +852,8 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _close_if_flooded(self) -> None:
         if self._flooded and not self._serving and not self._waiting:
-            self.close(CloseCode.POLICY_VIOLATION, "flooding after rate_limited", read_more=False)
+            reason = "flooding after rate_limited" if self._vouched else "flooding before any valid request"
+            self.close(CloseCode.POLICY_VIOLATION, reason, read_more=False)
 
     def _hold_fragment(self, data: bytes) -> bool:
         """Keep a fragment of an unfinished message, within this connection's bound (``max_message``:

@@ -416,7 +416,7 @@ async def test_a_ping_flood_that_does_not_read_its_pongs_is_dropped(tmp_path: Pa
     """Pings never reach the handler, but each one makes a pong: a client that sends pings as fast as
     it can and reads nothing is dropped once 16 KiB of pongs wait unsent for it (it grew the server's
     memory without bound before), even where the rate limit is lifted (by default it is closed 1008
-    for flooding first: see test_a_ping_flood_is_closed_1008_after_two_bucketfuls)."""
+    for flooding first: see test_one_read_of_tiny_frames_is_not_parsed_past_the_flood)."""
     unmetered = {"rate_per_second": 1e6, "rate_burst": 10**6}
     with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
         async with serverutil.running_app(url, max_write_buffer_bytes=16 * 1024, **unmetered) as app:
@@ -472,11 +472,16 @@ async def default_app(tmp_path: Path) -> AsyncIterator[App]:
             yield app
 
 
-async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app: App) -> None:
+@pytest.mark.parametrize("hello", [True, False], ids=["after hello", "no valid request"])
+async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app: App, hello: bool) -> None:
     """256 KiB of empty pings in one write (43,690 frames, the shape of the tiny-frames attack): the
-    connection is closed 1008 after two bucketfuls of frames, and the rest of the read is never
-    parsed (no pong for it): at most a turn's frames and a slice more are answered."""
+    connection is closed 1008 once a bucketful of frames was refused, or at the first refused one
+    when it has sent no valid request (nothing it waits for is refused: it is a flood, issue 20), and
+    the rest of the read is never parsed (no pong for it): at most a turn's frames more are answered."""
     client = await RawClient.open(default_app)
+    if hello:
+        client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+        assert (await client.message())["type"] == "welcome"
     ping = Frame(Opcode.PING, b"").serialize(mask=True)
     client.writer.write(ping * (256 * 1024 // len(ping)))
     pongs = 0
@@ -487,8 +492,8 @@ async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app:
             break
         assert opcode is Opcode.PONG
         pongs += 1
-    burst = default_app.services.settings.rate_burst
-    assert 2 * burst <= pongs <= 2 * burst + FRAMES_PER_TURN
+    bucketfuls = default_app.services.settings.rate_burst * (2 if hello else 1)
+    assert bucketfuls <= pongs <= bucketfuls + FRAMES_PER_TURN
     assert default_app.metrics.errors.labels("flooding")._value.get() == 1
 
 
