@@ -25,6 +25,7 @@ import pytest
 from websockets.frames import Close, Frame, Opcode
 from websockets.server import ServerProtocol
 
+import protocol
 from server.app import App
 from server.config import Settings
 from server.edge import transport
@@ -808,3 +809,32 @@ async def test_messages_served_after_a_slow_one_are_answered_in_one_write(app: A
     assert msgpack.unpackb(_frames_of(welcome)[0][1])["type"] == "welcome"
     assert len(rest) == 1
     assert [msgpack.unpackb(data)["code"] for _, data in _frames_of(rest[0])] == ["bad_request"] * 8
+
+
+async def test_a_flood_s_error_replies_are_made_once(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Malformed messages with no ``id`` (the tiny-frames attack's ``{}``) all get the same ``error``:
+    it is encoded once and its frame kept, not made again for each (a third of what such a flood
+    cost the loop per frame once the writes were one a turn); each is still counted."""
+    encoded: list[object] = []
+    encode = protocol.encode
+
+    def counted(message: Any, subprotocol: Any) -> bytes | str:
+        encoded.append(message)
+        frame: bytes | str = encode(message, subprotocol)
+        return frame
+
+    monkeypatch.setattr(protocol, "encode", counted)
+    sock = FakeSocket()
+    invalid = Frame(Opcode.BINARY, msgpack.packb({})).serialize(mask=True)
+    errors = app.metrics.errors.labels("bad_request")
+    before = errors._value.get()
+    with _opened(app, sock) as connection:
+        sock.written.clear()
+        for _ in range(3):
+            connection.data_received(invalid * 8)
+            await eventually(lambda: sock.reading, "the read is parsed")
+        replies = [msgpack.unpackb(data) for written in sock.written for _, data in _frames_of(written)]
+    assert replies == [replies[0]] * 24
+    assert (replies[0]["code"], replies[0].get("id")) == ("bad_request", None)
+    assert errors._value.get() - before == 24
+    assert len(encoded) == 1
