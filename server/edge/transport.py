@@ -681,7 +681,7 @@ class WebSocketConnection(asyncio.Protocol):
         return self.transport.get_write_buffer_size()
 
     def vouch(self) -> None:
-        """A valid request came (its channel decoded one). Until then a frame its bucket refuses
+        """A valid request came (its channel decoded one). Until then a frame its own bucket refuses
         closes it 1008 at once, not after a bucketful of refusals: no request of a client is waiting
         to be refused, only a flood (issue 20: the tiny-frames attack, each reconnect from a new
         address, was answered a bucketful of errors more per connection)."""
@@ -800,10 +800,14 @@ class WebSocketConnection(asyncio.Protocol):
         if self._flooded:
             return None  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
+        if metered is Metered.REFUSE and not self._vouched:
+            metered = Metered.CLOSE  # a bucketful of its own and no valid request: a flood
         shared = self._address_bucket
         if metered is Metered.SERVE and shared is not None and shared.crowded:
+            # (closed only after a bucketful of these refusals: a newcomer's hello may find its
+            # address's budget in debt)
             metered = shared.take()
-        if metered is Metered.CLOSE or (metered is Metered.REFUSE and not self._vouched):
+        if metered is Metered.CLOSE:
             self._flooding()
             return None
         return metered
