@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from time import perf_counter
 from typing import Any
 
+from prometheus_client import Counter
+
 import protocol
 from server.config import Settings
 from server.dispatch import Outcome, RequestHandler
@@ -39,6 +41,9 @@ REQUESTS_BEFORE_HELLO = 8
 ``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
 requests that never do (each connection from a new address, so no per-address limit binds) cost a
 reply per frame for two bucketfuls before (issue 20)."""
+ERROR_FRAMES_KEPT = 64
+"""Framed ``error`` replies with neither ``id`` nor ``v`` kept for reuse (`Connections._error`); the
+set starts over when full (a message may quote what a client sent)."""
 
 
 class Fanout:
@@ -68,9 +73,13 @@ class Fanout:
 
     def reply(self, client: Any, message: protocol.ServerMessage) -> None:
         """Send ``message`` to ``client`` alone (a reply), as ``__call__`` sends it to each of many."""
+        self.reply_framed(client, wire_frame(protocol.encode(message.to_wire(), client.subprotocol)))
+
+    def reply_framed(self, client: Any, frame: bytes) -> None:
+        """Send ``client`` alone a reply framed already (``wire_frame``) in its subprotocol."""
         client.touch(time.monotonic())
         connection: WebSocketConnection = client.transport
-        connection.write_frame(wire_frame(protocol.encode(message.to_wire(), client.subprotocol)))
+        connection.write_frame(frame)
 
 
 class Connections:
@@ -93,6 +102,8 @@ class Connections:
         self.draining = False
         self.in_flight = 0
         self.clients: set[Session] = set()
+        self._error_counters: dict[ErrorCode, Counter] = {}
+        self._error_frames: dict[tuple[ErrorCode, str, protocol.Subprotocol], bytes] = {}
 
     def open(self, connection: WebSocketConnection) -> Session:
         """The one place a connection is taken in (after its handshake): its session starts here,
@@ -141,8 +152,7 @@ class Connections:
         if exc.close_code is None and not within_rate:
             self._refuse(client, ErrorCode.RATE_LIMITED, "too many requests; slow down", exc)
             return
-        self._metrics.errors.labels(exc.code.value).inc()
-        self._send.reply(client, protocol.ErrorReply.of(exc))
+        self._error(client, exc.code, exc.message, exc.request_id)
         if exc.close_code is not None:
             connection: WebSocketConnection = client.transport
             connection.close(int(exc.close_code), exc.message, read_more=False)
@@ -166,14 +176,17 @@ class Connections:
     def _admit(self, client: Session, request: protocol.ClientMessage, within_rate: bool) -> bool:
         """The one place a decoded request is let through to the handler, or refused (replied to, or
         closed): requests before hello past ``REQUESTS_BEFORE_HELLO``, the rate limit (the frame was
-        metered as it was read) and shutting down."""
+        metered as it was read) and shutting down. A valid request vouches for its connection (the
+        first before hello: a player's connection has said it)."""
+        connection: WebSocketConnection = client.transport
+        if client.player is None:
+            connection.vouch()
         if (
             client.player is None
             and not isinstance(request, protocol.HelloRequest)
             and client.asked_before_hello() > REQUESTS_BEFORE_HELLO
         ):
             self._metrics.errors.labels("flooding").inc()
-            connection: WebSocketConnection = client.transport
             connection.penalize()  # its address may not reconnect at once, as after a flood
             connection.close(1008, "say hello first", read_more=False)
             return False
@@ -190,9 +203,36 @@ class Connections:
     ) -> None:
         """Answer ``error`` with ``code``, echoing the id of ``request`` (a request or a ProtocolError)
         and, for ``stale``, the game's current ``v`` when known."""
-        self._metrics.errors.labels(code.value).inc()
-        reply = protocol.ErrorReply(code=code, message=message, request_id=request.request_id, v=v)
-        self._send.reply(client, reply)
+        self._error(client, code, message, request.request_id, v)
+
+    def _error(
+        self,
+        client: Session,
+        code: ErrorCode,
+        message: str,
+        request_id: protocol.RequestId | None,
+        v: int | None = None,
+    ) -> None:
+        """Count and send an ``error``. One with neither ``id`` nor ``v`` is the same for every frame
+        that earns it (a flood's malformed messages, issue 20): it is made once per subprotocol and
+        its frame kept, as its counter is."""
+        counter = self._error_counters.get(code)
+        if counter is None:
+            counter = self._error_counters[code] = self._metrics.errors.labels(code.value)
+        counter.inc()
+        if request_id is not None or v is not None:
+            self._send.reply(
+                client, protocol.ErrorReply(code=code, message=message, request_id=request_id, v=v)
+            )
+            return
+        key = (code, message, client.subprotocol)
+        frame = self._error_frames.get(key)
+        if frame is None:
+            if len(self._error_frames) >= ERROR_FRAMES_KEPT:
+                self._error_frames.clear()
+            wire = protocol.ErrorReply(code=code, message=message).to_wire()
+            frame = self._error_frames[key] = wire_frame(protocol.encode(wire, client.subprotocol))
+        self._send.reply_framed(client, frame)
 
     async def close_idle_forever(self) -> None:
         """Close connections silent for ``idle_timeout``: no frame at all, not even a ping, and no

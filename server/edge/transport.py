@@ -6,17 +6,18 @@ through a reader queue and an awaited ``recv()``, most of the CPU a message cost
 bytes from the socket go through the protocol's parser and come out as whole messages handed to the
 connection's ``Channel`` at once (a read that is one whole data frame, nearly every read of a client
 waiting for its reply, is unmasked here without the parser: `WebSocketConnection._whole_frame`);
-replies are written as soon as they exist. Per connection only one
-request is served at a time (its later messages wait in order) and reading pauses while a few wait;
-a peer that lets unsent frames (replies, pushes, the pongs of its own pings) pile up past
-``max_write_buffer`` does not read and is dropped.
+replies are written as soon as they exist, those of one callback (a read's turn of frames) in one
+write at its end. Per connection only one request is served at a time (its later messages wait in
+order) and reading pauses while a few wait; a peer that lets unsent frames (replies, pushes, the
+pongs of its own pings) pile up past ``max_write_buffer`` does not read and is dropped.
 
 No connection may hold the event loop: every frame it sends, control frames included, takes a token
 of its ``TokenBucket`` as it is parsed (a flood closes 1008 whatever its frames are: pings, pongs,
-tiny fragments, messages), and one read callback acts on at most ``FRAMES_PER_TURN`` frames: the
-parser is handed no more bytes at once than that many of the smallest frames a client can send
-(``MIN_CLIENT_FRAME``), so that it cannot make more of them, and the rest of the read waits for the
-next turn of the loop, with reading paused meanwhile. A message still incomplete holds at most
+tiny fragments, messages; at its first refused frame when no valid request came before, ``vouch``),
+and one read callback acts on at most ``FRAMES_PER_TURN`` frames: the parser is handed no more bytes
+at once than that many of the smallest frames a client can send (``MIN_CLIENT_FRAME``), so that it
+cannot make more of them, and the rest of the read waits for the next turn of the loop, with reading
+paused meanwhile. A message still incomplete holds at most
 ``max_message`` bytes (its fragments) for at most ``MESSAGE_TIMEOUT`` seconds, and all connections
 together at most ``MAX_PARTIAL_BYTES``.
 
@@ -319,6 +320,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_answered",
         "_between_frames",
         "_bucket",
+        "_corked",
         "_counted",
         "_dispatching",
         "_flooded",
@@ -329,6 +331,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_head",
         "_http_task",
         "_lingering",
+        "_outgoing",
         "_parse_later",
         "_parsing",
         "_paused",
@@ -343,6 +346,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_timer",
         "_unparsed",
         "_unparsed_at",
+        "_vouched",
         "_waiting",
         "_waiting_full",
         "channel",
@@ -381,10 +385,13 @@ class WebSocketConnection(asyncio.Protocol):
         self._serving = False
         self._dispatching = False
         self._flooded = False  # closing 1008 once what waits is served
+        self._vouched = False  # a valid request came (see `vouch`)
         self._waiting_full = False  # reading pauses: more than MAX_WAITING messages wait
         self._parsing = False
         self._between_frames = False  # see `_whole_frame`
         self._paused = False  # reading, as _update_reading last set it
+        self._corked = False  # writes wait in _outgoing until the callback ends (_cork)
+        self._outgoing: list[bytes] = []
         self._pong_awaited = False
         self._ping_payload = b""
         self._timer: asyncio.TimerHandle | None = None  # the open timeout, then the keepalive's
@@ -495,7 +502,16 @@ class WebSocketConnection(asyncio.Protocol):
     def _parse(self, data: bytes, at: int = 0) -> None:
         """Hand ``data`` from ``at`` to the parser and act on its frames, up to ``FRAMES_PER_TURN`` of
         them: the rest waits for the next turn of the loop (reading paused), so that one connection's
-        flood of tiny frames never holds the loop for more than a turn's frames."""
+        flood of tiny frames never holds the loop for more than a turn's frames. What the turn
+        answers goes to the socket in one write."""
+        corked = self._cork()
+        try:
+            self._parse_turn(data, at)
+        finally:
+            if corked:
+                self._uncork()
+
+    def _parse_turn(self, data: bytes, at: int) -> None:
         ws = self._ws
         self._parsing = True
         self._between_frames = False  # known again at the end
@@ -531,7 +547,7 @@ class WebSocketConnection(asyncio.Protocol):
             self._answered = True
             response = _bad_request()
             response.headers["Server"] = self._server.server_header
-            self.transport.write(response.serialize())
+            self._write(response.serialize())
         self._flush()
         if self._paused or self._unparsed or self._waiting_full:  # else reading, as it should be
             self._update_reading()
@@ -597,6 +613,7 @@ class WebSocketConnection(asyncio.Protocol):
             if timer is not None:
                 timer.cancel()
         self._waiting.clear()
+        self._outgoing.clear()
         self._unparsed = b""
         self._drop_fragments()
         if self._http_task is not None:
@@ -627,9 +644,12 @@ class WebSocketConnection(asyncio.Protocol):
             self._write(frame)
 
     def _write(self, data: bytes) -> None:
-        """The one place frames are written: a peer that lets ``max_write_buffer`` of them pile up
-        (replies, pushes, or the pongs of its own pings) does not read; it is dropped, so that it
-        can neither hold memory nor slow anyone down."""
+        """The one place frames are written (held while corked): a peer that lets ``max_write_buffer``
+        of them pile up (replies, pushes, or the pongs of its own pings) does not read; it is dropped,
+        so that it can neither hold memory nor slow anyone down."""
+        if self._corked:
+            self._outgoing.append(data)
+            return
         transport = self.transport
         transport.write(data)
         if transport.get_write_buffer_size() > self._server.max_write_buffer:
@@ -637,8 +657,35 @@ class WebSocketConnection(asyncio.Protocol):
             self._server.dropped()
             transport.abort()
 
+    def _cork(self) -> bool:
+        """Hold what is written until ``_uncork``, so that what one callback answers (a turn's replies
+        and pongs, the messages served after a slow one) goes to the socket in one write, not a system
+        call each: under a flood of tiny frames those were most of the loop's work. False when held
+        already (the caller that corked uncorks)."""
+        if self._corked:
+            return False
+        self._corked = True
+        return True
+
+    def _uncork(self) -> None:
+        """Write what was held, in order, at once (before a FIN or a close: they follow it)."""
+        self._corked = False
+        outgoing = self._outgoing
+        if outgoing:
+            data = outgoing[0] if len(outgoing) == 1 else b"".join(outgoing)
+            outgoing.clear()
+            if not self.transport.is_closing():
+                self._write(data)
+
     def write_buffer_size(self) -> int:
         return self.transport.get_write_buffer_size()
+
+    def vouch(self) -> None:
+        """A valid request came (its channel decoded one). Until then a frame its own bucket refuses
+        closes it 1008 at once, not after a bucketful of refusals: no request of a client is waiting
+        to be refused, only a flood (issue 20: the tiny-frames attack, each reconnect from a new
+        address, was answered a bucketful of errors more per connection)."""
+        self._vouched = True
 
     def penalize(self) -> None:
         """Closed for flooding: its address may not reconnect at once."""
@@ -662,6 +709,7 @@ class WebSocketConnection(asyncio.Protocol):
         """
         if self._state is State.CONNECTING:
             self._abort_later(CLOSE_LINGER)  # close() waits for unsent data: bounded
+            self._uncork()
             self.transport.close()
             return
         if self._state is not State.OPEN:
@@ -731,11 +779,14 @@ class WebSocketConnection(asyncio.Protocol):
         if self._dispatching:
             return  # served() from within serve(): the loop below goes on
         self._dispatching = True
+        corked = self._cork()
         try:
             while self._waiting and not self._serving and self.channel is not None and self.is_open:
                 self._serve_one(self.channel, *self._waiting.popleft())
         finally:
             self._dispatching = False
+            if corked:
+                self._uncork()
         if self._waiting_full and len(self._waiting) <= MAX_WAITING // 2:
             self._waiting_full = False
             self._update_reading()
@@ -749,8 +800,12 @@ class WebSocketConnection(asyncio.Protocol):
         if self._flooded:
             return None  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
+        if metered is Metered.REFUSE and not self._vouched:
+            metered = Metered.CLOSE  # a bucketful of its own and no valid request: a flood
         shared = self._address_bucket
         if metered is Metered.SERVE and shared is not None and shared.crowded:
+            # (closed only after a bucketful of these refusals: a newcomer's hello may find its
+            # address's budget in debt)
             metered = shared.take()
         if metered is Metered.CLOSE:
             self._flooding()
@@ -787,9 +842,9 @@ class WebSocketConnection(asyncio.Protocol):
             self._waiting.clear()  # the peer said goodbye: what it sent before gets no answer
 
     def _flooding(self) -> None:
-        """It went on sending for a whole bucketful of frames while refused: nothing more is read or
-        parsed, the messages already waiting are answered, then it is closed 1008; its address may
-        not reconnect at once."""
+        """It went on sending for a whole bucketful of frames while refused (or was refused one before
+        any valid request, `vouch`): nothing more is read or parsed, the messages already waiting
+        are answered, then it is closed 1008; its address may not reconnect at once."""
         self._flooded = True
         self._server.flooded()
         self.penalize()
@@ -801,7 +856,8 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _close_if_flooded(self) -> None:
         if self._flooded and not self._serving and not self._waiting:
-            self.close(CloseCode.POLICY_VIOLATION, "flooding after rate_limited", read_more=False)
+            reason = "flooding after rate_limited" if self._vouched else "flooding before any valid request"
+            self.close(CloseCode.POLICY_VIOLATION, reason, read_more=False)
 
     def _hold_fragment(self, data: bytes) -> bool:
         """Keep a fragment of an unfinished message, within this connection's bound (``max_message``:
@@ -938,6 +994,7 @@ class WebSocketConnection(asyncio.Protocol):
             else:
                 self._write_eof()  # our FIN after the close frame (or the HTTP response)
         if self._protocol.state is State.CLOSED:
+            self._uncork()
             self.transport.close()
         elif self._protocol.close_expected():
             self._abort_later(CLOSE_LINGER)
@@ -965,6 +1022,7 @@ class WebSocketConnection(asyncio.Protocol):
         )
 
     def _write_eof(self) -> None:
+        self._uncork()
         if not self.transport.can_write_eof():
             self._abort_later(CLOSE_LINGER)
             self.transport.close()

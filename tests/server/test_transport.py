@@ -1,6 +1,7 @@
 """The transport itself (server/edge/transport.py) over real sockets, with raw clients that frame what they
 send by hand: fragments, pings between them, pipelined frames, frames too big, text that is not UTF-8,
-requests that are not HTTP, peers that vanish, floods that do not read, and a shutdown mid-action.
+requests that are not HTTP, peers that vanish, floods that do not read, a shutdown mid-action, and
+what one callback answers written at once.
 
 The transport does not depend on the database: these run on SQLite only.
 """
@@ -24,6 +25,7 @@ import pytest
 from websockets.frames import Close, Frame, Opcode
 from websockets.server import ServerProtocol
 
+import protocol
 from server.app import App
 from server.config import Settings
 from server.edge import transport
@@ -415,7 +417,7 @@ async def test_a_ping_flood_that_does_not_read_its_pongs_is_dropped(tmp_path: Pa
     """Pings never reach the handler, but each one makes a pong: a client that sends pings as fast as
     it can and reads nothing is dropped once 16 KiB of pongs wait unsent for it (it grew the server's
     memory without bound before), even where the rate limit is lifted (by default it is closed 1008
-    for flooding first: see test_a_ping_flood_is_closed_1008_after_two_bucketfuls)."""
+    for flooding first: see test_one_read_of_tiny_frames_is_not_parsed_past_the_flood)."""
     unmetered = {"rate_per_second": 1e6, "rate_burst": 10**6}
     with dbutil.fresh_database("sqlite", tmp_path, migrate=False) as url:
         async with serverutil.running_app(url, max_write_buffer_bytes=16 * 1024, **unmetered) as app:
@@ -471,11 +473,16 @@ async def default_app(tmp_path: Path) -> AsyncIterator[App]:
             yield app
 
 
-async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app: App) -> None:
+@pytest.mark.parametrize("hello", [True, False], ids=["after hello", "no valid request"])
+async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app: App, hello: bool) -> None:
     """256 KiB of empty pings in one write (43,690 frames, the shape of the tiny-frames attack): the
-    connection is closed 1008 after two bucketfuls of frames, and the rest of the read is never
-    parsed (no pong for it): at most a turn's frames and a slice more are answered."""
+    connection is closed 1008 once a bucketful of frames was refused, or at the first refused one
+    when it has sent no valid request (nothing it waits for is refused: it is a flood, issue 20), and
+    the rest of the read is never parsed (no pong for it): at most a turn's frames more are answered."""
     client = await RawClient.open(default_app)
+    if hello:
+        client.send(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+        assert (await client.message())["type"] == "welcome"
     ping = Frame(Opcode.PING, b"").serialize(mask=True)
     client.writer.write(ping * (256 * 1024 // len(ping)))
     pongs = 0
@@ -486,8 +493,8 @@ async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app:
             break
         assert opcode is Opcode.PONG
         pongs += 1
-    burst = default_app.services.settings.rate_burst
-    assert 2 * burst <= pongs <= 2 * burst + FRAMES_PER_TURN
+    bucketfuls = default_app.services.settings.rate_burst * (2 if hello else 1)
+    assert bucketfuls <= pongs <= bucketfuls + FRAMES_PER_TURN
     assert default_app.metrics.errors.labels("flooding")._value.get() == 1
 
 
@@ -556,11 +563,16 @@ def _opened(
         connection.connection_lost(None)
 
 
+def _after_head(data: bytes) -> bytes:
+    """A write's frames: what follows the handshake's response when the write begins with it."""
+    return data.partition(b"\r\n\r\n")[2] if data.startswith(b"HTTP/") else data
+
+
 async def _pongs_per_turn(sock: FakeSocket) -> list[int]:
     """The pongs of nothing (2 bytes each) written in each turn of the loop until reading resumes."""
     per_turn = []
     while True:
-        per_turn.append(sum(len(data) // 2 for data in sock.written if not data.startswith(b"HTTP/")))
+        per_turn.append(sum(len(_after_head(data)) // 2 for data in sock.written))
         sock.written.clear()
         if sock.reading:
             return per_turn
@@ -752,3 +764,77 @@ async def test_a_whole_frame_inside_a_fragmented_message_is_a_protocol_error(app
         closes = [data for data in sock.written if data[:1] == b"\x88"]
         assert [Close.parse(close[2:]).code for close in closes] == [1002]
         assert all(data[:1] == b"\x88" or data == b"" for data in sock.written)  # no reply
+
+
+def _frames_of(stream: bytes) -> list[tuple[int, bytes]]:
+    """The server's frames (unmasked, under 64 KiB each) in ``stream``: opcode and payload."""
+    frames = []
+    while stream:
+        size, at = stream[1], 2
+        if size == 126:
+            (size,), at = struct.unpack("!H", stream[2:4]), 4
+        frames.append((stream[0] & 0x0F, stream[at : at + size]))
+        stream = stream[at + size :]
+    return frames
+
+
+async def test_what_one_turn_answers_is_written_at_once(app: App) -> None:
+    """A read of invalid messages and pings (the tiny-frames attack's shape): the error replies and
+    pongs a turn makes go to the socket in one write, in the order they were made, not one write (a
+    system call) each: the writes were most of the loop's work per frame of such a flood."""
+    sock = FakeSocket()
+    ping = Frame(Opcode.PING, b"").serialize(mask=True)
+    invalid = Frame(Opcode.BINARY, msgpack.packb({})).serialize(mask=True)
+    with _opened(app, sock) as connection:
+        sock.written.clear()
+        connection.data_received((invalid + ping) * (FRAMES_PER_TURN // 2))
+        assert len(sock.written) == 1
+        frames = _frames_of(sock.written[0])
+    errors = [msgpack.unpackb(data) for opcode, data in frames if opcode == Opcode.BINARY]
+    assert [error["code"] for error in errors] == ["bad_request"] * (FRAMES_PER_TURN // 2)
+    assert [opcode for opcode, _ in frames].count(Opcode.PONG) == FRAMES_PER_TURN // 2
+
+
+async def test_messages_served_after_a_slow_one_are_answered_in_one_write(app: App) -> None:
+    """Invalid messages that waited behind a ``hello`` (answered once the database has made the
+    player): once its welcome is written, their errors go to the socket in one write."""
+    sock = FakeSocket()
+    hello = Frame(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    invalid = Frame(Opcode.BINARY, msgpack.packb({})).serialize(mask=True)
+    with _opened(app, sock, hello.serialize(mask=True) + invalid * 8):
+        await eventually(
+            lambda: len(sock.written) > 1, "the welcome is written, in the callback that answers the rest"
+        )
+        welcome, *rest = sock.written[1:]
+    assert msgpack.unpackb(_frames_of(welcome)[0][1])["type"] == "welcome"
+    assert len(rest) == 1
+    assert [msgpack.unpackb(data)["code"] for _, data in _frames_of(rest[0])] == ["bad_request"] * 8
+
+
+async def test_a_flood_s_error_replies_are_made_once(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Malformed messages with no ``id`` (the tiny-frames attack's ``{}``) all get the same ``error``:
+    it is encoded once and its frame kept, not made again for each (a third of what such a flood
+    cost the loop per frame once the writes were one a turn); each is still counted."""
+    encoded: list[object] = []
+    encode = protocol.encode
+
+    def counted(message: Any, subprotocol: Any) -> bytes | str:
+        encoded.append(message)
+        frame: bytes | str = encode(message, subprotocol)
+        return frame
+
+    monkeypatch.setattr(protocol, "encode", counted)
+    sock = FakeSocket()
+    invalid = Frame(Opcode.BINARY, msgpack.packb({})).serialize(mask=True)
+    errors = app.metrics.errors.labels("bad_request")
+    before = errors._value.get()
+    with _opened(app, sock) as connection:
+        sock.written.clear()
+        for _ in range(3):
+            connection.data_received(invalid * 8)
+            await eventually(lambda: sock.reading, "the read is parsed")
+        replies = [msgpack.unpackb(data) for written in sock.written for _, data in _frames_of(written)]
+    assert replies == [replies[0]] * 24
+    assert (replies[0]["code"], replies[0].get("id")) == ("bad_request", None)
+    assert errors._value.get() - before == 24
+    assert len(encoded) == 1
