@@ -193,7 +193,10 @@ def test_every_rank_read_is_the_brute_force_rank(
         ("g", "B/D/EO1-C8-AAAAAFA/t/d2026-11-30", 3 << 34 | 17, 3 << 34),
         ("g", "Y/2026-11-30/8/s", -7, -8),
         ("g", "Y/2026-11-30/8/s", -8, -8),
-        ("w", "a", boards.wins_key(played=9, won=4), boards.wins_key(played=0, won=4)),
+        ("w", "a", boards.wins_key(played=9, won=4), boards.wins_key(played=9, won=4)),
+        ("w", "a", boards.wins_key(played=31, won=4), boards.wins_key(played=31, won=4)),
+        ("w", "a", boards.wins_key(played=32, won=4), boards.wins_key(played=32, won=4)),
+        ("w", "a", boards.wins_key(played=900, won=4), boards.wins_key(played=32, won=4)),
         ("w", "B/a", boards.wins_key(played=9, won=0), boards.wins_key(played=9, won=0)),
         ("s", "d2026-11-30", -601, -608),
     ],
@@ -330,6 +333,45 @@ async def _vm_steps(conn: Any, read: Any) -> int:
     finally:
         await driver.set_progress_handler(None, 0)
     return steps
+
+
+async def test_reading_around_a_tied_player_does_not_walk_the_ties(tmp_path: Path) -> None:
+    """The page around a player in the middle of a group of tied rows (most of a week's players
+    share one or two (wins, games)) costs about as much with 2,000 ties as with 100: neither the rows
+    next to the player nor its rank walk the group (they did: 10 ms p99 at 1M games, issue of the
+    players' week board)."""
+    database = Database.create(await asyncio.to_thread(dbutil.migrated_sqlite_url, tmp_path))
+    tied = {"d2026-11-30": 100, "w2026-11-30": 2_000}
+    try:
+        async with database.transaction() as conn:
+            names = [f"t{index:04d}" for index in range(max(tied.values()) + 20)]
+            await conn.execute(
+                insert(players),
+                [
+                    {"id": name, "name": name, "token_hash": f"{name:0>64}", "created_at": T0}
+                    for name in names
+                ],
+            )
+            for scope, count in tied.items():  # 10 players before the group, 10 after it
+                wins = [(2, 2)] * 10 + [(1, 1)] * count + [(1, 2)] * 10
+                await conn.execute(
+                    insert(player_stats),
+                    [_stats_row(scope, name, won, 0) for name, won in zip(names, wins, strict=False)],
+                )
+            await conn.exec_driver_sql("ANALYZE")
+        steps = {}
+        async with database.connection() as conn:
+            for scope, count in tied.items():
+                middle = names[10 + count // 2]
+                await boards.player_around(conn, scope, "wins", middle)  # warm
+                page = await boards.player_around(conn, scope, "wins", middle)
+                assert [row.rank for row in page.rows] == [11] * 20, scope
+                steps[scope] = await _vm_steps(
+                    conn, lambda scope=scope, middle=middle: boards.player_around(conn, scope, "wins", middle)
+                )
+    finally:
+        await database.dispose()
+    assert steps["w2026-11-30"] < 1.5 * steps["d2026-11-30"], steps
 
 
 async def _game_around_steps(directory: Path, tied: int) -> int:
