@@ -127,6 +127,7 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     Select,
+    Subquery,
     and_,
     bindparam,
     case,
@@ -750,8 +751,8 @@ def _keyset_ranges(keys: Sequence[Any], own: Sequence[Any], *, before: bool) -> 
 
     A row-value comparison with a subquery on its right bounds only the first column of SQLite's
     index range, the rest filtering row by row: each side walked every row tied with the own sort key
-    (9,000 players of a week share one win in one game at 1M games: 10 ms p99 around them). These
-    ranges bound every column.
+    (at 1M games, 9,000 of a week's players have one win in one game: the around read of that board
+    took 9.9 / 17.4 ms p50 / p99 on SQLite). These ranges bound every column.
     """
     ranges = []
     for index, (column, value) in enumerate(zip(keys, own, strict=True)):
@@ -768,7 +769,7 @@ def _side(
     limit: str,
     *,
     descending: bool,
-) -> Any:
+) -> Subquery:
     """The first ``:limit`` rows of the ranges together, going away from the own key."""
     order = [column.desc() if descending else column for column in board.keys]
     parts = union_all(
