@@ -87,9 +87,14 @@ changes bucket (bench/bench_leaderboard.py reports rows and bytes per finish). O
 locked from the finish's update to its commit, so finishes that touch the same bucket of the same
 scope (the all-time variant boards' popular move counts) commit one after another: at most one per
 commit latency (about 1,000/s for a 1 ms commit) for each such bucket, against about 80 finishes/s
-in all at 8,000 actions/s. No deadlock: a finish writes its rows in scope order, and a row only
-moves to a smaller bucket (a best only improves; a win count only grows, a zero-win key only
-shrinks). What would move that bound: count rows sharded by player (a shard in the key, a rank summing
+in all at 8,000 actions/s. No two finishes' moves wait on each other in a cycle: a finish writes
+its rows in scope order, and a row only moves one way: a best to a smaller bucket (it only
+improves), a players row by score to a smaller one, by wins to a bucket of more wins plus games (a
+game adds a game, a win one more; the win count's bucket of many games counts 32 games). One
+order is not kept: a row's insert counts its wins bucket before its score bucket, a move the other
+way round (PostgreSQL fires the two update triggers by name), so that an insert and a move of both
+in one scope could wait on each other, and PostgreSQL would abort one finish. Not seen, not changed
+here. What would move that bound: count rows sharded by player (a shard in the key, a rank summing
 that many times more rows). The rating board is not counted: a row per rated player of a variant,
 small; its rank is the plain count.
 
