@@ -27,7 +27,7 @@ def reads(conn: Connection) -> dict[str, tuple[Callable[[], object], Callable[[]
     """Per read: (built anew, template)."""
     board = boards._GAME_BOARD
     around = boards._around_read(board, SCOPE, "p1", 20)
-    rank = boards._rank_read(board, SCOPE, KEY)
+    rank = boards._rank_read(board, SCOPE, [KEY])
     page = boards._page_read(board, SCOPE, KEY, 21)
     return {
         "around": (
@@ -35,7 +35,7 @@ def reads(conn: Connection) -> dict[str, tuple[Callable[[], object], Callable[[]
             lambda: conn.execute(*around).all(),
         ),
         "rank": (
-            lambda: conn.execute(boards._rank_template(board, counted=True), rank[1]).all(),
+            lambda: conn.execute(boards._rank_template(board, "buckets"), rank[1]).all(),
             lambda: conn.execute(*rank).all(),
         ),
         "page after a cursor": (

@@ -39,6 +39,8 @@ Reading
 Every read walks the index ``(scope, sort_key, finished_at, game_id)`` (``(scope, wins_key|score_key,
 player_id)`` for players): a page is a keyset range after the last row's key, never an OFFSET. Only
 the first row of a page needs its rank: the ranks of the rest follow from their position on the page.
+The rows around a player are ranges bounded on every column of the key, so that they never walk the
+rows tied with the player's sort key (`_keyset_ranges`).
 
 Ranks
 -----
@@ -48,13 +50,19 @@ largest board (49,351 players) at 1M games (issue 23 item 4). So ``rank_buckets`
 scopes of ``board_bests`` and ``player_stats`` (board ``g``, ``w``, ``s``), how many rows have a key in
 each *bucket*, a fixed coarse function of the key (`bucket_floor`, the bucket's smallest key), and a
 rank is the sum of the buckets before the row's plus a count of its bucket's rows before it: one
-statement (`_rank_statement`), two short ranges. The buckets are chosen so that both ranges stay short
-on the largest boards (a few hundred buckets, a few thousand rows in the fullest):
+statement (`_rank_statement`), two short ranges. When the row's bucket holds its key alone
+(`bucket_is_the_key`), the rank and the ties before the row (for a page's places) are buckets' ``n``
+(`_key_bucket_counts`): the ties of that key are never counted row by row. The buckets are chosen so
+that both ranges stay short on the largest boards (a few hundred buckets, a few thousand rows in the
+fullest, and a bucket of its own for a key many rows share):
 
 - ``moves``: the won bit and the move count (``key >> 41``); ``time``: 8.2 s of duration (``>> 34``);
   game ``score`` and players ``score``: 8 points (``>> 3``);
-- players ``wins``: the win count (``>> 32``); with no win, the key itself (a bucket per games played:
-  the zero-win players of a day are many).
+- players ``wins``: the key itself when there is no win or fewer than 32 games: most of a day's or a
+  week's players have played a game or two and tie (at 1M games, 9,000 of the week's 32,600 players
+  have one win in one game, 7,500 no win in one game); with 32 games or more, the win count's keys
+  from 32 games (few players). At 1M games in bench_leaderboard: 569 buckets all time (the fullest
+  bucket of several keys 325 rows), 170 this week (3 rows), 57 today.
 
 Every scope is counted but the deal boards' day and week buckets (`is_counted`), whose rank stays
 the plain count: one deal's players of one day or week, few (a dozen a day per deal at 1M games in
@@ -63,25 +71,30 @@ writes there and the rows the pruner deletes (those buckets are most of what it 
 large exception, the daily deal's board of its day, holds that day's players of the daily: its count
 is as long as the daily board's, which is counted.
 
-They are kept where the rows change, by triggers (migration 4e7c2a9b5d18; its SQL computes the same
-buckets: change both together, with a migration that rebuilds the counts): a row inserted adds one to
-its bucket; a row whose key moves to another bucket takes one from the old and adds one to the new;
-a move within a bucket (most ``player_stats`` updates) writes nothing. Triggers see the true old and
-new key in the writer's transaction, which the upsert does not tell the application (PostgreSQL's ON
-CONFLICT DO UPDATE returns neither whether it changed the row nor the old key), so the counts are
-exact with any number of writers, and every path that writes the rows (migrations too) keeps them.
-Rows are deleted only by the pruner, a closed scope at a time, and it deletes the scope's counts with
-them (`server.storage.pruning`): no delete trigger, which would add a count update to each row
-deleted. A bucket left empty stays, ``n = 0``.
+They are kept where the rows change, by triggers (migration 4e7c2a9b5d18, and c30328233f01 for the
+players' wins buckets; their SQL computes the same buckets: change both together, with a migration
+that rebuilds the counts): a row inserted adds one to its bucket; a row whose key moves to another
+bucket takes one from the old and adds one to the new; a move within a bucket (most ``player_stats``
+updates) writes nothing. Triggers see the true old and new key in the writer's transaction, which
+the upsert does not tell the application (PostgreSQL's ON CONFLICT DO UPDATE returns neither whether
+it changed the row nor the old key), so the counts are exact with any number of writers, and every
+path that writes the rows (migrations too) keeps them. Rows are deleted only by the pruner, a closed
+scope at a time, and it deletes the scope's counts with them (`server.storage.pruning`): no delete
+trigger, which would add a count update to each row deleted. A bucket left empty stays, ``n = 0``.
 
 The cost: a finish writes one more row per counted summary row it inserts, two per improvement that
 changes bucket (bench/bench_leaderboard.py reports rows and bytes per finish). On PostgreSQL a bucket row is
 locked from the finish's update to its commit, so finishes that touch the same bucket of the same
 scope (the all-time variant boards' popular move counts) commit one after another: at most one per
 commit latency (about 1,000/s for a 1 ms commit) for each such bucket, against about 80 finishes/s
-in all at 8,000 actions/s. No deadlock: a finish writes its rows in scope order, and a row only
-moves to a smaller bucket (a best only improves; a win count only grows, a zero-win key only
-shrinks). What would move that bound: count rows sharded by player (a shard in the key, a rank summing
+in all at 8,000 actions/s. No two finishes' moves wait on each other in a cycle: a finish writes
+its rows in scope order, and a row only moves one way: a best to a smaller bucket (it only
+improves), a players row by score to a smaller one, by wins to a bucket of more wins plus games (a
+game adds a game, a win one more; the win count's bucket of many games counts 32 games). One
+order is not kept: a row's insert counts its wins bucket before its score bucket, a move the other
+way round (PostgreSQL fires the two update triggers by name), so that an insert and a move of both
+in one scope could wait on each other, and PostgreSQL would abort one finish. Not seen, not changed
+here. What would move that bound: count rows sharded by player (a shard in the key, a rank summing
 that many times more rows). The rating board is not counted: a row per rated player of a variant,
 small; its rank is the plain count.
 
@@ -119,6 +132,8 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     Select,
+    Subquery,
+    and_,
     bindparam,
     case,
     cast,
@@ -200,6 +215,9 @@ Counted = Literal["g", "w", "s"]
 _GAME_SHIFTS: Final[dict[GameOrder, int]] = {"moves": 41, "time": 34, "score": 3}
 _SCORE_SHIFT: Final = 3
 _NO_WINS: Final = _WON_CAP << 32  # the smallest wins_key of a player with no win
+#: Players with a win and fewer games than this have a bucket per key (per wins and games played); the
+#: wins buckets are fixed by the triggers of migration c30328233f01, likewise.
+_FEW_GAMES: Final = 32
 
 
 # --------------------------------------------------------------------------- keys and scopes
@@ -273,15 +291,16 @@ def is_counted(scope: str) -> bool:
 
 def bucket_floor(board: Counted, scope: str, key: int) -> int:
     """The smallest key of the bucket of ``key`` in ``rank_buckets`` (see "Ranks" above)."""
-    if board == "g":
-        shift = _GAME_SHIFTS[game_order_of(scope)]
-    elif board == "s":
-        shift = _SCORE_SHIFT
-    elif key >= _NO_WINS:
-        return key  # no win: a bucket per number of games played
-    else:
-        shift = 32  # the win count
+    if board == "w":  # the key, or the win count's keys of many games
+        return key if bucket_is_the_key(board, key) else key >> 32 << 32 | _FEW_GAMES
+    shift = _GAME_SHIFTS[game_order_of(scope)] if board == "g" else _SCORE_SHIFT
     return key >> shift << shift
+
+
+def bucket_is_the_key(board: Counted, key: int) -> bool:
+    """Whether the bucket of ``key`` holds that key alone: the players board's no-win keys and those of
+    fewer than `_FEW_GAMES` games, where most of its rows tie (see "Ranks" above)."""
+    return board == "w" and (key >= _NO_WINS or key & _PLAYED_CAP < _FEW_GAMES)
 
 
 def _utc_day(moment: dt.datetime) -> dt.date:
@@ -401,8 +420,13 @@ _Scope = str | int
 
 @dataclass(frozen=True, slots=True)
 class _Board:
-    """How to read one kind of board: its table, scope column, key columns (in order) and row select."""
+    """How to read one kind of board: its table, scope column, key columns (in order) and row select.
 
+    Its templates are found by ``name``: a copy that ranks by counting every row (``counted`` None,
+    bench/bench_rank_buckets.py's old way) finds its board's.
+    """
+
+    name: str
     scope: Any
     player: Any
     keys: tuple[Any, ...]
@@ -413,21 +437,32 @@ class _Board:
 
 
 _GAME_BOARD: Final = _Board(
+    "games",
     board_bests.c.scope,
     board_bests.c.player_id,
     (board_bests.c.sort_key, board_bests.c.finished_at, board_bests.c.game_id),
     "g",
 )
 _WINS_BOARD: Final = _Board(
-    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.wins_key, player_stats.c.player_id), "w"
+    "wins",
+    player_stats.c.scope,
+    player_stats.c.player_id,
+    (player_stats.c.wins_key, player_stats.c.player_id),
+    "w",
 )
 _SCORE_BOARD: Final = _Board(
-    player_stats.c.scope, player_stats.c.player_id, (player_stats.c.score_key, player_stats.c.player_id), "s"
+    "score",
+    player_stats.c.scope,
+    player_stats.c.player_id,
+    (player_stats.c.score_key, player_stats.c.player_id),
+    "s",
 )
 
 
 #: The rating board of a variant: best rating first (``sort_key`` is minus the shown rating), then by id.
-_RATING_BOARD: Final = _Board(ratings.c.cells, ratings.c.player_id, (ratings.c.sort_key, ratings.c.player_id))
+_RATING_BOARD: Final = _Board(
+    "rating", ratings.c.cells, ratings.c.player_id, (ratings.c.sort_key, ratings.c.player_id)
+)
 
 
 def _player_board(order: PlayerOrder) -> _Board:
@@ -517,17 +552,25 @@ def _page_read(board: _Board, scope: _Scope, after: Sequence[Any] | None, limit:
     return _PAGE_TEMPLATES[board, after is not None], parameters
 
 
-def _rank_template(board: _Board, *, counted: bool) -> Select[Any]:
+#: How a rank is counted (`_rank_read`): every row before it; a sum of the buckets before its bucket and
+#: a count within it; or, when its bucket is its key alone, buckets only.
+_RankWay = Literal["rows", "buckets", "key"]
+
+
+def _rank_template(board: _Board, way: _RankWay) -> Select[Any]:
     """(rows with a smaller sort key than ``:key``, rows with that sort key before the tiebreak
     ``:tie0…``) in the scope ``:scope``.
 
-    A counted one sums the ``rank_buckets`` before the bucket starting at ``:lo`` and counts the rows
-    of that bucket before the key; otherwise every row before it is counted.
+    ``buckets`` sums the ``rank_buckets`` before the bucket starting at ``:lo`` and counts the rows of
+    that bucket before the key; ``rows`` counts every row before it; ``key``, when the bucket holds the
+    key alone, reads both from buckets (`_key_bucket_counts`).
     """
     sort_key, *tiebreak = board.keys
     table = sort_key.table
     scope: BindParameter[Any] = bindparam("scope")
     key = bindparam("key", type_=BigInteger())
+    if way == "key":
+        return _key_bucket_counts(board, scope, key)
     tied_before = (
         select(func.count())
         .select_from(table)
@@ -537,11 +580,11 @@ def _rank_template(board: _Board, *, counted: bool) -> Select[Any]:
             tuple_(*tiebreak) < tuple_(*_key_parameters("tie", tiebreak)),
         )
     )
-    if not counted:
+    if way == "rows":
         smaller = select(func.count()).select_from(table).where(board.where_scope(scope), sort_key < key)
         return select(smaller.scalar_subquery(), tied_before.scalar_subquery())
     lo = bindparam("lo", type_=BigInteger())
-    buckets_before = select(cast(func.coalesce(func.sum(rank_buckets.c.n), 0), BigInteger)).where(
+    buckets_before = select(_sum(rank_buckets.c.n)).where(
         rank_buckets.c.scope == scope, rank_buckets.c.board == board.counted, rank_buckets.c.lo < lo
     )
     in_bucket = (
@@ -553,15 +596,43 @@ def _rank_template(board: _Board, *, counted: bool) -> Select[Any]:
     return select(smaller_sum, tied_before.scalar_subquery())
 
 
-def _rank_read(board: _Board, scope: _Scope, first: Sequence[Any]) -> _Bound:
-    """The rank statement of ``first`` (a row's key): counted boards sum ``rank_buckets``, the rating
-    board and the deal boards' day and week scopes count every row before it (see "Ranks" above)."""
-    parameters = {"scope": scope, "key": first[0], **_key_values("tie", first[1:])}
+def _key_bucket_counts(board: _Board, scope: BindParameter[Any], key: BindParameter[Any]) -> Select[Any]:
+    """`_rank_template`'s counts for the first row of a page, from the buckets up to ``:key``'s, which
+    holds that key alone: no count walks its ties.
+
+    The ties before the row are its key's count less the ties from it on the page (``:on_page``):
+    exact when another key follows them on the page, the only case where `_ranks` uses them (when the
+    whole page ties, its rows share the first row's rank).
+    """
+    buckets = rank_buckets.c
+    smaller, tied = (
+        case((condition, buckets.n), else_=0) for condition in (buckets.lo < key, buckets.lo == key)
+    )
+    return select(_sum(smaller), _sum(tied) - bindparam("on_page", type_=BigInteger())).where(
+        buckets.scope == scope, buckets.board == board.counted, buckets.lo <= key
+    )
+
+
+def _sum(counts: ColumnElement[Any]) -> ColumnElement[Any]:
+    """The sum of ``counts`` over the rows, 0 for none: a bigint on both (PostgreSQL sums to numeric)."""
+    return cast(func.coalesce(func.sum(counts), 0), BigInteger)
+
+
+def _rank_read(board: _Board, scope: _Scope, keys: Sequence[Sequence[Any]]) -> _Bound:
+    """The rank statement of ``keys[0]``, the first of a page's keys: counted boards sum
+    ``rank_buckets``, the rating board and the deal boards' day and week scopes count every row before
+    it (see "Ranks" above)."""
+    first = keys[0]
+    parameters = {"scope": scope, "key": first[0]}
+    if board.counted is not None and bucket_is_the_key(board.counted, first[0]):
+        on_page = next((index for index, key in enumerate(keys) if key[0] != first[0]), len(keys))
+        return _RANK_TEMPLATES[board.name, "key"], {**parameters, "on_page": on_page}
+    parameters.update(_key_values("tie", first[1:]))
     if board.counted is None or (board.counted == "g" and not is_counted(str(scope))):
-        return _RANK_TEMPLATES[board, False], parameters
+        return _RANK_TEMPLATES[board.name, "rows"], parameters
     assert isinstance(scope, str)
     parameters["lo"] = bucket_floor(board.counted, scope, first[0])
-    return _RANK_TEMPLATES[board, True], parameters
+    return _RANK_TEMPLATES[board.name, "buckets"], parameters
 
 
 async def _ranks(
@@ -570,7 +641,7 @@ async def _ranks(
     """Competition ranks of consecutive rows of a board, from one count query for the first row."""
     if not keys:
         return []
-    template, parameters = _rank_read(board, scope, keys[0])
+    template, parameters = _rank_read(board, scope, keys)
     counts: Any = (await conn.execute(template, parameters)).one()
     smaller, tied_before = counts
     ranks = [int(smaller) + 1]
@@ -663,34 +734,64 @@ def _around_template(board: _Board) -> Select[Any]:
     One statement, the own key a subquery of both sides: a read of the page around a player is two
     round trips (this, then the rank count) where it was four, and each costs the event loop a
     database call (issue 23 item 4: the around reads of the largest boards were the slowest reads).
-    Built once per board (`_AROUND_TEMPLATES`): building it anew took about 1.3 ms of the read's CPU,
-    more than the rank's count.
+    Each side is a union of index ranges (`_keyset_ranges`). Built once per board
+    (`_AROUND_TEMPLATES`): building it anew took about 1.3 ms of the read's CPU, more than the rank's
+    count.
     """
     scope: BindParameter[Any] = bindparam("scope")
     player: BindParameter[Any] = bindparam("player")
-    own = tuple_(
-        *(
-            select(key).where(board.where_scope(scope), board.player == player).scalar_subquery()
-            for key in board.keys
-        )
-    )
-    keys = tuple_(*board.keys)
-    before = (
-        _rows_statement(board, scope)
-        .where(keys < own)
-        .order_by(*(column.desc() for column in board.keys))
-        .limit(bindparam("before", type_=Integer))
-        .subquery()
-    )
-    after = (
-        _rows_statement(board, scope)
-        .where(keys >= own)
-        .order_by(*board.keys)
-        .limit(bindparam("after", type_=Integer))
-        .subquery()
-    )
+    own = [
+        select(key).where(board.where_scope(scope), board.player == player).scalar_subquery()
+        for key in board.keys
+    ]
+    before = _side(board, scope, _keyset_ranges(board.keys, own, before=True), "before", descending=True)
+    after = _side(board, scope, _keyset_ranges(board.keys, own, before=False), "after", descending=False)
     both = union_all(select(before), select(after)).subquery()
     return select(both).order_by(*(both.c[column.name] for column in board.keys))
+
+
+def _keyset_ranges(keys: Sequence[Any], own: Sequence[Any], *, before: bool) -> list[ColumnElement[bool]]:
+    """``keys < own`` (``before``) or ``keys >= own``, as one range per key column: the columns before
+    it equal to the own key's, it below (above) the own key's.
+
+    A row-value comparison with a subquery on its right bounds only the first column of SQLite's
+    index range, the rest filtering row by row: each side walked every row tied with the own sort key
+    (at 1M games, 9,000 of a week's players have one win in one game: the around read of that board
+    took 9.9 / 17.4 ms p50 / p99 on SQLite). These ranges bound every column.
+    """
+    ranges = []
+    for index, (column, value) in enumerate(zip(keys, own, strict=True)):
+        last = index == len(keys) - 1
+        bound = column < value if before else (column >= value if last else column > value)
+        ranges.append(and_(*(k == v for k, v in zip(keys[:index], own[:index], strict=True)), bound))
+    return ranges
+
+
+def _side(
+    board: _Board,
+    scope: BindParameter[Any],
+    ranges: Sequence[ColumnElement[bool]],
+    limit: str,
+    *,
+    descending: bool,
+) -> Subquery:
+    """The first ``:limit`` rows of the ranges together, going away from the own key."""
+    order = [column.desc() if descending else column for column in board.keys]
+    parts = union_all(
+        *(
+            select(
+                _rows_statement(board, scope)
+                .where(keys)
+                .order_by(*order)
+                .limit(bindparam(limit, type_=Integer))
+                .subquery()
+            )
+            for keys in ranges
+        )
+    ).subquery()
+    columns = [parts.c[column.name] for column in board.keys]
+    ordered = [column.desc() if descending else column for column in columns]
+    return select(parts).order_by(*ordered).limit(bindparam(limit, type_=Integer)).subquery()
 
 
 def _around_read(board: _Board, scope: _Scope, player_id: str, limit: int) -> _Bound:
@@ -703,10 +804,10 @@ _PAGE_TEMPLATES: Final = {
     (board, after): _page_template(board, after=after) for board in _BOARDS for after in (False, True)
 }
 _RANK_TEMPLATES: Final = {
-    (board, counted): _rank_template(board, counted=counted)
+    (board.name, way): _rank_template(board, way)
     for board in _BOARDS
-    for counted in (False, True)
-    if board.counted is not None or not counted
+    for way in ("rows", "buckets", "key")
+    if board.counted is not None or way == "rows"
 }
 _AROUND_TEMPLATES: Final = {board: _around_template(board) for board in _BOARDS}
 
@@ -718,7 +819,7 @@ def _bound(read: _Bound) -> Select[Any]:
 
 
 def _rank_statement(board: _Board, scope: _Scope, first: Sequence[Any]) -> Select[Any]:
-    return _bound(_rank_read(board, scope, first))
+    return _bound(_rank_read(board, scope, [first]))
 
 
 def _around_statement(board: _Board, scope: _Scope, player_id: str, limit: int) -> Select[Any]:

@@ -374,6 +374,7 @@ def test_players_bot_starts_false_and_the_downgrade_makes_bots_people(empty_data
 # Revision 4e7c2a9b5d18: rank_buckets, counts of the boards' rows by key bucket, kept by triggers ---------
 
 BEFORE_RANK_BUCKETS = "8f3a6c1d2e90"
+RANK_BUCKETS = "4e7c2a9b5d18"
 #: (scope, player, sort_key): keys on both sides of a bucket's edge, in each order and for bots.
 BESTS = [
     ("V/8/m/a", "p", 7 << 41 | 5),
@@ -461,7 +462,7 @@ def test_rank_buckets_are_backfilled_kept_by_triggers_and_dropped(empty_database
     command.upgrade(_alembic_config(url), BEFORE_RANK_BUCKETS)
     run_on(url, seed_boards)
 
-    upgrade_to_head(url)
+    command.upgrade(_alembic_config(url), RANK_BUCKETS)
     assert run_on(url, counts) == BACKFILLED
     run_on(url, improve_and_add)
     after = dict(BACKFILLED)
@@ -473,10 +474,66 @@ def test_rank_buckets_are_backfilled_kept_by_triggers_and_dropped(empty_database
     command.downgrade(_alembic_config(url), BEFORE_RANK_BUCKETS)
     assert "rank_buckets" not in run_on(url, table_names)
     run_on(url, seed_more)  # no trigger left
-    upgrade_to_head(url)
+    command.upgrade(_alembic_config(url), RANK_BUCKETS)
     rebuilt = dict(after)
     rebuilt["V/8/m/a", "g", 9 << 41] = 2
     assert run_on(url, counts) == rebuilt
+
+
+# Revision c30328233f01: a wins bucket per key for players of fewer than 32 games ---------------------
+
+NO_WINS = (2**31 - 1) << 32
+
+
+def wins_counts(connection: Connection) -> dict[int, int]:
+    """The players board's wins buckets of scope ``a`` that count a row."""
+    return {lo: n for (_, board, lo), n in counts(connection).items() if board == "w"}
+
+
+def add_stats(player: str, wins_key: int) -> Any:
+    def add(connection: Connection) -> None:
+        values = {"played": 1, "won": 0, "best_score": 0, "wins_key": wins_key, "score_key": 0}
+        connection.execute(insert(player_stats).values(scope="a", player_id=player, **values))
+        connection.commit()
+
+    return add
+
+
+def play_many_games(connection: Connection) -> None:
+    """p from 9 games to 39: from its key's bucket to its win count's bucket of many games."""
+    connection.execute(
+        update(player_stats).where(player_stats.c.player_id == "p").values(wins_key=5 << 32 | 39)
+    )
+    connection.commit()
+
+
+def test_wins_buckets_of_few_games_are_a_key_each_and_the_downgrade_merges_them(
+    empty_database_url: str,
+) -> None:
+    url = empty_database_url
+    command.upgrade(_alembic_config(url), RANK_BUCKETS)
+    run_on(url, seed_boards)
+
+    upgrade_to_head(url)
+    assert run_on(url, wins_counts) == {5 << 32 | 9: 1, 5 << 32 | 12: 1, NO_WINS | 3: 1}
+    assert {key: n for key, n in run_on(url, counts).items() if key[1] != "w"} == {
+        key: n for key, n in BACKFILLED.items() if key[1] != "w"
+    }
+    run_on(url, add_stats("s", 5 << 32 | 40))  # the triggers: a row of many games, a row moving there
+    run_on(url, play_many_games)
+    assert run_on(url, wins_counts) == {5 << 32 | 12: 1, 5 << 32 | 32: 2, NO_WINS | 3: 1}
+
+    command.downgrade(_alembic_config(url), RANK_BUCKETS)
+    assert run_on(url, wins_counts) == {5 << 32: 3, NO_WINS | 3: 1}
+    run_on(url, add_stats("t", 5 << 32 | 3))  # counted by the older triggers, by its win count
+    assert run_on(url, wins_counts) == {5 << 32: 4, NO_WINS | 3: 1}
+    upgrade_to_head(url)
+    assert run_on(url, wins_counts) == {
+        5 << 32 | 3: 1,
+        5 << 32 | 12: 1,
+        5 << 32 | 32: 2,
+        NO_WINS | 3: 1,
+    }
 
 
 def seed_more(connection: Connection) -> None:
