@@ -59,10 +59,13 @@ def _add(board: str, lo: str) -> str:
 
 def _bodies(lo: Lo) -> tuple[str, str, str]:
     """(the move's condition, the move's statements, the insert's statements) of 4e7c2a9b5d18's
-    ``player_stats`` triggers, with the wins bucket ``lo``."""
+    ``player_stats`` triggers, with the wins bucket ``lo`` (and the insert's two counts in the order
+    the moves take them)."""
     moved = f"TRUE AND (OLD.scope <> NEW.scope OR {lo('OLD')} <> {lo('NEW')})"
     take = f"UPDATE rank_buckets SET n = n - 1 WHERE scope = OLD.scope AND board = 'w' AND lo = {lo('OLD')};"
-    inserted = f"{_add('w', lo('NEW'))} {_add('s', '((NEW.score_key >> 3) << 3)')}"
+    # the score bucket before the wins bucket, as the update triggers take them (PostgreSQL fires
+    # tr_player_stats_s_moved before tr_player_stats_w_moved, by name): one lock order, no cycle
+    inserted = f"{_add('s', '((NEW.score_key >> 3) << 3)')} {_add('w', lo('NEW'))}"
     return moved, f"{take} {_add('w', lo('NEW'))}", inserted
 
 

@@ -90,11 +90,11 @@ commit latency (about 1,000/s for a 1 ms commit) for each such bucket, against a
 in all at 8,000 actions/s. No two finishes' moves wait on each other in a cycle: a finish writes
 its rows in scope order, and a row only moves one way: a best to a smaller bucket (it only
 improves), a players row by score to a smaller one, by wins to a bucket of more wins plus games (a
-game adds a game, a win one more; the win count's bucket of many games counts 32 games). One
-order is not kept: a row's insert counts its wins bucket before its score bucket, a move the other
-way round (PostgreSQL fires the two update triggers by name), so that an insert and a move of both
-in one scope could wait on each other, and PostgreSQL would abort one finish. Not seen, not changed
-here. What would move that bound: count rows sharded by player (a shard in the key, a rank summing
+game adds a game, a win one more; the win count's bucket of many games counts 32 games); and within
+a row, its insert counts its score bucket before its wins bucket, as its moves do (PostgreSQL fires
+the two update triggers by name: ``s`` before ``w``; until revision c30328233f01 the insert took
+them the other way round, so that an insert and a move in one scope could wait on each other).
+What would move that bound: count rows sharded by player (a shard in the key, a rank summing
 that many times more rows). The rating board is not counted: a row per rated player of a variant,
 small; its rank is the plain count.
 

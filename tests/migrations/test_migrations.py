@@ -536,6 +536,28 @@ def test_wins_buckets_of_few_games_are_a_key_each_and_the_downgrade_merges_them(
     }
 
 
+def player_stats_insert_body(connection: Connection) -> str:
+    """The statements ``player_stats``' insert trigger runs (SQLite: the trigger; PostgreSQL: its
+    function)."""
+    if connection.dialect.name == "sqlite":
+        query = "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'tr_player_stats_counted'"
+    else:
+        query = "SELECT pg_get_functiondef('rank_buckets_player_stats_counted'::regproc)"
+    return str(connection.exec_driver_sql(query).scalar_one())
+
+
+def test_a_players_row_takes_its_score_bucket_before_its_wins_bucket_on_insert_as_its_moves_do(
+    empty_database_url: str,
+) -> None:
+    """One lock order on the buckets: PostgreSQL fires the update triggers by name (score, then
+    wins), so an insert that counted its wins bucket first could wait on a move in the same scope
+    that waits on it, and one of the two finishes would be aborted as a deadlock."""
+    upgrade_to_head(empty_database_url)
+    body = run_on(empty_database_url, player_stats_insert_body)
+    assert body.index("'s'") < body.index("'w'"), body
+    assert "tr_player_stats_s_moved" < "tr_player_stats_w_moved"
+
+
 def seed_more(connection: Connection) -> None:
     """A row written by the older schema: no trigger may fire (the table is gone)."""
     connection.execute(
