@@ -263,15 +263,16 @@ class App:
         return self.settings.port if port is None else port
 
     async def shutdown(self) -> None:
-        """Stop accepting, let in-flight actions commit, close every connection with 1001."""
+        """Stop accepting, let in-flight actions commit, close every connection with 1001. No new
+        request is served from its first step (draining), even while the background tasks end."""
         self.server.stop_accepting()
+        self.connections.draining = True
         background = (self.sweeper, self.expirer, self.pruner)
         for task in background:
             task.cancel()
         # Ended before the database closes: a task cancelled mid-statement finishes closing its
         # connection first (a prune under way took a moment, and the database was disposed under it).
         await asyncio.gather(*background, return_exceptions=True)
-        self.connections.draining = True
         await self.connections.wait_idle(self.settings.shutdown_grace)
         await self.server.close_all(1001, "the server is shutting down")
         await self.services.stop()
