@@ -617,3 +617,38 @@ async def test_an_address_s_connections_share_one_frame_budget(database_url: str
         assert len(closed) >= 4  # until the rest (at most 2 x 12 a second) fit in the 30 a second
         assert not any(reply.get("code") == "rate_limited" for reply in replies[-1])
         assert lone.ws.close_code == 1000
+
+
+async def test_a_newcomer_s_hello_on_an_address_in_debt_is_refused_rate_limited_not_closed(
+    database_url: str,
+) -> None:
+    """A connection with no valid request yet is closed 1008 at the first frame its own bucket
+    refuses (a flood of tiny frames, issue 20), but not when the address's shared budget refuses
+    it: a player opening a tab behind a busy address gets ``rate_limited`` for its ``hello``, may
+    send it again, and its address is not penalised."""
+    # a slow refill (the address: 3 a second, 30 at once), so that no load on the machine refills
+    # the budget while the crowd drains it
+    limits = {"rate_per_second": 2.0, "rate_burst": 20, "address_frame_share": 1.5}
+    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", **limits) as app:
+        url = serverutil.ws_url(app)
+        crowd = [
+            await WsClient.open(url, sock=serverutil.socket_from("127.0.0.3", app.port)) for _ in range(3)
+        ]
+        for client in crowd:
+            await client.hello()
+        for client in crowd[:2]:  # 38 frames against the address's 30 left: the budget in debt
+            for index in range(19):
+                await client.send({"type": "live", "id": 100 + index})
+        refused = 0
+        for client in crowd[:2]:
+            for _ in range(19):
+                refused += (await client.recv()).get("code") == "rate_limited"
+        assert refused >= 5  # the shared budget refused some: it is in debt now
+        newcomer = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.3", app.port))
+        reply = await newcomer.request("hello", protocol=1)
+        assert (reply["type"], reply.get("code")) == ("error", "rate_limited"), reply
+        await asyncio.sleep(1)  # the budget refills a little
+        assert (await newcomer.request("hello", protocol=1))["type"] == "welcome"
+        assert app.metrics.errors.labels("flooding")._value.get() == 0
+        for client in [*crowd, newcomer]:
+            await client.close()
