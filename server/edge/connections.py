@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 _ACTIONS = frozenset({"move", "tap", "auto", "undo"})
 _MSGPACK = protocol.Subprotocol.MSGPACK
+READ_BEFORE_IDLE_CLOSE = 0.001
+"""Seconds the idle sweep waits before it closes the silent: a timer, so the loop polls the sockets
+in between and a frame that arrived meanwhile counts."""
 REQUESTS_BEFORE_HELLO = 8
 """Requests other than ``hello`` a connection may send before it says hello, each answered
 ``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
@@ -244,12 +247,25 @@ class Connections:
         while True:
             await asyncio.sleep(max(idle / 4, 0.05))
             deadline = time.monotonic() - idle
-            for client in [client for client in self.clients if client.last_seen < deadline]:
+            if not self._silent_since(deadline):
+                continue
+            # What came in while the loop was held (a collector's pass, a starved CPU) is read first:
+            # a sweep run in the same turn as the stall's end would take unread pings for silence.
+            await asyncio.sleep(READ_BEFORE_IDLE_CLOSE)
+            for client in self._silent_since(deadline):
+                client.touch(float("inf"))  # one close per client, however long it takes
                 connection: WebSocketConnection = client.transport
-                client.touch(max(client.last_seen, connection.last_frame_at))
-                if client.last_seen < deadline:
-                    client.touch(float("inf"))  # one close per client, however long it takes
-                    connection.close(1000, "idle timeout")
+                connection.close(1000, "idle timeout")
+
+    def _silent_since(self, deadline: float) -> list[Session]:
+        """The clients with no frame read and no push sent since ``deadline``."""
+        silent = []
+        for client in [client for client in self.clients if client.last_seen < deadline]:
+            connection: WebSocketConnection = client.transport
+            client.touch(max(client.last_seen, connection.last_frame_at))
+            if client.last_seen < deadline:
+                silent.append(client)
+        return silent
 
     async def wait_idle(self, timeout: float) -> None:
         """Wait until no request is being served (bounded by ``timeout``)."""
