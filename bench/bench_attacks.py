@@ -409,6 +409,11 @@ def _masked(opcode: Opcode, payload: bytes, *, fin: bool = True) -> bytes:
     return Frame(opcode, payload, fin).serialize(mask=True)
 
 
+#: What the ``tiny`` attack writes at a time: 256 KiB of 7-byte frames, each an empty map (an invalid
+#: message).
+TINY_WRITE = _masked(Opcode.BINARY, b"\x80") * (256 * 1024 // 7)
+
+
 async def _raw_flooder(
     url: str, tally: Tally, data: bytes, until: float, addresses: Iterator[str], *, reads: bool
 ) -> None:
@@ -659,9 +664,8 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
     elif name == "deafreplies":
         tasks = [_deaf_player(url, tally, until) for _ in range(CONNECTIONS)]
     elif name == "tiny":
-        tiny = _masked(Opcode.BINARY, b"\x80") * (256 * 1024 // 7)  # an empty map: a 7-byte frame
         tasks = [
-            _raw_flooder(url, tally, tiny, until, _botnet_addresses(10_000 * n), reads=True)
+            _raw_flooder(url, tally, TINY_WRITE, until, _botnet_addresses(10_000 * n), reads=True)
             for n in range(CONNECTIONS)
         ]
     elif name == "fragments":

@@ -30,10 +30,17 @@ from pathlib import Path
 import msgpack  # type: ignore[import-untyped]
 from websockets.frames import Opcode
 
-from bench.bench_attacks import DEFAULT_LIMITS, Tally, _botnet_addresses, _drain_raw, _masked, _raw_socket
+from bench.bench_attacks import (
+    DEFAULT_LIMITS,
+    TINY_WRITE,
+    Tally,
+    _botnet_addresses,
+    _drain_raw,
+    _masked,
+    _raw_socket,
+)
 from bench.bench_load import cpu_seconds, start_target, stop_process
 
-TINY = _masked(Opcode.BINARY, b"\x80") * (256 * 1024 // 7)  # an empty map: a 7-byte frame
 HELLO = _masked(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
 WARM_UP = 3  # connections before the count (first-use costs)
 
@@ -47,7 +54,7 @@ async def _flooder(url: str, address: str, tally: Tally, hello: bool) -> None:
     drained = asyncio.create_task(_drain_raw(reader, tally))
     with contextlib.suppress(ConnectionError, RuntimeError):
         while not drained.done() and not writer.is_closing():
-            writer.write(TINY)
+            writer.write(TINY_WRITE)
             drain = asyncio.ensure_future(writer.drain())
             await asyncio.wait([drain, drained], return_when=asyncio.FIRST_COMPLETED)
             if not drain.done():  # closed while the server no longer reads

@@ -807,8 +807,10 @@ _RANK_TEMPLATES: Final = {
     (board.name, way): _rank_template(board, way)
     for board in _BOARDS
     for way in ("rows", "buckets", "key")
-    if board.counted is not None or way == "rows"
+    if way == "rows" or (board.counted is not None and (way == "buckets" or board.counted == "w"))
 }
+"""Every board ranks by rows; a counted one by buckets too; the wins board, whose buckets may be a key
+alone (`bucket_is_the_key`), by the key's bucket too."""
 _AROUND_TEMPLATES: Final = {board: _around_template(board) for board in _BOARDS}
 
 
