@@ -47,7 +47,7 @@ import os
 import socket
 import struct
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, cast
 
 from websockets.datastructures import Headers
@@ -164,15 +164,38 @@ def wire_frame(message: bytes | str) -> bytes:
     return _HEAD_64.pack(first, 127, size) + payload
 
 
-def _select_subprotocol(_: ServerProtocol, offered: list[Subprotocol]) -> Subprotocol | None:
-    """msgpack (and no header) when the client offers nothing; else the first of ours it offers;
-    else refuse the handshake (HTTP 400)."""
-    if not offered:
-        return None
-    chosen = protocol.select_subprotocol(offered)
-    if chosen is None:
-        raise NegotiationError(f"unsupported subprotocol; offer one of {', '.join(_SUBPROTOCOLS)}")
-    return Subprotocol(chosen.value)
+class _ServerProtocol(ServerProtocol):
+    """websockets' server side, choosing our subprotocol.
+
+    By a method of a subclass, not websockets' ``select_subprotocol`` argument: that one is bound to
+    each protocol object in a field of its own, a reference cycle. A closed connection's objects must
+    be freed by reference counting (`_break_cycles` for the other cycles): under a botnet's churn,
+    thousands of them a second left to the cyclic collector made full passes of 38-52 ms on the
+    event loop, which held every player (issue 20)."""
+
+    def select_subprotocol(self, subprotocols: Sequence[Subprotocol]) -> Subprotocol | None:
+        """msgpack (and no header) when the client offers nothing; else the first of ours it offers;
+        else refuse the handshake (HTTP 400)."""
+        if not subprotocols:
+            return None
+        chosen = protocol.select_subprotocol(subprotocols)
+        if chosen is None:
+            raise NegotiationError(f"unsupported subprotocol; offer one of {', '.join(_SUBPROTOCOLS)}")
+        return Subprotocol(chosen.value)
+
+
+def _break_cycles(ws: ServerProtocol) -> None:
+    """Break the reference cycles websockets leaves in a protocol object whose connection is gone,
+    so that reference counting frees the connection's objects at once (see `_ServerProtocol`).
+
+    Its parser is a generator whose suspended frame holds the protocol: it is closed. Why the
+    handshake or the parser failed is kept (in the request too) with a traceback whose frames hold
+    the protocol, the request and the exception itself: the tracebacks are dropped."""
+    ws.parser.close()
+    for failure in (ws.handshake_exc, ws.parser_exc):
+        if failure is not None:
+            failure.__traceback__ = None
+    ws.handshake_exc = ws.parser_exc = None
 
 
 def _parser_between_frames(protocol: ServerProtocol) -> bool:
@@ -433,11 +456,7 @@ class WebSocketConnection(asyncio.Protocol):
                 self._head = data
                 return
             self._head = b""
-            self._protocol = ServerProtocol(
-                subprotocols=_SUBPROTOCOLS,
-                select_subprotocol=_select_subprotocol,  # type: ignore[arg-type]
-                max_size=self._server.max_size,
-            )
+            self._protocol = _ServerProtocol(subprotocols=_SUBPROTOCOLS, max_size=self._server.max_size)
         if self._unparsed:  # reading pauses while a rest waits; a read that comes anyway follows it
             data = self._unparsed[self._unparsed_at :] + data
         self._parse(data)
@@ -616,6 +635,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._outgoing.clear()
         self._unparsed = b""
         self._drop_fragments()
+        if self._protocol is not None:
+            _break_cycles(self._protocol)
         if self._http_task is not None:
             self._http_task.cancel()
         if self._counted:

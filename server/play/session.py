@@ -11,9 +11,7 @@ longer counts, and the session drops it then.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import protocol
 from server.play.commands import Unfollow
@@ -42,8 +40,6 @@ class Session:
         "last_seen",
         "player",
         "request",
-        "respond",
-        "serve",
         "started",
         "subprotocol",
         "transport",
@@ -68,16 +64,25 @@ class Session:
         # `respond` answers. Kept here, not in a closure made per request.
         self.request: Any = None
         self.started = 0.0
-        # The transport's Channel.serve: a message of the connection, whole (``within_rate`` False:
-        # its frame found the rate exceeded); the next one comes once this one is answered. And the
-        # handler's ``respond`` to the request being served. Both bound to the host once, not per message.
-        self.serve: Callable[[bytes | str, bool], None] = _no_host
-        self.respond: Callable[[Any], None] = _no_host
-        if host is not None:
-            self.serve = partial(host.serve, self)
-            self.respond = partial(host.answer, self)
 
-    # The transport's Channel (and ``serve`` above)
+    # The transport's Channel
+
+    def serve(self, message: bytes | str, within_rate: bool) -> None:
+        """A message of the connection, whole (``within_rate`` False: its frame found the rate
+        exceeded); the next one comes once this one is answered.
+
+        A method, not the host's method bound to the session once (a ``partial`` in a field): that
+        made a reference cycle, and every closed connection's objects waited for the cyclic
+        collector, whose full passes then held the event loop for tens of ms (issue 20, botnet)."""
+        if self._host is None:
+            _no_host()
+        self._host.serve(self, message, within_rate)
+
+    def respond(self, outcome: Any) -> None:
+        """The handler's answer to the request being served."""
+        if self._host is None:
+            _no_host()
+        self._host.answer(self, outcome)
 
     def closed(self) -> None:
         """The connection is gone: let go of everything."""
@@ -130,5 +135,5 @@ class Session:
             self.unfollow(game_id)
 
 
-def _no_host(*_: object) -> None:
+def _no_host() -> NoReturn:
     raise AssertionError("a session without a host serves no connection")
