@@ -37,6 +37,8 @@ process running for the same window:
 - ``fragments``: 348 connections each trying to hold a 60 KB fragmented message it never finishes;
 - ``addresses``: 199 source addresses (127.0.x.y) each playing like the bystander (a player of its
   own, move/undo round trips at up to 100 a second): a crowd that no per-address limit tells apart;
+  ``--target echo --attacks calm,addresses`` runs the same crowd against ``bench.echo_server``, which
+  does nothing but answer: the row the machine itself sets, to read the server's row against;
 - ``halfopen``: 150 addresses x 25 sockets that connect and never finish their handshake (each a
   few bytes of a request, reconnecting when dropped), while 34 new clients, each from an address of
   its own, try to connect and play: the attacker reports how many got in. 3,750 sockets fill the
@@ -132,6 +134,8 @@ ATTACKS = (
     "hints",
 )
 CROWD = 199  # the addresses attack
+#: The attacks the echo server (``--target echo``) can stand for the server in: they only play.
+ECHO_ATTACKS = ("calm", "addresses")
 HALF_OPEN_ADDRESSES, HALF_OPEN_PER_ADDRESS, NEWCOMERS = 150, 25, 34
 
 
@@ -771,6 +775,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="command in place of `python -m server` (e.g. `python -m bench.sampled_server REPORT`)",
     )
     parser.add_argument(
+        "--target",
+        choices=("server", "echo"),
+        default="server",
+        help="what is attacked: `eightoff serve`, or the load bench's echo server (bench.echo_server: "
+        "no game, no database, no limits), for the attacks that only play (calm, addresses[:N]): "
+        "the same crowd against the floor a Python websockets server sets on this machine",
+    )
+    parser.add_argument(
         "--attacker-nice",
         type=int,
         default=10,
@@ -783,12 +795,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown |= {name for name in names if ":" in name and not name.startswith("addresses:")}
     if unknown:
         parser.error(f"unknown attacks: {', '.join(sorted(unknown))}")
+    if args.target == "echo" and any(name.partition(":")[0] not in ECHO_ATTACKS for name in names):
+        parser.error(f"the echo only answers the attacks that play: {', '.join(ECHO_ATTACKS)}")
     if "calm" not in names:
         names.insert(0, "calm")
     rows = []
     with tempfile.TemporaryDirectory(prefix="eightoff-attacks-") as workdir:
         target = start_target(
-            "server", Path(workdir), args.server_launcher, extra=f"{DEFAULT_LIMITS} {args.server_args}"
+            args.target, Path(workdir), args.server_launcher, extra=f"{DEFAULT_LIMITS} {args.server_args}"
         )
         try:
             for name in names:
