@@ -27,6 +27,9 @@ The compaction's variants, against ``current``:
   the whole journal, committed with a flush of its own; ``whole journal at NORMAL``: the same without.
 - ``slices at FULL``: ``current``'s slices committed with a flush of their own.
 - ``slices of N``: slices every N rows instead.
+- ``current, no flush``: ``current`` at ``synchronous=OFF`` (not durable: no ``fdatasync``): what the
+  flush of each commit costs the writer's CPU, the waking after it included (the floor of issue 23's
+  item 2: per commit, whatever the rows).
 
 Variants of the actions table (before the journal), one change each against ``actions table``:
 
@@ -374,7 +377,15 @@ def variants() -> list[Variant]:
                 compact=functools.partial(compact_journal, level=2),
                 slice_rows=rows,
             )
-            for rows in (256, 1024, 2048)
+            for rows in (256, 1024, 2048, 4096)
+        ),
+        Variant(
+            "current, no flush",
+            revision="head",
+            append=_append,
+            compact=functools.partial(compact_journal, level=0),
+            slice_rows=JOURNAL_ROWS_PER_SLICE,
+            pragmas=("PRAGMA synchronous=OFF",),
         ),
         Variant("executemany", append=_append_executemany),
         Variant("multi-row, journal on disk", pragmas=("PRAGMA temp_store=DEFAULT",)),
