@@ -635,8 +635,6 @@ class WebSocketConnection(asyncio.Protocol):
         self._outgoing.clear()
         self._unparsed = b""
         self._drop_fragments()
-        if self._protocol is not None:
-            _break_cycles(self._protocol)
         if self._http_task is not None:
             self._http_task.cancel()
         if self._counted:
@@ -651,6 +649,8 @@ class WebSocketConnection(asyncio.Protocol):
                 channel.closed()
         finally:
             self._server.forget(self)
+            if self._protocol is not None:
+                _break_cycles(self._protocol)
 
     # Sending
 
