@@ -96,7 +96,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -351,15 +351,16 @@ def _compact_slice_flushed(conn: sqlite3.Connection, rows: int | None = None) ->
 
 def variants() -> list[Variant]:
     no_autocheckpoint = ("PRAGMA wal_autocheckpoint=0",)
+    current = Variant(
+        "current",
+        revision="head",
+        append=_append,
+        compact=functools.partial(compact_journal, level=2),
+        slice_rows=JOURNAL_ROWS_PER_SLICE,
+    )
     return [
         Variant("actions table"),
-        Variant(
-            "current",
-            revision="head",
-            append=_append,
-            compact=functools.partial(compact_journal, level=2),
-            slice_rows=JOURNAL_ROWS_PER_SLICE,
-        ),
+        current,
         Variant("whole journal at FULL", revision="head", append=_append, compact=_compact_all_flushed),
         Variant("whole journal at NORMAL", revision="head", append=_append, compact=compact_journal),
         Variant(
@@ -379,12 +380,10 @@ def variants() -> list[Variant]:
             )
             for rows in (256, 1024, 2048, 4096)
         ),
-        Variant(
-            "current, no flush",
-            revision="head",
-            append=_append,
+        replace(
+            current,
+            name="current, no flush",
             compact=functools.partial(compact_journal, level=0),
-            slice_rows=JOURNAL_ROWS_PER_SLICE,
             pragmas=("PRAGMA synchronous=OFF",),
         ),
         Variant("executemany", append=_append_executemany),
