@@ -443,20 +443,16 @@ _GAME_BOARD: Final = _Board(
     (board_bests.c.sort_key, board_bests.c.finished_at, board_bests.c.game_id),
     "g",
 )
-_WINS_BOARD: Final = _Board(
-    "wins",
-    player_stats.c.scope,
-    player_stats.c.player_id,
-    (player_stats.c.wins_key, player_stats.c.player_id),
-    "w",
-)
-_SCORE_BOARD: Final = _Board(
-    "score",
-    player_stats.c.scope,
-    player_stats.c.player_id,
-    (player_stats.c.score_key, player_stats.c.player_id),
-    "s",
-)
+
+
+def _players_board(order: PlayerOrder, sort_key: Any, counted: Counted) -> _Board:
+    """A players board of ``player_stats``: by ``sort_key``, then by player."""
+    stats = player_stats.c
+    return _Board(order, stats.scope, stats.player_id, (sort_key, stats.player_id), counted)
+
+
+_WINS_BOARD: Final = _players_board("wins", player_stats.c.wins_key, "w")
+_SCORE_BOARD: Final = _players_board("score", player_stats.c.score_key, "s")
 
 
 #: The rating board of a variant: best rating first (``sort_key`` is minus the shown rating), then by id.
