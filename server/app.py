@@ -281,7 +281,7 @@ class App:
 def _connection_gate(settings: Settings) -> ConnectionGate:
     """The connection caps, the global one lowered to fit the open-files limit (the accept loop
     stalls past it), the new connections and page requests per address, the proxies trusted to name
-    their clients and the frame budget per address."""
+    their clients, the frame budget per address and the network an IPv6 address is counted by."""
     budget = open_files_budget()
     total = settings.max_connections
     if total > budget:
@@ -304,6 +304,7 @@ def _connection_gate(settings: Settings) -> ConnectionGate:
         arrivals,
         pages=pages,
         frames=frames,
+        ipv6_prefix=settings.ipv6_prefix,
     )
 
 

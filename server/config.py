@@ -294,6 +294,14 @@ class Settings:
             "check": _parses(TrustedProxies.parse),
         },
     )
+    ipv6_prefix: int = field(
+        default=64,
+        metadata={
+            "help": "the per-address limits count an IPv6 client by its network of this many bits (one "
+            "subscriber holds a /64 at least; 128: each address alone); IPv4 clients by their address",
+            "check": _between(1, 128),
+        },
+    )
     origins: str = field(
         default="self,none",
         metadata={

@@ -55,6 +55,7 @@ __all__ = [
     "ThrottledLog",
     "TrustedProxies",
     "open_files_budget",
+    "source_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,32 @@ class ThrottledLog:
         more = f" ({skipped} more since the last line)" if skipped else ""
         logger.warning("%s: %s%s", reason, detail, more)
         return True
+
+
+def source_key(address: str, ipv6_prefix: int = 64) -> str:
+    """What the per-address limits count ``address`` under: an IPv4 address itself (an IPv4-mapped
+    IPv6 one as its IPv4 address, as a dual-stack socket names IPv4 peers), an IPv6 address its
+    network of ``ipv6_prefix`` bits, and anything else (a proxy's garbled header) itself.
+
+    One IPv6 subscriber holds a /64 at least, 2**64 addresses: counted by address, one machine could
+    connect from a new address each time, as the botnet attack does, and pass every per-address limit.
+    """
+    if ":" not in address:
+        return address  # IPv4: nothing to parse on the accept path
+    return _ipv6_key(address, ipv6_prefix)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ipv6_key(address: str, prefix: int) -> str:
+    try:
+        parsed = ipaddress.IPv6Address(address)
+    except ValueError:
+        return address
+    if parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    host_bits = 128 - prefix
+    network = int(parsed) >> host_bits << host_bits  # the zone (%eth0) of a link-local address dropped
+    return str(ipaddress.IPv6Network((network, prefix)))
 
 
 @dataclass(slots=True)
@@ -257,17 +284,20 @@ class ConnectionGate:
         *,
         pages: BucketsByKey | None = None,
         frames: AddressBudget | None = None,
+        ipv6_prefix: int = 64,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``arrivals``: new connections per address (None: any number); ``pages``: requests per
         address answered from memory whose connections are not counted in ``arrivals`` (None: every
-        connection counts); ``frames``: the frame budget an address's connections share (None: none)."""
+        connection counts); ``frames``: the frame budget an address's connections share (None: none);
+        ``ipv6_prefix``: the network an IPv6 address is counted by (``source_key``)."""
         self.caps = caps
         self.proxies = proxies
         self._log = log
         self._arrivals = arrivals
         self._pages = pages
         self._frames = frames
+        self._ipv6_prefix = ipv6_prefix
         self._clock = clock
         self._lingering = 0
         self._half_open: dict[HalfOpen, str] = {}  # their addresses, oldest first
@@ -292,23 +322,30 @@ class ConnectionGate:
             return None
         return f"new connections from {address} come too fast (or it was closed for flooding)"
 
+    def key_of(self, peer: str) -> str:
+        """The address the limits count a connection from ``peer`` under (``source_key``): what the
+        other methods call an address. ``accept``, ``answered_from_memory`` and ``handshake`` take
+        the peer itself, whose exact address says whether it is a trusted proxy."""
+        return source_key(peer, self._ipv6_prefix)
+
     def accept(self, peer: str, waiting: HalfOpen | None = None) -> str | None:
         """At accept; returns why the connection is refused (logged), or None. ``waiting`` is the
         connection, half-open until ``opened``: it may be evicted to make room for a newer one."""
         proxy = self.proxies.trusts(peer)
-        refused = None if proxy else self._arrival(peer)
+        address = self.key_of(peer)
+        refused = None if proxy else self._arrival(address)
         if refused is None and not proxy and self.under_pressure():
-            refused = self._too_many_half_open(peer)
+            refused = self._too_many_half_open(address)
         if refused is None:
-            if self.caps.full and self._half_open and (proxy or not self.caps.at_address_cap(peer)):
+            if self.caps.full and self._half_open and (proxy or not self.caps.at_address_cap(address)):
                 self._evict(next(iter(self._half_open)), "the cap is reached")
-            refused = self.caps.admit(peer, per_address=not proxy)
-            self._count_changed(peer)
+            refused = self.caps.admit(address, per_address=not proxy)
+            self._count_changed(address)
         if refused is not None:
             self._log.warning("connection refused", refused)
         elif waiting is not None:
-            self._half_open[waiting] = peer
-            self._half_open_from[peer] = self._half_open_from.get(peer, 0) + 1
+            self._half_open[waiting] = address
+            self._half_open_from[address] = self._half_open_from.get(address, 0) + 1
         return refused
 
     def answered_from_memory(self, peer: str) -> None:
@@ -321,8 +358,9 @@ class ConnectionGate:
         does a WebSocket handshake, nor a request the database answers."""
         if self._arrivals is None or self._pages is None or self.proxies.trusts(peer):
             return  # nothing was taken (a proxy's connections are counted at their handshake)
-        if self._pages.allow(peer):
-            self._arrivals.give_back(peer)
+        address = self.key_of(peer)
+        if self._pages.allow(address):
+            self._arrivals.give_back(address)
 
     def _too_many_half_open(self, address: str) -> str | None:
         count = self._half_open_from.get(address, 0)
@@ -373,16 +411,18 @@ class ConnectionGate:
             bucket.crowded = self.caps.open_from(address) > self._frames.connections
 
     def handshake(self, peer: str, forwarded_for: str | None) -> tuple[str, str | None]:
-        """At the handshake of an accepted connection: its client address, and why it is refused
-        (logged) or None. Refused, it stays counted under ``peer`` until ``release``d."""
-        client = self.proxies.client_of(peer, forwarded_for)
-        refused = None if client == peer else self._arrival(client) or self.caps.transfer(peer, client)
-        if client != peer and refused is None:
-            self._count_changed(peer)
-            self._count_changed(client)
+        """At the handshake of an accepted connection: its client's address (``key_of``), and why it
+        is refused (logged) or None. Refused, it stays counted under the peer's until ``release``d."""
+        address = self.key_of(peer)
+        client = self.key_of(self.proxies.client_of(peer, forwarded_for))
+        if client == address:
+            return address, None
+        refused = self._arrival(client) or self.caps.transfer(address, client)
         if refused is not None:
             self._log.warning("connection refused", refused)
-            return peer, refused
+            return address, refused
+        self._count_changed(address)
+        self._count_changed(client)
         return client, None
 
     def penalize(self, address: str) -> None:

@@ -332,8 +332,9 @@ class WebSocketConnection(asyncio.Protocol):
     """One accepted socket: its handshake, its messages in (to its ``Channel``, one at a time, in
     order) and out, its keepalive and its close.
 
-    ``client_address`` is the peer's, or the forwarded client's once a trusted proxy's handshake
-    named it; ``last_frame_at`` is the time of its last frame of any kind, pings included;
+    ``client_address`` is what the per-address limits count it under (``ConnectionGate.key_of``:
+    an IPv6 peer's /64): the peer's, or the forwarded client's once a trusted proxy's handshake named
+    it; ``last_frame_at`` is the time of its last frame of any kind, pings included;
     ``subprotocol`` the one agreed at the handshake.
     """
 
@@ -358,6 +359,7 @@ class WebSocketConnection(asyncio.Protocol):
         "_parse_later",
         "_parsing",
         "_paused",
+        "_peer",
         "_peer_done",
         "_ping_payload",
         "_plain_http",
@@ -385,6 +387,7 @@ class WebSocketConnection(asyncio.Protocol):
         self._server = server
         self._protocol: ServerProtocol | None = None  # made once the request is all in (_head)
         self._head = b""  # the request so far, before the protocol is made
+        self._peer = ""  # the socket's peer address, exactly
         self.client_address = ""
         self.subprotocol: protocol.Subprotocol = protocol.Subprotocol.MSGPACK
         self.last_frame_at = time.monotonic()
@@ -427,9 +430,10 @@ class WebSocketConnection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)
         self._server.connections.add(self)
         peer = transport.get_extra_info("peername")
-        self.client_address = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        self._peer = str(peer[0]) if isinstance(peer, tuple) else str(peer)
         gate = self._server.gate
-        if gate.accept(self.client_address, self) is None:
+        self.client_address = gate.key_of(self._peer)
+        if gate.accept(self._peer, self) is None:
             self._counted = True
             timeout = min(OPEN_TIMEOUT, gate.PRESSED_OPEN_TIMEOUT) if gate.under_pressure() else OPEN_TIMEOUT
             self._timer = asyncio.get_running_loop().call_later(timeout, self._open_timed_out)
@@ -937,7 +941,7 @@ class WebSocketConnection(asyncio.Protocol):
         if path != "/ws":
             self._plain_http = True
             if self._server.routes.is_answered_from_memory(path):
-                self._server.gate.answered_from_memory(self.client_address)
+                self._server.gate.answered_from_memory(self._peer)
             self._http_task = asyncio.get_running_loop().create_task(self._serve_http(request))
             return
         if self._ws.eof_sent:
@@ -958,7 +962,7 @@ class WebSocketConnection(asyncio.Protocol):
         if not self._server.accepting:
             return self._ws.reject(http.HTTPStatus.SERVICE_UNAVAILABLE, "Server is shutting down.\n")
         self.client_address, refused = self._server.gate.handshake(
-            self.client_address, request.headers.get("X-Forwarded-For")
+            self._peer, request.headers.get("X-Forwarded-For")
         )
         if refused is not None:
             return too_many_connections()

@@ -6,6 +6,8 @@ import ipaddress
 import logging
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from server.config import Settings
 from server.edge import admission
@@ -371,3 +373,81 @@ def test_gate_gives_back_the_token_of_a_connection_answered_from_memory() -> Non
 
     for _ in range(10):  # a trusted proxy's connections are counted at their handshake: none taken
         assert page_request(paged, "10.0.0.2")
+
+
+@pytest.mark.parametrize(
+    ("address", "prefix", "key"),
+    [
+        ("203.0.113.7", 64, "203.0.113.7"),  # IPv4: itself
+        ("::ffff:203.0.113.7", 64, "203.0.113.7"),  # an IPv4 peer of a dual-stack socket
+        ("2001:db8:1:2::5", 64, "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff:ffff:ffff:ffff", 64, "2001:db8:1:2::/64"),
+        ("2001:0DB8:0001:0002:0:0:0:9", 64, "2001:db8:1:2::/64"),  # spelled otherwise, by a proxy
+        ("2001:db8:1:3::5", 64, "2001:db8:1:3::/64"),  # the next /64: another subscriber
+        ("2001:db8:1:2ff::5", 56, "2001:db8:1:200::/56"),
+        ("2001:0db8::0001", 128, "2001:db8::1/128"),  # each address alone, one spelling
+        ("fe80::1%eth0", 64, "fe80::/64"),  # a link-local address's zone dropped
+        ("::1", 64, "::/64"),
+        ("not-an-address", 64, "not-an-address"),  # a proxy's garbled header: itself
+        ("2001:db8::1:80:", 64, "2001:db8::1:80:"),
+    ],
+)
+def test_source_key_counts_an_ipv6_address_by_its_network(address: str, prefix: int, key: str) -> None:
+    assert admission.source_key(address, prefix) == key
+
+
+@given(
+    st.integers(0, 2**128 - 1),
+    st.integers(0, 2**128 - 1),
+    st.integers(1, 128),
+)
+def test_two_ipv6_addresses_share_a_key_exactly_when_their_networks_match(
+    a: int, b: int, prefix: int
+) -> None:
+    first, second = (str(ipaddress.IPv6Address(n)) for n in (a, b))
+    assume(ipaddress.IPv6Address(a).ipv4_mapped is None and ipaddress.IPv6Address(b).ipv4_mapped is None)
+    same_network = a >> (128 - prefix) == b >> (128 - prefix)
+    assert (admission.source_key(first, prefix) == admission.source_key(second, prefix)) == same_network
+    assert ipaddress.IPv6Address(a) in ipaddress.IPv6Network(admission.source_key(first, prefix))
+
+
+def test_gate_counts_the_addresses_of_one_ipv6_network_as_one() -> None:
+    """One machine holds a whole /64: each connection from a new address of it (the botnet attack
+    from one host) counts toward one cap, one new-connection budget, one penalty and one frame
+    budget; the next /64 is another client."""
+    clock = [0.0]
+    gate = ConnectionGate(
+        ConnectionCaps(per_address=3, total=None),
+        TrustedProxies(),
+        ThrottledLog(),
+        BucketsByKey(1.0, 4, lambda: clock[0]),
+        frames=AddressBudget(10.0, 20, 1.0),
+        clock=lambda: clock[0],
+    )
+    host = [f"2001:db8:1:2:{n:x}::1" for n in range(1, 9)]
+    assert [gate.accept(peer) is None for peer in host[:4]] == [True, True, True, False]  # the cap, 3
+    assert gate.key_of(host[7]) == "2001:db8:1:2::/64" and gate.caps.open_from("2001:db8:1:2::/64") == 3
+    bucket = gate.frame_bucket(gate.key_of(host[0]))
+    assert bucket is not None and bucket is gate.frame_bucket(gate.key_of(host[5])) and bucket.crowded
+    assert gate.accept("2001:db8:1:3::1") is None  # another /64
+    gate.release(gate.key_of(host[0]))
+    assert gate.accept(host[5]) is not None  # the /64's new-connection budget (4 at once) is spent
+    clock[0] += 2.0
+    gate.penalize(gate.key_of(host[1]))  # one of its connections closed for flooding: the /64 waits
+    clock[0] += 1.0
+    assert gate.accept(host[6]) is not None
+    assert gate.accept("2001:db8:1:3::2") is None
+
+
+def test_gate_keys_a_forwarded_ipv6_client_by_its_network_and_trusts_an_ipv6_proxy_exactly() -> None:
+    gate = ConnectionGate(
+        ConnectionCaps(per_address=1, total=None), TrustedProxies.parse("2001:db8:ff::2"), ThrottledLog()
+    )
+    for _ in range(3):
+        assert gate.accept("2001:db8:ff::2") is None  # the proxy itself, not capped
+    assert gate.handshake("2001:db8:ff::2", "2001:db8:1:2::7") == ("2001:db8:1:2::/64", None)
+    address, refused = gate.handshake("2001:db8:ff::2", "2001:db8:1:2::8")  # the same /64: at its cap
+    assert address == "2001:db8:ff::/64" and refused is not None
+    assert gate.handshake("2001:db8:ff::2", "::ffff:198.51.100.4") == ("198.51.100.4", None)
+    # A neighbour of the proxy in its /64 is not trusted: the header it sends names nobody.
+    assert gate.handshake("2001:db8:ff::3", "2001:db8:9::1") == ("2001:db8:ff::/64", None)

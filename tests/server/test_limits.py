@@ -8,7 +8,8 @@ paced and unpaced, and a client that sends only keepalive pings or nothing at al
 than the per-address and global caps, idle raw TCP sockets among them; handshakes from foreign
 origins; watching more finished games than the watch limit; sockets from many addresses that never
 finish their handshake, filling the global cap; many connections from one address, each under its own
-rate limit, together over the address's frame budget; valid requests flooded before hello.
+rate limit, together over the address's frame budget; valid requests flooded before hello;
+connections from ever new addresses of one IPv6 /64.
 """
 
 from __future__ import annotations
@@ -678,3 +679,31 @@ async def test_a_newcomer_s_hello_on_an_address_in_debt_is_refused_rate_limited_
         assert app.metrics.errors.labels("flooding")._value.get() == 0
         for client in [*crowd, newcomer]:
             await client.close()
+
+
+async def test_the_addresses_of_one_ipv6_network_count_as_one_client(database_url: str) -> None:
+    """One machine holds a whole IPv6 /64: connecting from a new address of it each time (the botnet
+    attack, from one host) passed every per-address limit. Three connections from three addresses of
+    one /64 fill its cap of 3, a fourth address of it gets HTTP 503 while a client of the next /64
+    plays; with ``ipv6_prefix`` 128 each address is a client of its own."""
+    with serverutil.ipv6_sources() as sources:
+        one = [str(sources[(1 << 16) + n]) for n in range(1, 5)]  # 2001:db8:N:0:0:1::1 …: one /64
+        other = str(sources[(1 << 64) + 1])  # 2001:db8:N:1::1, the next /64
+        settings = {"host": "::1", "max_connections_per_address": 3, "sqlite_synchronous": "NORMAL"}
+        async with serverutil.running_app(database_url, **settings) as app:
+            url = serverutil.ws_url(app)
+            held = [await WsClient.open(url, sock=serverutil.socket_from(peer, app.port)) for peer in one[:3]]
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(url, sock=serverutil.socket_from(one[3], app.port))
+            assert refused.value.response.status_code == 503
+            neighbour = await WsClient.open(url, sock=serverutil.socket_from(other, app.port))
+            await neighbour.hello()
+            assert (await neighbour.request("new_game", code=CODE))["type"] == "snapshot"
+            for client in (*held, neighbour):
+                await client.close()
+        async with serverutil.running_app(database_url, **settings, ipv6_prefix=128) as app:
+            url = serverutil.ws_url(app)
+            each = [await WsClient.open(url, sock=serverutil.socket_from(peer, app.port)) for peer in one]
+            for client in each:
+                await client.hello()
+                await client.close()

@@ -5,10 +5,17 @@ Import it as ``from tests.support import serverutil``.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import os
+import shutil
 import socket
-from collections.abc import AsyncIterator
+import subprocess
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
+
+import pytest
 
 from server.app import App
 from server.config import Settings
@@ -16,8 +23,10 @@ from server.config import Settings
 
 @asynccontextmanager
 async def running_app(database_url: str, **settings: Any) -> AsyncIterator[App]:
-    """An ``App`` on 127.0.0.1 port 0 over ``database_url`` (migrated on start, as in production)."""
-    app = await App.start(Settings(host="127.0.0.1", port=0, database_url=database_url, **settings))
+    """An ``App`` on 127.0.0.1 (or ``host=``) port 0 over ``database_url`` (migrated on start, as in
+    production)."""
+    settings = {"host": "127.0.0.1", "port": 0, "database_url": database_url, **settings}
+    app = await App.start(Settings(**settings))
     try:
         yield app
     finally:
@@ -25,13 +34,53 @@ async def running_app(database_url: str, **settings: Any) -> AsyncIterator[App]:
 
 
 def ws_url(app: App) -> str:
-    return f"ws://127.0.0.1:{app.port}/ws"
+    host = app.settings.host
+    return f"ws://[{host}]:{app.port}/ws" if ":" in host else f"ws://{host}:{app.port}/ws"
+
+
+IPV6_FREEBIND = 78  # linux/in6.h: bind an address the host does not hold (the socket module lacks it)
 
 
 def socket_from(address: str, port: int) -> socket.socket:
-    """A TCP socket connected to the server on 127.0.0.1 from the loopback ``address`` (127.0.0.2 …):
-    a client with a source address of its own, for the per-address limits."""
-    sock = socket.socket()
+    """A TCP socket connected to the server on 127.0.0.1 from the loopback ``address`` (127.0.0.2 …),
+    or on ::1 from an IPv6 ``address`` of ``ipv6_sources``: a client with a source address of its
+    own, for the per-address limits."""
+    if ":" not in address:
+        sock = socket.socket()
+        sock.bind((address, 0))
+        sock.connect(("127.0.0.1", port))
+        return sock
+    sock = socket.socket(socket.AF_INET6)
+    sock.setsockopt(socket.IPPROTO_IPV6, IPV6_FREEBIND, 1)
     sock.bind((address, 0))
-    sock.connect(("127.0.0.1", port))
+    sock.settimeout(5.0)  # without the route a connect would wait for its SYN's answer for minutes
+    sock.connect(("::1", port))
+    sock.settimeout(None)
     return sock
+
+
+@contextlib.contextmanager
+def ipv6_sources() -> Iterator[ipaddress.IPv6Network]:
+    """A /48 of documentation addresses (2001:db8::/32, one per process) routed to the loopback while
+    the block runs, so that clients can connect to ::1 from as many IPv6 addresses as a test wants
+    (Linux has only ::1 on lo). Adding the route takes root: CI runs as root and fails without it,
+    elsewhere the test skips."""
+    network = ipaddress.IPv6Network(f"2001:db8:{os.getpid() % 0xFFFF + 1:x}::/48")
+    ip = shutil.which("ip")
+    if ip is None:
+        _cannot("the ip command (iproute2) is missing: no IPv6 addresses can be routed to the loopback")
+    route = [str(ip), "-6", "route", "add", "local", str(network), "dev", "lo"]
+    added = subprocess.run(route, capture_output=True, text=True, check=False)
+    if added.returncode != 0:
+        _cannot(f"cannot route {network} to the loopback (it takes root): {added.stderr.strip()}")
+    try:
+        yield network
+    finally:
+        route[3] = "del"
+        subprocess.run(route, capture_output=True, check=False)
+
+
+def _cannot(reason: str) -> None:
+    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false"):
+        pytest.fail(f"{reason}; CI must run this test")
+    pytest.skip(reason)
