@@ -503,25 +503,18 @@ async def main(args: argparse.Namespace) -> None:
         print(f"{args.only} work done {count} times")
         return
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+        commits = {"instant": args.instant_commits, "sleeping": args.sleeping_commits}
         if args.profile:
-            instant = args.instant_commits
-            plain = await serve_actions(Path(directory), args.players, count, warm, instant=instant)
+            plain = await serve_actions(Path(directory), args.players, count, warm, **commits)
             profile = cProfile.Profile(time.thread_time)  # CPU: not the waits for the GIL
-            await serve_actions(Path(directory), args.players, count, warm, profile, instant=instant)
+            await serve_actions(Path(directory), args.players, count, warm, profile, **commits)
             _report_profile(profile, count + warm, args.top, plain.per_action()[0])
             return
         if args.instant_commits:  # once the players and games are stored: the rest is not stored
             print("commits answered at once, nothing stored past the set-up (--instant-commits)")
         if args.sleeping_commits is not None:
             print(f"the writer thread's commits sleep {args.sleeping_commits * 1e3:.2f} ms, nothing stored")
-        server = await serve_actions(
-            Path(directory),
-            args.players,
-            count,
-            warm,
-            instant=args.instant_commits,
-            sleeping=args.sleeping_commits,
-        )
+        server = await serve_actions(Path(directory), args.players, count, warm, **commits)
     if args.time:
         echo = await echo_messages(args.players, count, warm)
         _report_time(server, echo, stages("0123456789abcdef"))
