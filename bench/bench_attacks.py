@@ -20,6 +20,8 @@ process running for the same window:
 - ``invalid``: the ``flood`` with well-formed but invalid messages (``move`` without its fields);
 - ``watch``: 4 connections watching a game over and over at just under the rate limit (a snapshot each);
 - ``live``: 4 connections asking ``live`` at just under the rate limit;
+- ``boards``: 12 connections of one player asking for leaderboard pages (each board in turn, 100 rows) and a
+  profile at just under the rate limit: reads the database answers, on the server's (small) database;
 - ``storm``: raw TCP connections opened as fast as possible and held idle (to the caps, then 503s);
 - ``games``: 4 connections of one player in a ``new_game`` / ``unwatch`` loop;
 - ``guests``: ``hello`` without a token on a new connection, in a loop;
@@ -110,6 +112,16 @@ HINT_FLOOD_CONNECTIONS = 12
 #: The hint bystander's new_game / hint / resign loops a second at most: the new games a player may
 #: start (120 a minute by default), so that what it measures is its hints, not its own new-games quota.
 HINT_BYSTANDER_LOOPS = 2.0
+BOARD_CONNECTIONS = 12  # past the 5 connections' worth of frames one address's connections share
+#: What the ``boards`` attack asks, in turn: each of the boards a client can read, and a profile.
+BOARD_REQUESTS: tuple[dict[str, Any], ...] = (
+    {"type": "leaderboard", "board": "players", "limit": 100},
+    {"type": "leaderboard", "board": "deal", "code": CODE, "limit": 100},
+    {"type": "leaderboard", "board": "variant", "cells": 8, "period": "week", "limit": 100},
+    {"type": "leaderboard", "board": "daily", "limit": 100},
+    {"type": "leaderboard", "board": "rating", "cells": 8, "limit": 100},
+    {"type": "profile"},
+)
 ATTACKS = (
     "calm",
     "flood",
@@ -118,6 +130,7 @@ ATTACKS = (
     "invalid",
     "watch",
     "live",
+    "boards",
     "storm",
     "games",
     "guests",
@@ -636,21 +649,25 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         tasks = [_flooder(url, tally, live, RATE * 1.25, until, attacker) for _ in range(CONNECTIONS)]
     elif name == "invalid":
         tasks = [_flooder(url, tally, invalid, None, until, attacker) for _ in range(CONNECTIONS)]
-    elif name in ("watch", "live", "games"):
+    elif name in ("watch", "live", "games", "boards"):
         ws, token = await _player(url, tally, None)
         game = (await _request(ws, {"type": "new_game", "id": 2, "code": CODE}))["game"]
         await ws.close()
+        boards = itertools.cycle(BOARD_REQUESTS)
 
         def make(last: dict[str, Any]) -> dict[str, Any]:
             if name == "watch":
                 return {"type": "watch", "game": game}
             if name == "live":
                 return {"type": "live", "limit": 100}
+            if name == "boards":
+                return next(boards)
             if last.get("type") == "snapshot":  # leave the game just made: the connection's place frees
                 return {"type": "unwatch", "game": last["game"]}
             return {"type": "new_game", "code": CODE}
 
-        tasks = [_requester(url, tally, until, token, make) for _ in range(CONNECTIONS)]
+        connections = BOARD_CONNECTIONS if name == "boards" else CONNECTIONS
+        tasks = [_requester(url, tally, until, token, make) for _ in range(connections)]
     elif name == "storm":
         tasks = [_storm(url, tally, until)]
     elif name == "guests":

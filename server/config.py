@@ -314,6 +314,15 @@ class Settings:
         default=30,
         metadata={"help": "guest players one source address may create a minute", "check": _at_least(1)},
     )
+    reads_per_address_per_second: float | None = field(
+        default=20.0,
+        metadata={
+            "help": "requests the database answers (leaderboard, profile, games, and replay of a game "
+            "not in memory) that the players of one source address may make a second, twice that at "
+            "once; over: rate_limited",
+            "check": _positive,
+        },
+    )
     new_games_per_player_per_minute: int | None = field(
         default=120,
         metadata={
@@ -424,9 +433,9 @@ class Settings:
 
     def worker_share(self) -> Settings:
         """The settings of one of ``workers`` workers (``workers`` 1): the connection caps counted
-        per process (in all, per address, new ones and page requests per address, new guests per
-        address) divided among them, rounded down (never below 1), so that the node as a whole keeps
-        the figures set."""
+        per process (in all, per address, new ones and page requests per address, new guests and
+        database reads per address) divided among them, rounded down (never below 1), so that the
+        node as a whole keeps the figures set."""
         n = self.workers
 
         def divided(cap: int | None) -> int | None:
@@ -443,6 +452,7 @@ class Settings:
             new_connections_per_address_per_second=shared(self.new_connections_per_address_per_second),
             page_requests_per_address_per_second=shared(self.page_requests_per_address_per_second),
             guests_per_address_per_minute=divided(self.guests_per_address_per_minute),
+            reads_per_address_per_second=shared(self.reads_per_address_per_second),
         )
 
     def match_rules(self) -> MatchRules:

@@ -106,6 +106,8 @@ class RequestHandler:
         )
         per_minute = settings.guests_per_address_per_minute
         self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
+        per_second = settings.reads_per_address_per_second
+        self._reads = None if per_second is None else BucketsByKey(per_second, max(1, round(2 * per_second)))
         self._new_games = NewGames(
             per_player=settings.new_games_per_player_per_minute,
             per_address=settings.new_games_per_address_per_minute,
@@ -350,8 +352,10 @@ class RequestHandler:
         """A game move by move, from what is stored, sealed as ``watch`` is; it follows nothing (a
         client that wants the moves to come watches too), so it takes no watch slot. A finished
         game never changes: its replay is remembered (`REPLAYS_REMEMBERED`), read and replayed once."""
-        await self._fair_play.check_watch(_player(session).id, request.game, utc_now())
         whole = self._replays.get(request.game)
+        if whole is None:
+            self._check_reads(session)
+        await self._fair_play.check_watch(_player(session).id, request.game, utc_now())
         if whole is not None:
             self._replays.move_to_end(request.game)
         else:
@@ -403,16 +407,26 @@ class RequestHandler:
     async def _games(self, session: Session, request: protocol.GamesRequest) -> Reply:
         """A page of the player's own unfinished games (welcome lists only the most recent)."""
         player = _player(session)
+        self._check_reads(session)
         async with self._database.connection() as conn:
             games, more = await self._unfinished.page(conn, player.id, request.limit, request.after)
         return [protocol.GamesPage(request_id=request.request_id, games=tuple(games), next_cursor=more)]
 
     async def _leaderboard(self, session: Session, request: protocol.LeaderboardRequest) -> Reply:
+        self._check_reads(session)
         return [await self._leaderboards.leaderboard(request)]
 
     async def _profile(self, session: Session, request: protocol.ProfileRequest) -> Reply:
         player_id = request.player if request.player is not None else _player(session).id
+        self._check_reads(session)
         return [await self._leaderboards.profile(player_id, request.request_id)]
+
+    def _check_reads(self, session: Session) -> None:
+        """A request the database answers, within its address's ``reads_per_address_per_second``: each
+        costs the process about a millisecond of CPU even on a small database, and the frame budget
+        let one address ask a thousand a second (issue 20, the ``boards`` attack)."""
+        if self._reads is not None and not self._reads.allow(_address(session)):
+            raise Refusal(ErrorCode.RATE_LIMITED, "too many reads from this address a second; wait a little")
 
     # ------------------------------------------------------------------ races (docs/races.md)
 

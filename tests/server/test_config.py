@@ -154,12 +154,14 @@ def test_each_worker_gets_its_share_of_the_connection_caps() -> None:
         new_connections_per_address_per_second=20.0,
         page_requests_per_address_per_second=200.0,
         guests_per_address_per_minute=30,
+        reads_per_address_per_second=20.0,
     )
     share = settings.worker_share()
     assert (share.workers, share.max_connections, share.max_connections_per_address) == (1, 3333, 85)
     assert share.new_connections_per_address_per_second == pytest.approx(20 / 3)
     assert share.page_requests_per_address_per_second == pytest.approx(200 / 3)
     assert share.guests_per_address_per_minute == 10
+    assert share.reads_per_address_per_second == pytest.approx(20 / 3)
     divided = {
         "workers",
         "max_connections",
@@ -167,6 +169,7 @@ def test_each_worker_gets_its_share_of_the_connection_caps() -> None:
         "new_connections_per_address_per_second",
         "page_requests_per_address_per_second",
         "guests_per_address_per_minute",
+        "reads_per_address_per_second",
     }
     for field in dataclasses.fields(Settings):
         if field.name not in divided:
@@ -189,9 +192,11 @@ def test_a_cap_below_the_workers_leaves_each_worker_one_and_no_cap_stays_none() 
         new_connections_per_address_per_second=None,
         page_requests_per_address_per_second=None,
         guests_per_address_per_minute=None,
+        reads_per_address_per_second=None,
     ).worker_share()
     assert open_.max_connections_per_address is None
     assert open_.new_connections_per_address_per_second is None
     assert open_.page_requests_per_address_per_second is None
     assert open_.guests_per_address_per_minute is None
+    assert open_.reads_per_address_per_second is None
     assert Settings().worker_share() == Settings()  # one process: its own caps

@@ -4,7 +4,9 @@ of welcome's list, and the expiry of abandoned games.
 
 Attacks tried: a loop of hellos without a token; new_game then unwatch in a loop (each frees the
 connection's place, not the player's); games left idle; new_game then resign in a loop, from one
-player (a burst, then paced just above the refill rate) and from 12 guests of one address.
+player (a burst, then paced just above the refill rate) and from 12 guests of one address; reads
+the database answers (leaderboard, profile, games) from two players of one address, in a burst and
+paced at 1.5x the rate.
 """
 
 from __future__ import annotations
@@ -270,4 +272,58 @@ async def test_the_players_of_one_address_start_at_most_its_share_and_others_pla
         replies = [reply for loop in await asyncio.gather(*loops) for reply in loop]
         assert served(replies) <= 30 + 2 * (time.monotonic() - began) + 1, served(replies)
         for client in (*churn, bystander):
+            await client.close()
+
+
+async def test_reads_the_database_answers_share_one_budget_per_address(database_url: str) -> None:
+    """``leaderboard``, ``profile`` and ``games`` each cost the process about a millisecond even on a
+    small database; the frame budget let one address ask a thousand a second. Two players of one
+    address asking them in a burst get the address's burst (twice the rate) answered, the rest
+    ``rate_limited``; paced just above the rate, some are refused all along; another address reads
+    all the while, and the flooding player's own moves are acked (reads take nothing from play)."""
+    settings = {"reads_per_address_per_second": 5.0, "sqlite_synchronous": "NORMAL"}
+    asks = (
+        ("leaderboard", {"board": "players"}),
+        ("profile", {}),
+        ("games", {}),
+        ("leaderboard", {"board": "deal", "code": CODE, "limit": 100}),
+    )
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        flooders = [await WsClient.open(url) for _ in range(2)]
+        for client in flooders:
+            await client.hello()
+        other = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
+        await other.hello()
+        game = (await flooders[0].request("new_game", code=CODE))["game"]
+
+        async def ask(client: WsClient, index: int) -> str:
+            kind, fields = asks[index % len(asks)]
+            return str((await client.request(kind, **fields)).get("code", "answered"))
+
+        async def burst(client: WsClient, first: int, count: int) -> list[str]:
+            """``count`` asks sent at once on ``client`` (ids from 1000 + ``first``), then their replies."""
+            for n in range(first, first + count):
+                kind, fields = asks[n % len(asks)]
+                await client.send({"type": kind, "id": 1000 + n, **fields})
+            replies = [await client.recv() for _ in range(count)]
+            return [str(reply.get("code", "answered")) for reply in replies]
+
+        answers = [
+            code
+            for part in await asyncio.gather(burst(flooders[0], 0, 15), burst(flooders[1], 15, 15))
+            for code in part
+        ]
+        answered = answers.count("answered")
+        assert 10 <= answered <= 11 and answers.count("rate_limited") == 30 - answered, answers
+        assert (await flooders[0].request("move", game=game, **{"from": "t1", "to": "c5"}))["type"] == "ack"
+        paced = []
+        started = time.monotonic()
+        for n in range(24):  # 7.5 a second against 5 for 3.2 s: about 8 refused, however long a reply takes
+            paced.append(await ask(flooders[n % 2], n))
+            if n % 2:
+                assert await ask(other, n) == "answered"
+            await asyncio.sleep(max(0.0, started + (n + 1) / 7.5 - time.monotonic()))
+        assert 2 <= paced.count("rate_limited") <= 12, paced
+        for client in (*flooders, other):
             await client.close()
