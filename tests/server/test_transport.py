@@ -935,6 +935,34 @@ async def _not_http(app: App, source: str) -> None:
     writer.close()
 
 
+async def _refused_at_accept(app: App, source: str) -> None:
+    """A flood's address reconnecting within its wait: HTTP 503 at accept, kept open (lingering)
+    until its request is in, so that the refusal is read."""
+    await _flood_before_hello(app, source)
+    _, writer, head = await handshake(app, "X-Ending: refused", source)
+    assert head.startswith(b"HTTP/1.1 503 ")
+    writer.close()
+
+
+async def _refused_at_accept_with_no_linger_slot(app: App, source: str) -> None:
+    """The same in a storm, every lingering slot taken: the 503 is written and the socket closed at once."""
+    app.server.gate.LINGER_SLOTS = 0  # type: ignore[misc]  # this gate's own, for this ending
+    try:
+        await _flood_before_hello(app, source)
+        reader, writer = await asyncio.open_connection("127.0.0.1", app.port, local_addr=(source, 0))
+        assert (await asyncio.wait_for(reader.read(), 5)).startswith(b"HTTP/1.1 503 ")
+        writer.close()
+    finally:
+        del app.server.gate.LINGER_SLOTS
+
+
+async def _silent_until_dropped(app: App, source: str) -> None:
+    """A socket that never sends its request (the half-open attack's): dropped at its open timeout."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", app.port, local_addr=(source, 0))
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()
+
+
 @pytest.mark.parametrize(
     "ending",
     [
@@ -946,6 +974,9 @@ async def _not_http(app: App, source: str) -> None:
         _over_the_frame_cap,
         _unknown_subprotocol,
         _not_http,
+        _refused_at_accept,
+        _refused_at_accept_with_no_linger_slot,
+        _silent_until_dropped,
     ],
 )
 async def test_a_closed_connection_leaves_no_cyclic_garbage(
@@ -958,8 +989,10 @@ async def test_a_closed_connection_leaves_no_cyclic_garbage(
     closed 1008, and the same reset instead of answering the close frame (the attack's way); a
     flood closed 1008 that never answers (dropped once the close lingered); a player that vanished
     in the middle of a frame; a frame over the cap (1009); a handshake refused for its subprotocol;
-    bytes that are not HTTP."""
+    bytes that are not HTTP; a connection refused at accept (HTTP 503), lingering or not; a socket
+    that never sends its request (the half-open attack's), dropped at its open timeout."""
     monkeypatch.setattr(transport, "CLOSE_LINGER", 0.2)
+    monkeypatch.setattr(transport, "OPEN_TIMEOUT", 0.2)
     gc.collect()
     gc.disable()  # what only the collector could free stays: it is counted below
     try:
