@@ -57,6 +57,18 @@ async def start_and_leave(client: WsClient, count: int) -> list[str]:
     return ids
 
 
+async def one_address_and_another(app: App, count: int) -> tuple[list[WsClient], WsClient]:
+    """``count`` players connected from 127.0.0.1 and one from 127.0.0.2 (an address of its own, out
+    of the first one's per-address quotas), each having said hello."""
+    url = serverutil.ws_url(app)
+    crowd = [await WsClient.open(url) for _ in range(count)]
+    for client in crowd:
+        await client.hello()
+    other = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
+    await other.hello()
+    return crowd, other
+
+
 async def test_guests_per_address_per_minute(database_url: str) -> None:
     settings = {"guests_per_address_per_minute": 3, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
@@ -256,12 +268,7 @@ async def test_the_players_of_one_address_start_at_most_its_share_and_others_pla
         "sqlite_synchronous": "NORMAL",
     }
     async with serverutil.running_app(database_url, **settings) as app:
-        url = serverutil.ws_url(app)
-        churn = [await WsClient.open(url) for _ in range(12)]
-        for client in churn:
-            await client.hello()
-        bystander = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
-        await bystander.hello(name="Bystander")
+        churn, bystander = await one_address_and_another(app, 12)
         began = time.monotonic()
         loops = [asyncio.ensure_future(started(client, 10, pace=20.0)) for client in churn]
         game = (await bystander.request("new_game", code=CODE))["game"]
@@ -282,19 +289,14 @@ async def test_reads_the_database_answers_share_one_budget_per_address(database_
     ``rate_limited``; paced just above the rate, some are refused all along; another address reads
     all the while, and the flooding player's own moves are acked (reads take nothing from play)."""
     settings = {"reads_per_address_per_second": 5.0, "sqlite_synchronous": "NORMAL"}
-    asks = (
+    asks: tuple[tuple[str, dict[str, Any]], ...] = (
         ("leaderboard", {"board": "players"}),
         ("profile", {}),
         ("games", {}),
         ("leaderboard", {"board": "deal", "code": CODE, "limit": 100}),
     )
     async with serverutil.running_app(database_url, **settings) as app:
-        url = serverutil.ws_url(app)
-        flooders = [await WsClient.open(url) for _ in range(2)]
-        for client in flooders:
-            await client.hello()
-        other = await WsClient.open(url, sock=serverutil.socket_from("127.0.0.2", app.port))
-        await other.hello()
+        flooders, other = await one_address_and_another(app, 2)
         game = (await flooders[0].request("new_game", code=CODE))["game"]
 
         async def ask(client: WsClient, index: int) -> str:

@@ -946,7 +946,7 @@ async def _refused_at_accept(app: App, source: str) -> None:
 
 async def _refused_at_accept_with_no_linger_slot(app: App, source: str) -> None:
     """The same in a storm, every lingering slot taken: the 503 is written and the socket closed at once."""
-    app.server.gate.LINGER_SLOTS = 0  # type: ignore[misc]  # this gate's own, for this ending
+    app.server.gate.LINGER_SLOTS = 0  # this gate's own, for this ending
     try:
         await _flood_before_hello(app, source)
         reader, writer = await asyncio.open_connection("127.0.0.1", app.port, local_addr=(source, 0))
