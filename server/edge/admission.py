@@ -105,8 +105,9 @@ class ThrottledLog:
 
 def source_key(address: str, ipv6_prefix: int = 64) -> str:
     """What the per-address limits count ``address`` under: an IPv4 address itself (an IPv4-mapped
-    IPv6 one as its IPv4 address, as a dual-stack socket names IPv4 peers), an IPv6 address its
-    network of ``ipv6_prefix`` bits, and anything else (a proxy's garbled header) itself.
+    IPv6 one as its IPv4 address, as a dual-stack socket names IPv4 peers, and one of the NAT64
+    prefix ``64:ff9b::/96``, as a translator names them), an IPv6 address its network of
+    ``ipv6_prefix`` bits, and anything else (a proxy's garbled header) itself.
 
     One IPv6 subscriber holds a /64 at least, 2**64 addresses: counted by address, one machine could
     connect from a new address each time, as the botnet attack does, and pass every per-address limit.
@@ -114,6 +115,9 @@ def source_key(address: str, ipv6_prefix: int = 64) -> str:
     if ":" not in address:
         return address  # IPv4: nothing to parse on the accept path
     return _ipv6_key(address, ipv6_prefix)
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052: an IPv4 client behind a translator
 
 
 @functools.lru_cache(maxsize=4096)
@@ -124,6 +128,8 @@ def _ipv6_key(address: str, prefix: int) -> str:
         return address
     if parsed.ipv4_mapped is not None:
         return str(parsed.ipv4_mapped)
+    if parsed in _NAT64:
+        return str(ipaddress.IPv4Address(int(parsed) & 0xFFFFFFFF))
     host_bits = 128 - prefix
     network = int(parsed) >> host_bits << host_bits  # the zone (%eth0) of a link-local address dropped
     return str(ipaddress.IPv6Network((network, prefix)))
@@ -324,8 +330,12 @@ class ConnectionGate:
 
     def key_of(self, peer: str) -> str:
         """The address the limits count a connection from ``peer`` under (``source_key``): what the
-        other methods call an address. ``accept``, ``answered_from_memory`` and ``handshake`` take
+        other methods call an address. A trusted proxy is counted under its exact address, not its
+        network: its neighbours in it are other clients, and a client it forwards from its own
+        network is still counted apart. ``accept``, ``answered_from_memory`` and ``handshake`` take
         the peer itself, whose exact address says whether it is a trusted proxy."""
+        if self.proxies.trusts(peer):
+            return peer
         return source_key(peer, self._ipv6_prefix)
 
     def accept(self, peer: str, waiting: HalfOpen | None = None) -> str | None:

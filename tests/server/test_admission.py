@@ -388,6 +388,8 @@ def test_gate_gives_back_the_token_of_a_connection_answered_from_memory() -> Non
         ("2001:0db8::0001", 128, "2001:db8::1/128"),  # each address alone, one spelling
         ("fe80::1%eth0", 64, "fe80::/64"),  # a link-local address's zone dropped
         ("::1", 64, "::/64"),
+        ("64:ff9b::203.0.113.7", 64, "203.0.113.7"),  # an IPv4 client behind a NAT64 translator
+        ("64:ff9b::1:203.0.113.7", 64, "64:ff9b::/64"),  # not the /96: an IPv6 address
         ("not-an-address", 64, "not-an-address"),  # a proxy's garbled header: itself
         ("2001:db8::1:80:", 64, "2001:db8::1:80:"),
     ],
@@ -405,7 +407,13 @@ def test_two_ipv6_addresses_share_a_key_exactly_when_their_networks_match(
     a: int, b: int, prefix: int
 ) -> None:
     first, second = (str(ipaddress.IPv6Address(n)) for n in (a, b))
-    assume(ipaddress.IPv6Address(a).ipv4_mapped is None and ipaddress.IPv6Address(b).ipv4_mapped is None)
+    nat64 = ipaddress.IPv6Network("64:ff9b::/96")
+    assume(
+        all(
+            ipaddress.IPv6Address(n).ipv4_mapped is None and ipaddress.IPv6Address(n) not in nat64
+            for n in (a, b)
+        )
+    )
     same_network = a >> (128 - prefix) == b >> (128 - prefix)
     assert (admission.source_key(first, prefix) == admission.source_key(second, prefix)) == same_network
     assert ipaddress.IPv6Address(a) in ipaddress.IPv6Network(admission.source_key(first, prefix))
@@ -447,7 +455,13 @@ def test_gate_keys_a_forwarded_ipv6_client_by_its_network_and_trusts_an_ipv6_pro
         assert gate.accept("2001:db8:ff::2") is None  # the proxy itself, not capped
     assert gate.handshake("2001:db8:ff::2", "2001:db8:1:2::7") == ("2001:db8:1:2::/64", None)
     address, refused = gate.handshake("2001:db8:ff::2", "2001:db8:1:2::8")  # the same /64: at its cap
-    assert address == "2001:db8:ff::/64" and refused is not None
+    assert address == "2001:db8:ff::2" and refused is not None  # still counted under the proxy
     assert gate.handshake("2001:db8:ff::2", "::ffff:198.51.100.4") == ("198.51.100.4", None)
-    # A neighbour of the proxy in its /64 is not trusted: the header it sends names nobody.
+    # A neighbour of the proxy in its /64 is another client: the proxy's connections are counted
+    # under its exact address, not against the neighbour's cap; the header it sends names nobody.
+    assert gate.accept("2001:db8:ff::3") is None
     assert gate.handshake("2001:db8:ff::3", "2001:db8:9::1") == ("2001:db8:ff::/64", None)
+    assert gate.accept("2001:db8:ff::4") is not None  # the neighbours' /64 at its cap of 1
+    # A client the proxy forwards from the proxy's own /64 is counted apart, within its limits.
+    address, refused = gate.handshake("2001:db8:ff::2", "2001:db8:ff::9")
+    assert address == "2001:db8:ff::2" and refused is not None  # that /64 is at its cap: refused
