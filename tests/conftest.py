@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.support import dbutil
+from tests.support.ci import in_ci
 
 # "ci": what Hypothesis' own CI profile does (the same examples on every run, no example database,
 # a failure's blob printed to reproduce it) with twice the examples; CI sets CI=true (.ci/run too).
@@ -23,8 +22,7 @@ settings.register_profile(
 settings.register_profile("dev", settings.get_profile("default"), max_examples=100, deadline=None)
 
 
-# CI=false, 0 or empty is not CI.
-settings.load_profile("ci" if os.environ.get("CI", "").strip().lower() not in ("", "0", "false") else "dev")
+settings.load_profile("ci" if in_ci() else "dev")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -15,10 +15,9 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import pytest
-
 from server.app import App
 from server.config import Settings
+from tests.support.ci import unavailable
 
 
 @asynccontextmanager
@@ -68,19 +67,13 @@ def ipv6_sources() -> Iterator[ipaddress.IPv6Network]:
     network = ipaddress.IPv6Network(f"2001:db8:{os.getpid() % 0xFFFF + 1:x}::/48")
     ip = shutil.which("ip")
     if ip is None:
-        _cannot("the ip command (iproute2) is missing: no IPv6 addresses can be routed to the loopback")
+        unavailable("the ip command (iproute2) is missing: no IPv6 addresses can be routed to the loopback")
     route = [str(ip), "-6", "route", "add", "local", str(network), "dev", "lo"]
     added = subprocess.run(route, capture_output=True, text=True, check=False)
     if added.returncode != 0:
-        _cannot(f"cannot route {network} to the loopback (it takes root): {added.stderr.strip()}")
+        unavailable(f"cannot route {network} to the loopback (it takes root): {added.stderr.strip()}")
     try:
         yield network
     finally:
         route[3] = "del"
         subprocess.run(route, capture_output=True, check=False)
-
-
-def _cannot(reason: str) -> None:
-    if os.environ.get("CI", "").strip().lower() not in ("", "0", "false"):
-        pytest.fail(f"{reason}; CI must run this test")
-    pytest.skip(reason)
