@@ -55,12 +55,13 @@ process running for the same window:
   it looped as fast as the flood and its own refused ``new_game`` counted as unanswered hints).
 
 It prints, per attack, the bystander's round trips, p50 and p99 (ms), their ratio to calm and the
-server's CPU use during the window and the growth of its resident memory over the attack, then what
-the attacker saw (replies by type or error code, closes
-by code, refused handshakes). The attacker runs at niceness 10 (``--attacker-nice``): on one small
-machine an attacker at full priority takes the CPU the server and the bystander need, which a remote
-attacker cannot; ``--attacker-nice 0`` measures that too. This is not a test: it asserts
-nothing (tests/server/test_limits.py and test_quotas.py assert the limits hold).
+server's CPU use during the window, the growth of its resident memory over the attack and how late a
+process that only sleeps wakes then (``wake p99``, `wake_probe_main`: the machine's share of each of
+the wake-ups a round trip crosses, measured in the same window), then what the attacker saw (replies
+by type or error code, closes by code, refused handshakes). The attacker runs at niceness 10
+(``--attacker-nice``): on one small machine an attacker at full priority takes the CPU the server and
+the bystander need, which a remote attacker cannot; ``--attacker-nice 0`` measures that too. This is
+not a test: it asserts nothing (tests/server/test_limits.py and test_quotas.py assert the limits hold).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,7 @@ BYSTANDER_ADDRESS = "127.0.0.2"
 RATE = 200.0  # the server's default refill rate, frames a second per connection
 CONNECTIONS = 4
 BYSTANDER_PACE = 100.0  # actions a second at most: a very fast player, well under the rate limit
+WAKE_PROBE_SLEEP = 0.005  # the wake-up probe's sleep: 200 wake-ups a second, too few to load the machine
 START_MARGIN = 3.0  # seconds of attack around the bystander's window (its process start-up included)
 # bench_load's server command lifts the per-connection limits; these flags (later flags win) put the
 # defaults back, so the attacks meet the limits an operator gets.
@@ -196,6 +199,19 @@ async def _bystand(url: str, seconds: float) -> list[float]:
 def bystander_main(url: str, seconds: float, pipe: Connection) -> None:
     with asyncio.Runner(loop_factory=fast_event_loop()) as runner:
         pipe.send(runner.run(_bystand(url, seconds)))
+
+
+def wake_probe_main(seconds: float, pipe: Connection) -> None:
+    """How late a process that does nothing but sleep ``WAKE_PROBE_SLEEP`` wakes, each time, for
+    ``seconds``: the machine's share of any wake-up during the window (a CPU to run on), which every
+    hop of the bystander's round trip pays too (its process, the server's loop, the writer thread
+    before and after its commit's flush). It holds no socket and does no work."""
+    delays = []
+    deadline = time.perf_counter() + seconds
+    while (started := time.perf_counter()) < deadline:
+        time.sleep(WAKE_PROBE_SLEEP)
+        delays.append(time.perf_counter() - started - WAKE_PROBE_SLEEP)
+    pipe.send(delays)
 
 
 # --------------------------------------------------------------------------- attacks
@@ -721,12 +737,22 @@ def _spawn(target: Callable[..., None], *args: Any) -> tuple[multiprocessing.pro
     return process, receiver
 
 
-def run_attack(
-    name: str, url: str, seconds: float, niceness: int, server_pid: int
-) -> tuple[list[float], dict[str, int], float, int]:
-    """The bystander's sorted round trips during ``name``, what the attacker saw, the server's CPU use
-    meanwhile (a fraction of one core) and the growth of its resident memory (bytes, from before
-    the attack to its end)."""
+@dataclass
+class Window:
+    """One attack's window: the bystander's sorted round trips, what the attacker saw, the server's
+    CPU use meanwhile (a fraction of one core), the growth of its resident memory (bytes, from before
+    the attack to its end) and the wake-up probe's sorted delays (`wake_probe_main`)."""
+
+    name: str
+    latencies: list[float]
+    seen: dict[str, int]
+    server_cpu: float
+    rss_growth: int
+    wake_delays: list[float]
+
+
+def run_attack(name: str, url: str, seconds: float, niceness: int, server_pid: int) -> Window:
+    """The attack ``name`` (none for ``calm``) while the bystander and the wake-up probe measure."""
     rss_before = rss_bytes(server_pid) or 0
     attacker = None
     if name != "calm":
@@ -737,39 +763,45 @@ def run_attack(
         time.sleep(0.5)  # under way before the bystander measures
     cpu_before, started = cpu_seconds(server_pid) or 0.0, time.monotonic()
     bystander, pipe = _spawn(bystander_main, url, seconds)
+    probe, probe_pipe = _spawn(wake_probe_main, seconds)
     try:
         latencies = sorted(pipe.recv()) if pipe.poll(seconds + 60) else []
         server_cpu = ((cpu_seconds(server_pid) or 0.0) - cpu_before) / (time.monotonic() - started)
+        wake_delays = sorted(probe_pipe.recv()) if probe_pipe.poll(seconds + 60) else []
         seen: dict[str, int] = {}
         if attacker is not None and attacker[1].poll(seconds + 60):
             seen = attacker[1].recv()
         rss_growth = (rss_bytes(server_pid) or 0) - rss_before
     finally:
-        for process in (bystander, *(attacker[:1] if attacker else ())):
+        for process in (bystander, probe, *(attacker[:1] if attacker else ())):
             stop_process(process)
-    return latencies, seen, server_cpu, rss_growth
+    return Window(name, latencies, seen, server_cpu, rss_growth, wake_delays)
 
 
-Row = tuple[str, list[float], dict[str, int], float, int]
-
-
-def report(rows: list[Row], command: str) -> None:
-    calm = sorted(latency for name, latencies, *_ in rows if name == "calm" for latency in latencies)
+def report(windows: list[Window], command: str) -> None:
+    calm = sorted(latency for window in windows if window.name == "calm" for latency in window.latencies)
     calm_p50, calm_p99 = percentile(calm, 0.5), percentile(calm, 0.99)
     print(
         f"{'attack':<13} {'round trips':>11} {'p50 ms':>8} {'p99 ms':>8} {'p50/calm':>9} {'p99/calm':>9} "
-        f"{'server CPU':>10} {'RSS +MiB':>8} {'max ms':>8}"
+        f"{'server CPU':>10} {'RSS +MiB':>8} {'max ms':>8} {'wake p99':>8}"
     )
-    for name, latencies, _, server_cpu, rss_growth in rows:
+    for window in windows:
+        latencies = window.latencies
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         most = latencies[-1] if latencies else float("nan")
+        wake = percentile(window.wake_delays, 0.99)
         print(
-            f"{name:<13} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
-            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f} {server_cpu:>10.0%} "
-            f"{rss_growth / 2**20:>8.1f} {most * 1000:>8.1f}"
+            f"{window.name:<13} {len(latencies):>11,} {p50 * 1000:>8.2f} {p99 * 1000:>8.2f} "
+            f"{p50 / calm_p50:>9.2f} {p99 / calm_p99:>9.2f} {window.server_cpu:>10.0%} "
+            f"{window.rss_growth / 2**20:>8.1f} {most * 1000:>8.1f} {wake * 1000:>8.2f}"
         )
+    print(
+        "\nwake p99: ms late, p99, of a process that only sleeps 5 ms at a time (`wake_probe_main`): what"
+        " the machine adds to each wake-up a round trip crosses"
+    )
     print("\nwhat each attacker saw:")
-    for name, _, seen, *_ in rows:
+    for window in windows:
+        name, seen = window.name, window.seen
         if name != "calm":
             print(f"  {name}: " + ", ".join(f"{key} {value:,}" for key, value in sorted(seen.items())))
         if name == "hints":
@@ -817,21 +849,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"the echo only answers the attacks that play: {', '.join(ECHO_ATTACKS)}")
     if "calm" not in names:
         names.insert(0, "calm")
-    rows = []
+    windows: list[Window] = []
     with tempfile.TemporaryDirectory(prefix="eightoff-attacks-") as workdir:
         target = start_target(
             args.target, Path(workdir), args.server_launcher, extra=f"{DEFAULT_LIMITS} {args.server_args}"
         )
         try:
             for name in names:
-                latencies, seen, cpu, rss_growth = run_attack(
-                    name, target.url, args.seconds, args.attacker_nice, target.process.pid
-                )
-                rows.append((name, latencies, seen, cpu, rss_growth))
-                print(f"{name}: {len(latencies):,} round trips", file=sys.stderr, flush=True)
+                window = run_attack(name, target.url, args.seconds, args.attacker_nice, target.process.pid)
+                windows.append(window)
+                print(f"{name}: {len(window.latencies):,} round trips", file=sys.stderr, flush=True)
         finally:
             stop_process(target.process)
-    report(rows, " ".join(["python -m bench.bench_attacks", *(argv if argv is not None else sys.argv[1:])]))
+    report(
+        windows, " ".join(["python -m bench.bench_attacks", *(argv if argv is not None else sys.argv[1:])])
+    )
     return 0
 
 

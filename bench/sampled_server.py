@@ -13,9 +13,10 @@ anything else, what a bystander's request may wait behind), with what the long o
 the gate's decisions, the CPU time (of the loop's thread) each read callback of a WebSocket
 connection took, timed apart from the sampling (a callback's wall time also counts the moments the
 machine ran another process), the garbage collector's passes on the loop's thread (a pass is one
-sample however long it is: the signal waits for its end), the writer thread's waits and commits, and
-how late a 5-ms timer on the loop came, with the part of it the loop's thread spent waiting for a CPU
-(Linux's schedstat: runnable but not running, the machine's doing rather than the server's).
+sample however long it is: the signal waits for its end), the writer thread's waits and commits (with
+the part of its slow commits it spent waiting for a CPU), and how late a 5-ms timer on the loop came,
+with the part of it the loop's thread spent waiting for a CPU (Linux's schedstat: runnable but not
+running, the machine's doing rather than the server's).
 Not a test, and not part of the server: py-spy is not installed here.
 """
 
@@ -136,6 +137,9 @@ def _report(path: Path) -> None:
         f"batches taken over {LATE * 1000:g} ms late: {late * 1000:,.0f} ms in all, of which the writer"
     ]
     lines += [f"thread waited for a CPU {waited * 1000:,.0f} ms"]
+    slow, took, waited = _slow_commits
+    lines += [f"commits over {SLOW_COMMIT * 1000:g} ms: {slow:,.0f}, {took * 1000:,.0f} ms in all, of which"]
+    lines += [f"the writer thread waited for a CPU {waited * 1000:,.0f} ms (a flush: tenths of a ms)"]
     lines += ["", f"a timer every {TICK * 1000:g} ms on the loop (ms late: how many):"]
     lines += [f"  {_bucket(ms)}  {n:>7,}" for ms, n in sorted(_late.items())]
     late, waited = _late_waits
@@ -192,8 +196,10 @@ def _cpu_wait() -> float:
 _late: Counter[int] = Counter()  # ms bucket of a tick's lateness -> how many
 _late_waits: list[float] = [0.0, 0.0]  # lateness of the ticks over LATE, and the loop's CPU waits then
 _late_waits_of_writer: list[float] = [0.0, 0.0]  # batches taken over LATE after their submit: the same
+_slow_commits: list[float] = [0, 0.0, 0.0]  # commits over SLOW_COMMIT: how many, their time, CPU waits
 TICK = 0.005
 LATE = 0.015
+SLOW_COMMIT = 0.002
 
 
 def _watch_the_loop() -> None:
@@ -254,11 +260,16 @@ def _time_the_writer() -> None:
         return taken
 
     def timed_commit(committer: Committer, writes: Any) -> Any:
-        started = time.perf_counter()
+        started, waited = time.perf_counter(), _cpu_wait()
         try:
             return commit(committer, writes)
         finally:
-            _writer["commit", _ms_bucket(time.perf_counter() - started)] += 1
+            took = time.perf_counter() - started
+            _writer["commit", _ms_bucket(took)] += 1
+            if took > SLOW_COMMIT:
+                _slow_commits[0] += 1
+                _slow_commits[1] += took
+                _slow_commits[2] += _cpu_wait() - waited
 
     setattr(Committer, "_hand_over", timed_hand_over)  # noqa: B010 (a bench's patch, untyped on purpose)
     setattr(Committer, "_take_batch", timed_take_batch)  # noqa: B010
