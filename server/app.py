@@ -150,6 +150,7 @@ class Services:
         """Commit what was submitted, leave the bus, close the database."""
         await self.handler.quick_match.close()
         await self.races.close()
+        await self.registry.presence.stop()
         await self.committer.stop()
         self.metrics.flush()  # a worker's last observations into the node's sums
         await self.registry.remote.close()

@@ -86,7 +86,7 @@ class RoomRegistry:
         self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
         self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
         self.remote = RemoteCommits(self, bus)
-        self.presence = Presence(database, node)  # the map below, mirrored for `live`
+        self.presence = Presence(committer.stored, database, node)  # the map below, mirrored for `live`
 
     def _observe(self, race_id: str, progress: SeatProgress) -> None:
         if self.observe is not None:

@@ -8,16 +8,19 @@ writer thread, and says how it failed:
   the writes that finish games that rank, abandon games, store races or ratings, with the leaderboard
   summaries that go with them).
 - `SqliteBackend`: batches that append actions (the hot path), add players or games, mark games
-  hinted or finish games played with hints (which rank nowhere), straight through a plain ``sqlite3``
+  hinted, finish games played with hints (which rank nowhere) or change the live rooms
+  (`server.play.presence`), straight through a plain ``sqlite3``
   connection owned by the writer thread (through aiosqlite a commit is about eight round trips
   between the event loop and the driver's thread, each a turn of the loop; here it is none: issue 20,
   a hint flood's new games, hinted marks and resignations held the loop); a batch with anything
   else goes to the SQLAlchemy backend whole (one whose result turns out to be a ranked game's is
   rolled back and handed over). The statements are the Core ones of
   `repository`, compiled for SQLite once, their parameters bound as the engine binds them (`_Bound`).
-  The writer's connection and the engine's (which the presence writer also uses, from the event loop)
-  do contend for SQLite's write lock: each write begins ``BEGIN IMMEDIATE`` on a file the migrations
-  made a write-ahead log, so either waits for the other (docs/durability.md says why that holds).
+  The writer's connection and the engine's do contend for SQLite's write lock: each write begins
+  ``BEGIN IMMEDIATE`` on a file the migrations made a write-ahead log, so either waits for the other
+  (docs/durability.md says why that holds). The wait is SQLite's busy handler, which sleeps 1, 2, 5,
+  10 ms and on: so the writes made often (the live rooms change with every game dealt or left) are
+  the writer's, and what stays on the engine is rarer.
 
   The actions of a batch go to the action journal (`repository.sqlite_journal_sql`), fenced by one
   compare-and-set on ``game_fences`` for all its games (`repository.sqlite_fence_sql`; docs/durability.md,
@@ -66,6 +69,7 @@ from server.storage.records import (
     ActionRecord,
     GameResult,
     GameStart,
+    LiveRoomsChange,
     PlayerRecord,
     RaceRecord,
     RaceWrite,
@@ -115,11 +119,13 @@ class Write(NamedTuple):
     ratings: RatedRace | None = None
     #: A race stored whole (`server.play.race_room`), with the games its seats start.
     race: RaceWrite | None = None
+    #: The rooms this process now holds or let go (`server.play.presence`), for ``live``.
+    live_rooms: LiveRoomsChange | None = None
 
     def is_for_the_writer(self) -> bool:
         """Whether the SQLite writer's own connection may commit it: new players, new games, actions,
-        hinted marks and results (no race, rating nor abandonment). A result only if its game was
-        played with hints, which the writer finds out as it stores it (`_write`)."""
+        hinted marks, the live rooms and results (no race, rating nor abandonment). A result only if
+        its game was played with hints, which the writer finds out as it stores it (`_write`)."""
         return self.race is None and not self.abandoned and self.ratings is None
 
     def is_actions_only(self) -> bool:
@@ -131,6 +137,7 @@ class Write(NamedTuple):
             and self.hinted is None
             and not self.abandoned
             and self.ratings is None
+            and self.live_rooms is None
         )
 
 
@@ -209,6 +216,8 @@ class SqlAlchemyBackend:
                         raise WriteConflict(
                             f"race {write.ratings.race_id}: a rating changed since it was rated"
                         )
+                    if write.live_rooms is not None:
+                        await repository.set_live_rooms(conn, write.live_rooms)
         except IntegrityError as exc:
             raise WriteConflict(str(exc.orig)) from None
         except races.RaceConflict as exc:
@@ -484,6 +493,13 @@ def _execute(conn: sqlite3.Connection, statement: Any, values: Mapping[str, Any]
     return conn.execute(bound.sql, bound.parameters(values))
 
 
+def _execute_many(conn: sqlite3.Connection, statement: Any, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``statement`` once per row (rows of the same keys); nothing for no rows."""
+    if rows:
+        bound = _bound(statement, tuple(rows[0]))
+        conn.executemany(bound.sql, [bound.parameters(values) for values in rows])
+
+
 @contextlib.contextmanager
 def immediate_transaction(conn: sqlite3.Connection) -> Iterator[None]:
     """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error: the write lock is taken at the
@@ -552,6 +568,15 @@ def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
                 raise WriteConflict(f"game {write.hinted} is no longer being played")
             if write.result is not None and not _finish_hinted(conn, write.result):
                 raise _RanksOnLeaderboards(write.result.id)
+            if write.live_rooms is not None:
+                _set_live_rooms(conn, write.live_rooms)
+
+
+def _set_live_rooms(conn: sqlite3.Connection, change: LiveRoomsChange) -> None:
+    """`repository.set_live_rooms`, its statements and rows."""
+    deleted, inserted = repository.live_room_rows(change)
+    _execute_many(conn, repository.DELETE_LIVE_ROOM, deleted)
+    _execute_many(conn, repository.INSERT_LIVE_ROOM, inserted)
 
 
 def _mark_hinted(conn: sqlite3.Connection, game_id: str) -> bool:

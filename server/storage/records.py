@@ -107,6 +107,16 @@ class LiveGame:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveRoomsChange:
+    """The games whose rooms a process (``holder``, `server.play.presence`) now holds, and those it no
+    longer holds (disjoint), for ``live_rooms``."""
+
+    holder: str
+    held: tuple[str, ...]
+    released: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class GameDaily:
     """The daily challenge a game plays (see `repository.game_daily`): whose game it is, the day
     (None: the game plays no daily), the variant and the deal's code. Never changes once the game is

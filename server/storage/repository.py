@@ -40,6 +40,7 @@ from server.storage.records import (
     GameResult,
     GameStart,
     LiveGame,
+    LiveRoomsChange,
     PlayerRecord,
     RankedGame,
     StoredGame,
@@ -61,6 +62,11 @@ FINISH_HINTED: Final = update(games).where(
     games.c.id == bindparam("f_game"), games.c.status == "playing", games.c.hinted.is_(True)
 )
 INSERT_ACTIONS: Final = insert(actions)
+#: The presence writer's statements (`set_live_rooms`; the SQLite writer commits them itself too).
+DELETE_LIVE_ROOM: Final = delete(live_rooms).where(
+    live_rooms.c.holder == bindparam("l_holder"), live_rooms.c.game_id == bindparam("l_game")
+)
+INSERT_LIVE_ROOM: Final = insert(live_rooms)
 _UNNESTED: Final = (
     func.unnest(
         bindparam("game_ids", type_=ARRAY(String)),
@@ -578,18 +584,24 @@ async def count_games(conn: AsyncConnection) -> int:
     return int(count or 0)
 
 
-async def set_live_rooms(
-    conn: AsyncConnection, holder: str, held: Sequence[str], released: Sequence[str]
-) -> None:
-    """Record that ``holder`` now holds the rooms of ``held`` and no longer those of ``released``
-    (disjoint lists). Portable: a delete, then plain inserts."""
-    games_named = [*held, *released]
-    if games_named:
-        await conn.execute(
-            delete(live_rooms).where(live_rooms.c.holder == holder, live_rooms.c.game_id.in_(games_named))
-        )
-    if held:
-        await conn.execute(insert(live_rooms), [{"game_id": game, "holder": holder} for game in held])
+async def set_live_rooms(conn: AsyncConnection, change: LiveRoomsChange) -> None:
+    """Record that ``change.holder`` now holds the rooms of ``change.held`` and no longer those of
+    ``change.released``. Portable: deletes, then plain inserts (`live_room_rows`)."""
+    deleted, inserted = live_room_rows(change)
+    if deleted:
+        await conn.execute(DELETE_LIVE_ROOM, deleted)
+    if inserted:
+        await conn.execute(INSERT_LIVE_ROOM, inserted)
+
+
+def live_room_rows(change: LiveRoomsChange) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The parameters of `DELETE_LIVE_ROOM` (every game the change names) and of `INSERT_LIVE_ROOM`
+    (those held), in that order."""
+    named = [*change.held, *change.released]
+    return (
+        [{"l_holder": change.holder, "l_game": game} for game in named],
+        [{"game_id": game, "holder": change.holder} for game in change.held],
+    )
 
 
 async def clear_live_rooms(conn: AsyncConnection, holder: str) -> None:

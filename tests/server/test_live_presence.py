@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from server.app import App
 from server.play.presence import FLUSH_WAIT_SECONDS
 from server.storage import LiveGame, repository
+from server.storage.commit_backends import Write
 from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient, player
 
@@ -94,22 +95,50 @@ async def test_every_node_drops_a_game_closed_on_another(two_nodes: tuple[App, A
     await lister.close()
 
 
+async def test_the_live_rooms_are_written_by_the_group_commit(
+    app: App, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 20 (the hint flood): the presence writer's own transactions on the engine held SQLite's
+    write lock for a few turns of the event loop, and the players' commits that met them waited in
+    SQLite's busy handler. Its changes now go to the group commit, in the batches of the players'
+    writes (on SQLite, through the writer's own connection), and ``live`` sees them as before."""
+    handed: list[Write] = []
+    submit = app.committer.submit
+
+    def recording(write: Write, done: Any) -> None:
+        handed.append(write)
+        submit(write, done)
+
+    monkeypatch.setattr(app.committer, "submit", recording)
+    owner = await player(url, name="Ann")
+    lister = await player(url, name="Bob")
+    game = (await owner.request("new_game", code=CODE))["game"]
+    assert game in await listed(lister)
+    await owner.close()
+    await gone_within(lister, game, time.monotonic())
+    changes = [write.live_rooms for write in handed if write.live_rooms is not None]
+    assert any(game in change.held for change in changes)
+    assert game in changes[-1].released
+    await lister.close()
+
+
 async def test_live_answers_while_the_live_rooms_cannot_be_written(
     app: App, url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write of the live rooms that fails (a bug, a database hiccup) delays ``live`` by at most
     FLUSH_WAIT_SECONDS and stops nothing: the writer retries and catches up."""
-    real = repository.set_live_rooms
+    presence = app.registry.presence
+    real = presence._store
     failures = 0
 
-    async def failing_twice(*args: Any, **kwargs: Any) -> None:
+    async def failing_twice(write: Write) -> None:
         nonlocal failures
         if failures < 2:
             failures += 1
             raise RuntimeError("a bug in storage")
-        await real(*args, **kwargs)
+        await real(write)
 
-    monkeypatch.setattr(repository, "set_live_rooms", failing_twice)
+    monkeypatch.setattr(presence, "_store", failing_twice)
     owner = await player(url, name="Ann")
     lister = await player(url, name="Bob")
     game = (await owner.request("new_game", code=CODE))["game"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 
 from server.storage import DailyStanding, Database, GameDaily, repository
+from server.storage.records import LiveRoomsChange
 from server.storage.unfinished import abandon_games
 from tests.storage.test_repository import CODE, player, result, start
 
@@ -68,8 +69,8 @@ async def test_live_games_carry_their_variant_and_daily_date(database: Database)
         await repository.insert_game(conn, start("free", "p1", started_at=T0 + timedelta(seconds=1)))
         await repository.insert_game(conn, start("nobody-there", "p1", started_at=T0 + timedelta(seconds=2)))
         # Only games whose room some process holds are live; two holders of one game are one row.
-        await repository.set_live_rooms(conn, "node-a/1", held=["daily4", "free"], released=[])
-        await repository.set_live_rooms(conn, "node-b/2", held=["free"], released=[])
+        for holder, held in (("node-a/1", ("daily4", "free")), ("node-b/2", ("free",))):
+            await repository.set_live_rooms(conn, LiveRoomsChange(holder, held, released=()))
     async with database.connection() as conn:
         found = await repository.live_games(conn, active_since=T0, after=None, limit=10)
     assert [(game.id, game.cells, game.daily_date) for game in found] == [
@@ -77,7 +78,8 @@ async def test_live_games_carry_their_variant_and_daily_date(database: Database)
         ("daily4", 4, DAY),
     ]
     async with database.transaction() as conn:
-        await repository.set_live_rooms(conn, "node-a/1", held=[], released=["free", "daily4"])
+        released = LiveRoomsChange("node-a/1", held=(), released=("free", "daily4"))
+        await repository.set_live_rooms(conn, released)
     async with database.connection() as conn:
         found = await repository.live_games(conn, active_since=T0, after=None, limit=10)
     assert [game.id for game in found] == ["free"]  # node-b still holds it

@@ -17,7 +17,7 @@ import pytest
 from server.storage import ActionRecord, Database, StorageUnavailable, commit_backends, repository
 from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
-from server.storage.records import GameResult, GameStart, PlayerRecord
+from server.storage.records import GameResult, GameStart, LiveRoomsChange, PlayerRecord
 from tests.server.test_startup import can_chattr, unwritable
 from tests.support import dbutil
 
@@ -252,6 +252,50 @@ async def test_new_players_games_and_hinted_marks_are_stored_by_the_writer_as_th
         batch = [Write(game=start("gw4", "pw", at)), Write(abandoned=("gw",))]
         writer.commit(batch)
         assert others.batches == [batch] and rows(path, "games", ["gw4"]) == {}
+    finally:
+        writer.close()
+
+
+def live_rooms(path: Path) -> dict[str, set[str]]:
+    """The games each holder holds, as the file has them."""
+    conn = sqlite3.connect(path)
+    try:
+        held: dict[str, set[str]] = {}
+        for game, holder in conn.execute("SELECT game_id, holder FROM live_rooms"):
+            held.setdefault(holder, set()).add(game)
+        return held
+    finally:
+        conn.close()
+
+
+async def test_the_live_rooms_are_stored_by_the_writer_as_the_engine_stores_them(path: Path) -> None:
+    """Issue 20 (the hint flood): the presence writer's changes went through the engine, a transaction
+    of a few turns of the event loop holding SQLite's write lock, and each commit of the players'
+    writes that met it waited in SQLite's busy handler (1, 2, 5, 10 ms and on). Now the writer's own
+    connection commits them, in the batches of those writes, nothing handed to the engine's backend,
+    the rows as the engine leaves them; another holder's rows are left alone."""
+    others = RecordingWrites()
+    writer = SqliteBackend(path, others, synchronous="FULL")
+    at = dt.datetime(2026, 12, 6, 17, 0, tzinfo=dt.UTC)
+    changes = [(("g1", "g2", "g3"), ()), (("g1",), ("g2",)), (("g2", "g4"), ("g3", "g5"))]  # held, released
+    try:
+        first, *rest = [Write(live_rooms=LiveRoomsChange("node/w", *change)) for change in changes]
+        writer.commit([Write(player=PlayerRecord("pw", "w", "hw", at)), first])  # one batch with a player's
+        for write in rest:
+            writer.commit([write])
+        assert others.batches == []
+        database = Database.create(f"sqlite+aiosqlite:///{path}")
+        try:
+            for held, released in changes:
+                async with database.transaction() as conn:
+                    await repository.set_live_rooms(conn, LiveRoomsChange("node/e", held, released))
+        finally:
+            await database.dispose()
+        assert live_rooms(path) == {"node/w": {"g1", "g2", "g4"}, "node/e": {"g1", "g2", "g4"}}
+        writer.commit([Write(live_rooms=LiveRoomsChange("node/w", held=(), released=("g1", "g2", "g4")))])
+        assert live_rooms(path) == {"node/e": {"g1", "g2", "g4"}}
+        assert Write(live_rooms=LiveRoomsChange("node/w", (), ())).is_for_the_writer()
+        assert not Write(live_rooms=LiveRoomsChange("node/w", (), ())).is_actions_only()
     finally:
         writer.close()
 
