@@ -1,7 +1,9 @@
-"""The deployment files (Dockerfile, docker-compose.yml, deploy/haproxy.cfg) agree with the code.
+"""The deployment files (Dockerfile, docker-compose.yml, deploy/haproxy.cfg, deploy/nftables-guard.nft)
+agree with the code.
 
 No Docker engine is needed: the files are parsed and checked against the real CLI parser and `Settings`.
-`docker compose config -q` and `haproxy -c` run only where those tools are installed.
+`docker compose config -q` and `haproxy -c` run only where those tools are installed; `nft -c` (root)
+in CI, and elsewhere where it can.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import http.server
+import ipaddress
 import json
 import os
 import re
@@ -29,6 +32,7 @@ from sqlalchemy.engine import make_url
 
 from server.config import Settings, settings_from_args
 from server.ops.cli import build_parser
+from tests.support.ci import unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -36,6 +40,7 @@ DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 HAPROXY_CFG = ROOT / "deploy" / "haproxy.cfg"
 HAPROXY_CFG_IN_CONTAINER = "/usr/local/etc/haproxy/haproxy.cfg"
+NFTABLES_GUARD = ROOT / "deploy" / "nftables-guard.nft"
 
 SETTINGS_FIELDS = {setting.name for setting in dataclasses.fields(Settings)}
 DEFAULT_PORT = Settings().port
@@ -356,6 +361,46 @@ def test_haproxy_config_passes_haproxy_check() -> None:
     # The server names resolve only inside the compose network; init-addr none lets the check pass anyway.
     result = subprocess.run(
         ["haproxy", "-c", "-f", str(HAPROXY_CFG)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---------------------------------------------------------------- deploy/nftables-guard.nft
+
+
+def _guard_rules() -> list[str]:
+    return [
+        line.strip() for line in NFTABLES_GUARD.read_text(encoding="utf-8").splitlines() if "dport" in line
+    ]
+
+
+def test_nftables_guard_meters_the_servers_port_and_addresses_as_the_server_counts_them() -> None:
+    defaults = Settings()
+    rules = _guard_rules()
+    assert len(rules) == 2, rules  # one for IPv4 sources, one for IPv6
+    network = ipaddress.IPv6Network(f"::/{defaults.ipv6_prefix}")
+    for rule in rules:
+        assert f"tcp dport {DEFAULT_PORT} " in rule
+        match = re.search(r"limit rate over (\d+)/second burst (\d+) packets \} drop$", rule)
+        assert match is not None, rule
+        rate, burst = int(match[1]), int(match[2])
+        # never stricter than the server's own budget for new connections: the kernel must not turn
+        # away what the server would admit
+        assert defaults.new_connections_per_address_per_second is not None
+        assert rate >= defaults.new_connections_per_address_per_second
+        assert burst >= 2 * defaults.new_connections_per_address_per_second
+    assert "{ ip saddr limit" in rules[0]
+    assert f"{{ ip6 saddr & {network.netmask.compressed} limit" in rules[1], "IPv6 by the server's prefix"
+
+
+def test_nftables_guard_passes_nfts_check() -> None:
+    nft = shutil.which("nft") or shutil.which("nft", path="/usr/sbin:/sbin")
+    if nft is None:
+        unavailable("nft (Debian's nftables) is not installed")
+    if os.geteuid() != 0:
+        unavailable("nft -c needs root (its netlink cache)")
+    result = subprocess.run(
+        [nft, "-c", "-f", str(NFTABLES_GUARD)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
