@@ -259,9 +259,9 @@ _STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
 
 
 class SqliteBackend:
-    """Action appends through the writer thread's own ``sqlite3`` connection; other writes through
-    ``others``. The connection is opened at the first append and again after a failure (the file may
-    have come back)."""
+    """The writes `Write.is_for_the_writer` through the writer thread's own ``sqlite3`` connection;
+    other batches through ``others``. The connection is opened at the first commit and again after a
+    failure (the file may have come back)."""
 
     def __init__(
         self,

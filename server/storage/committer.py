@@ -8,7 +8,7 @@ backend (`server.storage.commit_backends`) commit it as one transaction, and han
 to the event loop in one callback, which calls each write's callback in batch order: no task and no
 future per write (an action's ack is written from its callback), and the thread is woken, and the GIL
 changes hands, about once per commit, not once per write. ``stored()`` wraps a write's outcome in a
-future, for the callers that await it (hello, new_game, resign, the hint mark).
+future, for the callers that await it (hello, new_game, resign, the hint mark, the presence writer).
 
 While a commit is in flight the next batch gathers, so commits
 per second stay flat while writes per commit grow with the load, and the next batch starts as soon as

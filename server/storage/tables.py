@@ -393,7 +393,7 @@ class LiveRoomRow(Base):
     a spectator). ``live`` lists only games with a row, so a game whose last follower left leaves the
     list at once instead of after the live window. ``holder`` names one process for its lifetime
     (``server.play.presence``). Rows of a process killed without a goodbye stay until its games leave
-    the live window or end; no foreign key, like the summaries, so nothing here slows a game's writes.
+    the live window or end; no foreign key, like the summaries, so nothing here is checked on a game's writes.
     """
 
     __tablename__ = "live_rooms"
