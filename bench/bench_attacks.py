@@ -15,7 +15,7 @@ process running for the same window:
 - ``calm``: no attacker: the baseline every ratio divides by, all the run's ``calm`` rows pooled (the
   default runs it first and last: a calm p99 of some 590 round trips moves 1.3-2.5 ms between runs);
 - ``flood``: 4 connections each sending frames as fast as they can, reconnecting when closed (1008);
-- ``botnet``: the ``flood``, each reconnect from a new address (127.0.1.1 …): no per-address limit helps;
+- ``botnet``: the ``flood``, each reconnect from a new address (127.1.0.1 …): no per-address limit helps;
 - ``paced``: 4 connections each at 1.25x the refill rate (250 frames/s against 200/s);
 - ``invalid``: the ``flood`` with well-formed but invalid messages (``move`` without its fields);
 - ``watch``: 4 connections watching a game over and over at just under the rate limit (a snapshot each);
@@ -38,6 +38,9 @@ process running for the same window:
   (a whole snapshot each) just under the rate: their replies pile up until the server drops them;
 - ``tiny``: 4 connections, each reconnect from a new address, writing 256 KiB of tiny frames per write;
 - ``fragments``: 348 connections each trying to hold a 60 KB fragmented message it never finishes;
+- ``dribble``: 4 connections from one address that say hello and then send a 20 KB frame a byte per
+  segment (``TCP_NODELAY``), as fast as they can, reconnecting when closed: a read callback per byte
+  (``botnet`` shows what a new address for each reconnect buys);
 - ``addresses``: 199 source addresses (127.0.x.y) each playing like the bystander (a player of its
   own, move/undo round trips at up to 100 a second): a crowd that no per-address limit tells apart;
   ``--target echo --attacks calm,addresses`` runs the same crowd against ``bench.echo_server``, which
@@ -146,6 +149,7 @@ ATTACKS = (
     "deafreplies",
     "tiny",
     "fragments",
+    "dribble",
     "addresses",
     "halfopen",
     "hints",
@@ -238,9 +242,12 @@ async def _drain(ws: ClientConnection, tally: Tally) -> None:
 
 
 def _botnet_addresses(first: int) -> Iterator[str]:
-    """Loopback addresses of their own (127.0.1.1 …): each reconnect of a botnet comes from a new one."""
+    """Loopback addresses of their own (127.1.0.1 …, clear of the bystanders' and the crowds' 127.0.x.y;
+    62,500 to each second octet): each reconnect of a botnet comes from a new one. (Until 2026-12-06
+    they were 127.0.x.y, and an index past 62,249 made no address: 289 of the ``fragments`` attack's
+    348 holders never connected, each try counted as refused.)"""
     for index in itertools.count(first):
-        yield f"127.0.{1 + index // 250}.{1 + index % 250}"
+        yield f"127.{1 + index // 62_500}.{index // 250 % 250}.{1 + index % 250}"
 
 
 async def _flooder(
@@ -483,6 +490,35 @@ async def _drain_raw(reader: asyncio.StreamReader, tally: Tally) -> None:
     tally.counts["closed"] += 1
 
 
+#: What the ``dribble`` attack sends a byte at a time: a frame that would be a valid request.
+DRIBBLED = _masked(Opcode.BINARY, msgpack.packb({"type": "resume", "id": 2, "game": "x" * 20_000}))
+DRIBBLE_YIELD = 64  # bytes written between two turns of the attacker's loop (to see a close)
+
+
+async def _dribbler(url: str, tally: Tally, until: float, addresses: Iterator[str]) -> None:
+    """Say hello, then write `DRIBBLED` a byte per segment until closed; again from the next address."""
+    while time.monotonic() < until:
+        try:
+            reader, writer = await _raw_socket(url, next(addresses))
+        except Exception as exc:
+            tally.counts[f"refused {str(exc)[:20] or type(exc).__name__}"] += 1
+            await asyncio.sleep(0.2)
+            continue
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        drain = asyncio.create_task(_drain_raw(reader, tally))
+        writer.write(_masked(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1})))
+        with contextlib.suppress(ConnectionError):
+            for index in itertools.cycle(range(len(DRIBBLED))):
+                if drain.done() or time.monotonic() > until:
+                    break
+                writer.write(DRIBBLED[index : index + 1])  # an empty buffer: sent at once, a segment
+                if index % DRIBBLE_YIELD == 0:
+                    tally.counts["bytes dribbled"] += DRIBBLE_YIELD
+                    await asyncio.sleep(0)
+        writer.close()
+        await drain
+
+
 async def _fragment_holders(url: str, tally: Tally, until: float, count: int = 348) -> None:
     """``count`` connections each sending a 60 KB fragmented message in pieces and never its last
     fragment, then holding on (reconnecting when closed)."""
@@ -708,6 +744,8 @@ async def _attack(name: str, url: str, seconds: float) -> dict[str, int]:
         ]
     elif name == "fragments":
         tasks = [_fragment_holders(url, tally, until)]
+    elif name == "dribble":
+        tasks = [_dribbler(url, tally, until, itertools.repeat(ATTACKER_ADDRESS)) for _ in range(CONNECTIONS)]
     elif name.partition(":")[0] == "addresses":  # addresses:N, a crowd of N (the load's knee)
         crowd = int(name.partition(":")[2] or CROWD)
         tasks = [_crowd_player(url, tally, _crowd_address(index), until) for index in range(crowd)]

@@ -5,7 +5,7 @@ Run from the project root::
     .venv/bin/python -m bench.bench_flood_cost                    (300 connections: a few seconds)
     .venv/bin/python -m bench.bench_flood_cost --hello --connections 200
 
-Each connection comes from a new address (127.0.x.y, as the ``tiny`` attack of bench/bench_attacks.py
+Each connection comes from a new address (127.x.y.z, as the ``tiny`` attack of bench/bench_attacks.py
 reconnects), writes 256 KiB of 7-byte ``{}`` frames (an invalid message) at a time and reads what the
 server answers until it is closed; with ``--hello`` it says ``hello`` first (a new guest, a valid request).
 The server is ``eightoff serve`` at the default limits (bench_attacks' ``DEFAULT_LIMITS``). It prints

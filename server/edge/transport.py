@@ -14,6 +14,8 @@ pongs of its own pings) pile up past ``max_write_buffer`` does not read and is d
 No connection may hold the event loop: every frame it sends, control frames included, takes a token
 of its ``TokenBucket`` as it is parsed (a flood closes 1008 whatever its frames are: pings, pongs,
 tiny fragments, messages; at its first refused frame when no valid request came before, ``vouch``),
+and so does every read of an open connection that makes no frame (a frame dribbled a byte per
+segment costs a callback a byte: 4 such connections took half a core while each frame was one token),
 and one read callback acts on at most ``FRAMES_PER_TURN`` frames: the parser is handed no more bytes
 at once than that many of the smallest frames a client can send (``MIN_CLIENT_FRAME``), so that it
 cannot make more of them, and the rest of the read waits for the next turn of the loop, with reading
@@ -536,6 +538,7 @@ class WebSocketConnection(asyncio.Protocol):
 
     def _parse_turn(self, data: bytes, at: int) -> None:
         ws = self._ws
+        was_open = ws.state is State.OPEN
         self._parsing = True
         self._between_frames = False  # known again at the end
         self._unparsed = b""
@@ -557,6 +560,8 @@ class WebSocketConnection(asyncio.Protocol):
                     break
         finally:
             self._parsing = False
+        if not frames and was_open and not self._flooded:
+            self._meter()  # a read that made no frame: a token, as a frame (see the module's docstring)
         self._between_frames = (
             ws.state is State.OPEN
             and not self._unparsed

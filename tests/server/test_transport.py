@@ -601,6 +601,35 @@ async def _pongs_per_turn(sock: FakeSocket) -> list[int]:
         await asyncio.sleep(0)
 
 
+@pytest.mark.parametrize("hello", [True, False], ids=["after hello", "no valid request"])
+async def test_a_frame_dribbled_a_byte_a_read_is_metered_as_a_flood(default_app: App, hello: bool) -> None:
+    """A frame sent a byte per segment costs a read callback per byte, and was one token for all of
+    them (issue 20, the slow dribble: 4 connections took half a core). Each read of an open
+    connection that completes no frame now takes a token as a frame does: dribbled faster than the
+    rate, a connection is closed 1008 like any flood (after a bucketful of refusals, or at its first
+    refused read before any valid request), long before its frame is whole. A frame cut in a few
+    reads costs its reads and is served (`test_a_frame_cut_anywhere_is_served_whole…`)."""
+    sock = FakeSocket()
+    hello_frame = Frame(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1}))
+    frame = Frame(Opcode.BINARY, msgpack.packb({"type": "resume", "id": 2, "game": "x" * 20_000}))
+    dribbled = frame.serialize(mask=True)
+    app = default_app
+    burst = app.services.settings.rate_burst
+    with _opened(app, sock, hello_frame.serialize(mask=True) if hello else b"") as connection:
+        if hello:
+            await eventually(lambda: len(sock.written) > 1, "the welcome is written")
+        reads = 0
+        while sock.reading and reads < len(dribbled) - 1:  # never its last byte
+            connection.data_received(dribbled[reads : reads + 1])
+            reads += 1
+        assert not sock.reading, f"still reading after {reads} reads of a byte"
+        assert burst <= reads < len(dribbled) // 4, reads  # a bucketful, and far from the whole frame
+        stream = b"".join(sock.written[1:])
+        closes = [Close.parse(data).code for opcode, data in _frames_of(stream) if opcode == Opcode.CLOSE]
+        assert closes == [1008]
+    assert app.metrics.errors.labels("flooding")._value.get() == 1
+
+
 async def test_a_read_is_parsed_a_turn_at_a_time(app: App) -> None:
     """One read of 2,000 empty pings (6 bytes each, the smallest frame a client can send; no rate
     limit to stop them): each call back acts on at most ``FRAMES_PER_TURN`` of them, however many
