@@ -455,18 +455,27 @@ def _masked(opcode: Opcode, payload: bytes, *, fin: bool = True) -> bytes:
 TINY_WRITE = _masked(Opcode.BINARY, b"\x80") * (256 * 1024 // 7)
 
 
+async def _next_raw_socket(
+    url: str, tally: Tally, addresses: Iterator[str], pause: float
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    """`_raw_socket` from the next of ``addresses``; None once refused (counted by why, after ``pause``)."""
+    try:
+        return await _raw_socket(url, next(addresses))
+    except Exception as exc:
+        tally.counts[f"refused {str(exc)[:20] or type(exc).__name__}"] += 1
+        await asyncio.sleep(pause)
+        return None
+
+
 async def _raw_flooder(
     url: str, tally: Tally, data: bytes, until: float, addresses: Iterator[str], *, reads: bool
 ) -> None:
     """Write ``data`` over and over on raw connections (reading what comes back, or nothing), each
     reconnect from the next of ``addresses``."""
     while time.monotonic() < until:
-        try:
-            reader, writer = await _raw_socket(url, next(addresses))
-        except Exception as exc:
-            tally.counts[f"refused {str(exc)[:20] or type(exc).__name__}"] += 1
-            await asyncio.sleep(0.05)
+        if (connection := await _next_raw_socket(url, tally, addresses, 0.05)) is None:
             continue
+        reader, writer = connection
         tally.counts["connections"] += 1
         drained = asyncio.create_task(_drain_raw(reader, tally)) if reads else None
         with contextlib.suppress(ConnectionError, RuntimeError):
@@ -498,12 +507,9 @@ DRIBBLE_YIELD = 64  # bytes written between two turns of the attacker's loop (to
 async def _dribbler(url: str, tally: Tally, until: float, addresses: Iterator[str]) -> None:
     """Say hello, then write `DRIBBLED` a byte per segment until closed; again from the next address."""
     while time.monotonic() < until:
-        try:
-            reader, writer = await _raw_socket(url, next(addresses))
-        except Exception as exc:
-            tally.counts[f"refused {str(exc)[:20] or type(exc).__name__}"] += 1
-            await asyncio.sleep(0.2)
+        if (connection := await _next_raw_socket(url, tally, addresses, 0.2)) is None:
             continue
+        reader, writer = connection
         writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         drain = asyncio.create_task(_drain_raw(reader, tally))
         writer.write(_masked(Opcode.BINARY, msgpack.packb({"type": "hello", "protocol": 1, "id": 1})))
