@@ -840,7 +840,8 @@ def report(windows: list[Window], command: str) -> None:
             f"{window.rss_growth / 2**20:>8.1f} {most * 1000:>8.1f} {wake * 1000:>8.2f}"
         )
     print(
-        "\nwake p99: ms late, p99, of a process that only sleeps 5 ms at a time (`wake_probe_main`): what"
+        f"\nwake p99: ms late, p99, of a process that only sleeps {WAKE_PROBE_SLEEP * 1000:g} ms at a time"
+        " (`wake_probe_main`): what"
         " the machine adds to each wake-up a round trip crosses"
     )
     print("\nwhat each attacker saw:")

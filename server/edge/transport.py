@@ -348,7 +348,6 @@ class WebSocketConnection(asyncio.Protocol):
         "_bucket",
         "_corked",
         "_counted",
-        "_discarding",
         "_dispatching",
         "_flooded",
         "_fragment_bytes",
@@ -420,7 +419,6 @@ class WebSocketConnection(asyncio.Protocol):
         self._between_frames = False  # see `_whole_frame`
         self._paused = False  # reading, as _update_reading last set it
         self._corked = False  # writes wait in _outgoing until the callback ends (_cork)
-        self._discarding = False  # failed: what the client sends now is dropped unparsed (`_parse_turn`)
         self._outgoing: list[bytes] = []
         self._pong_awaited = False
         self._ping_payload = b""
@@ -453,7 +451,7 @@ class WebSocketConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._between_frames and self._whole_frame(data):
             return  # nearly every read of a client that waits for its reply: one whole frame
-        if self._discarding:
+        if self._failed():
             return  # its end of file still comes (`eof_received`), which the parser needs
         if self._refused:
             self._answer_refused()
@@ -518,6 +516,15 @@ class WebSocketConnection(asyncio.Protocol):
             self._update_reading()
         return True
 
+    def _failed(self) -> bool:
+        """Whether the server failed the connection (a frame too big, a protocol error, a flood): its
+        parser then only discards what comes (websockets' `discard`, RFC 6455 7.1.7), so a read is
+        dropped before it. A fragments flood's connections, failed 1009 and written on, cost 30
+        parsed reads each. (A server that fails a connection sends its end of file at once; one that
+        closes it cleanly, only once the close handshake is done, and the state is CLOSED then.)"""
+        ws = self._protocol
+        return ws is not None and ws.eof_sent and ws.state is State.CLOSING
+
     @property
     def _state(self) -> State:
         return State.CONNECTING if self._protocol is None else self._protocol.state
@@ -564,12 +571,8 @@ class WebSocketConnection(asyncio.Protocol):
                     break
         finally:
             self._parsing = False
-        if not frames and was_open and not self._flooded:
+        if not frames and was_open:
             self._meter()  # a read that made no frame: a token, as a frame (see the module's docstring)
-        # Failed (a frame too big, a protocol error, a flood): the parser only discards what comes
-        # now (websockets' `discard`, RFC 6455 7.1.7), so it is dropped before the parser. A fragments
-        # flood's connections, failed 1009 and written on, cost 30 parsed reads each.
-        self._discarding = ws.state is State.CLOSING and ws.eof_sent
         self._between_frames = (
             ws.state is State.OPEN
             and not self._unparsed
@@ -756,7 +759,6 @@ class WebSocketConnection(asyncio.Protocol):
         self._unparsed = b""
         self._drop_fragments()
         self._ws.fail(code, reason.encode()[:120].decode(errors="ignore"))
-        self._discarding = True  # as at the end of a parse turn: nothing more is parsed
         if not read_more and not self._paused:
             self._paused = True
             self.transport.pause_reading()
