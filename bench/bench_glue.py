@@ -67,7 +67,7 @@ from server.config import Settings
 from server.edge import transport
 from server.edge.transport import WebSocketConnection
 from server.ops.runtime import fast_event_loop
-from server.play import race_registry
+from server.play.race import registry as race_registry
 from server.storage.committer import Done, Write
 
 CODE = "EO1-C8-AAAAAFA"  # cells 5-8 empty: t1 → c5 is legal at the deal

@@ -30,7 +30,7 @@ from server.edge.ratelimit import BucketsByKey
 from server.edge.transport import WebSocketServer
 from server.ops.metrics import Metrics
 from server.play.bus import Bus, LocalBus, RedisBus
-from server.play.race_registry import RaceRegistry
+from server.play.race.registry import RaceRegistry
 from server.play.registry import RoomRegistry
 from server.services.hints import SolvingService
 from server.services.pruning import BoardPruning
@@ -98,26 +98,32 @@ class Services:
         committer.start()
         fanout = Fanout()
         bus = bus or (RedisBus(settings.redis_url) if settings.redis_url else LocalBus())
-        registry = RoomRegistry(database, committer, metrics, fanout, node=settings.node, bus=bus)
+        solving = SolvingService()
+        # The games tell the races of their seats' commits, and a running race holds its seats' games:
+        # each registry holds the other, the races asking for the games when they need them.
+        races = RaceRegistry(
+            database,
+            committer,
+            metrics,
+            fanout,
+            bus.publish,
+            lambda: registry,
+            winnable=solving.winnable_deal,
+            countdown=settings.race_countdown,
+            board_delay=settings.race_board_delay,
+        )
+        registry = RoomRegistry(
+            database, committer, metrics, fanout, node=settings.node, bus=bus, races=races
+        )
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()
         leaderboards = LeaderboardService(database)
-        solving = SolvingService()
         unfinished = UnfinishedGames(
             database,
             committer,
             registry.rooms,
             per_player=settings.max_unfinished_games_per_player,
             abandon_after=settings.abandon_after,
-        )
-        races = RaceRegistry(
-            database,
-            committer,
-            metrics,
-            registry,
-            winnable=solving.winnable_deal,
-            countdown=settings.race_countdown,
-            board_delay=settings.race_board_delay,
         )
         races.start()  # the sweep: races due that no node holds (their node stopped) are taken up
         handler = RequestHandler(

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from protocol.limits import MAX_PAGE_SIZE
 from server.edge.admission import OriginPolicy, TrustedProxies
-from server.play.matchmaking import MatchRules
+from server.play.race.matchmaking import MatchRules
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -456,7 +456,7 @@ class Settings:
         )
 
     def match_rules(self) -> MatchRules:
-        """The quick match parameters (`server.play.matchmaking`)."""
+        """The quick match parameters (`server.play.race.matchmaking`)."""
         return MatchRules(
             band=self.quick_match_band,
             widening=self.quick_match_widening,

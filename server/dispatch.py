@@ -34,8 +34,7 @@ from server.play.commands import Act, HintPosition, Resign, View, Watch
 from server.play.driver import RoomDriver
 from server.play.effects import HintSpot
 from server.play.game_room import FinishedGame, PlayerRef
-from server.play.quick_match import QuickMatch
-from server.play.race_commands import (
+from server.play.race.commands import (
     RaceCommand,
     RaceJoin,
     RaceLeave,
@@ -44,7 +43,8 @@ from server.play.race_commands import (
     RaceWatch,
     Rematch,
 )
-from server.play.race_registry import RaceRegistry, RaceRoomDriver
+from server.play.race.quick_match import QuickMatch
+from server.play.race.registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.replay import replay_page, replay_whole
 from server.play.session import Session

@@ -13,7 +13,7 @@ from typing import TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engine import InvalidCodeError, Status
-from server.play.race_places import Figures, places
+from server.play.race.places import Figures, places
 from server.play.replay import UnreplayableAction, replay_stored
 from server.services.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, StoredGame, repository
@@ -214,7 +214,7 @@ async def verify_ratings(database: Database, *, batch: int = 500) -> tuple[int, 
 
 def check_finished_race(race: RaceRecord, games: _Games) -> str | None:
     """Why a finished race is not what its seats say (None: it is): its places are not the ones
-    `server.play.race_places.places` gives its seats' stored figures, or a seat's game is missing, of
+    `server.play.race.places.places` gives its seats' stored figures, or a seat's game is missing, of
     another player, of another race or of another deal. ``games``: `races.games_of_races`."""
     figures = {s.seat: Figures(s.status, s.cards_home, s.moves, s.time_ms) for s in race.seated}
     expected = dict(sorted(places(figures).items()))

@@ -64,7 +64,7 @@ class BusEvent:
 
 @dataclass(frozen=True, slots=True)
 class RaceEvent:
-    """A change of race ``race`` stored at ``revision`` by some node (`server.play.race_room`)."""
+    """A change of race ``race`` stored at ``revision`` by some node (`server.play.race.room`)."""
 
     node: str
     race: str

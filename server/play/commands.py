@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, Protocol
 from engine import Action, Game
 from protocol.errors import RequestId
 from server.play.bus import BusEvent
+from server.storage.records import RaceRecord
 
 __all__ = [
     "Act",
@@ -24,11 +25,14 @@ __all__ = [
     "HintPosition",
     "Loaded",
     "Outcome",
+    "RaceLoaded",
+    "RatingsLoaded",
     "Rebuilt",
     "RemoteCommit",
     "ReplyTo",
     "Request",
     "Resign",
+    "Tick",
     "Unfollow",
     "View",
     "Watch",
@@ -117,6 +121,29 @@ class Rebuilt(NamedTuple):
     """The outcome of the room's `Rebuild`: the game without its last, refused action."""
 
     game: Game
+
+
+class RatingsLoaded(NamedTuple):
+    """The outcome of the room's `LoadRatings`: each rated player's shown rating (before, after),
+    empty when the race rated nobody; ``error`` when it could not be read (then shown nowhere)."""
+
+    shifts: dict[str, tuple[int, int]]
+    error: Exception | None = None
+
+
+class RaceLoaded(NamedTuple):
+    """The outcome of the room's `LoadRace`: the race as stored (None: not found), or ``error`` when it
+    could not be read."""
+
+    record: RaceRecord | None
+    error: Exception | None = None
+
+
+class Tick(NamedTuple):
+    """A time the race asked to be woken at (`Wake`) has come, about (its timer may fire a little
+    early: the room reads its clock); ``at`` is None for a Tick no Wake asked for (a race taken up)."""
+
+    at: dt.datetime | None = None
 
 
 Request = Act | Resign | View | Watch | Unfollow | HintPosition | RemoteCommit

@@ -22,9 +22,19 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from engine import Game
+from protocol import Player as PlayerRef
 from protocol import ServerMessage
-from server.play.bus import Event
-from server.play.commands import Command, Committed, Follower, Loaded, Outcome, Rebuilt, Request
+from server.play.bus import Event, RaceEvent
+from server.play.commands import (
+    Committed,
+    Follower,
+    Loaded,
+    Outcome,
+    RaceLoaded,
+    RatingsLoaded,
+    Rebuilt,
+    Tick,
+)
 from server.play.effects import (
     Commit,
     Effect,
@@ -38,19 +48,21 @@ from server.play.effects import (
     Push,
     Rebuild,
     Reply,
+    SeatProgress,
     Wake,
 )
-from server.play.game_room import PlayerRef
-from server.play.race_commands import RaceCommand, RaceLoaded, RatingsLoaded, SeatProgress, Tick
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
 from server.storage.records import RaceRecord
 
-__all__ = ["Done", "Pusher", "RoomDriver", "RoomServices", "WriteSink"]
+__all__ = ["NO_RACES", "Done", "NoRaces", "Pusher", "RaceHooks", "RoomDriver", "RoomServices", "WriteSink"]
 
 logger = logging.getLogger(__name__)
 
+#: A command of the room's own kind: a game's (`server.play.commands`) or a race's
+#: (`server.play.race.commands`); the room's ``handle`` says which it takes.
+_Command = Any
 _OUTCOMES = (Committed, Loaded, Rebuilt, RatingsLoaded, RaceLoaded)
 _STORED = Committed(None)  # a value: one for every commit that stored its write
 
@@ -90,7 +102,7 @@ class RoomState(Protocol):
 
     def handle(self, command: Any) -> list[Effect]:
         """The effects of ``command``: one of the room's own commands (`server.play.commands`, or
-        for a race `server.play.race_commands`), or the outcome of an effect it asked for."""
+        for a race `server.play.race.commands`), or the outcome of an effect it asked for."""
 
     def is_open(self) -> bool: ...
 
@@ -100,25 +112,66 @@ class RoomState(Protocol):
 Room = TypeVar("Room", bound=RoomState)
 
 
+class RaceHooks(Protocol):
+    """What the rooms of a node ask of its races (`server.play.race.registry.RaceRegistry`; a node
+    without races has `NO_RACES`)."""
+
+    def observe(self, race_id: str, progress: SeatProgress) -> None:
+        """A seat's game committed ``progress``: its race, held here, is told."""
+
+    def ensure(self, race_id: str) -> None:
+        """A seat's game is played on this node: a copy of its race is held here too."""
+
+    def race_changed(self, event: RaceEvent) -> None:
+        """Another node stored a change of a race: the copy held here catches up."""
+
+    async def load_ratings(self, race_id: str) -> dict[str, tuple[int, int]]:
+        """What a finished race did to its players' shown ratings: player id → (before, after)."""
+
+    async def load_race(self, race_id: str) -> RaceRecord | None:
+        """The race as stored (a copy behind another node's change, or that lost its fence)."""
+
+    def hold(self, race_id: str, games: tuple[str, ...]) -> None:
+        """Keep a running race's seats' games in memory on this node (`Hold`)."""
+
+
+class NoRaces:
+    """The races of a node that has none: games are told nothing, and no room reads a race."""
+
+    def observe(self, race_id: str, progress: SeatProgress) -> None:
+        return None
+
+    def ensure(self, race_id: str) -> None:
+        return None
+
+    def race_changed(self, event: RaceEvent) -> None:
+        return None
+
+    async def load_ratings(self, race_id: str) -> dict[str, tuple[int, int]]:
+        raise LookupError(f"this node holds no races: race {race_id}")
+
+    async def load_race(self, race_id: str) -> RaceRecord | None:
+        raise LookupError(f"this node holds no races: race {race_id}")
+
+    def hold(self, race_id: str, games: tuple[str, ...]) -> None:
+        return None
+
+
+NO_RACES: RaceHooks = NoRaces()
+
+
 @dataclass(frozen=True, slots=True)
 class RoomServices:
-    """What the rooms of a node need from it: storing, pushing, telling other nodes (None: no other
-    node follows), reading a stored game, and the registry's word that a room left or went idle."""
+    """What the rooms of a node need from it: storing, pushing, telling other nodes, reading a stored
+    game, the registry's word that a room left or went idle, and the node's races."""
 
     committer: WriteSink
     push: Pusher
-    publish: Callable[[Event], None] | None
+    publish: Callable[[Event], None]
     load: Callable[[str], Awaitable[StoredGame | None]]
     left: Callable[[Any], None]
     idle: Callable[[Any], None]
-    #: Tells a race of its seat's commit (None: the node has no races).
-    observe: Callable[[str, SeatProgress], None] | None = None
-    #: Reads a finished race's rating changes: player id → shown rating (before, after).
-    load_ratings: Callable[[str], Awaitable[dict[str, tuple[int, int]]]] | None = None
-    #: Reads a race as stored (a copy behind another node's change, or that lost its fence).
-    load_race: Callable[[str], Awaitable[RaceRecord | None]] | None = None
-    #: Keeps a running race's seats' games in memory on this node (`Hold`).
-    hold: Callable[[str, tuple[str, ...]], None] | None = None
+    races: RaceHooks = NO_RACES
 
 
 class RoomDriver(Generic[Room]):
@@ -129,7 +182,7 @@ class RoomDriver(Generic[Room]):
     def __init__(self, room: Room, services: RoomServices) -> None:
         self.room = room
         self.services = services
-        self._queue: collections.deque[Command | RaceCommand] = collections.deque()
+        self._queue: collections.deque[_Command] = collections.deque()
         self._draining = False
         self._task: asyncio.Task[None] | None = None  # a load or a rebuild under way
 
@@ -153,7 +206,7 @@ class RoomDriver(Generic[Room]):
         """A command is queued, being handled, or the room waits for an outcome."""
         return bool(self._queue) or self._draining or self.room.awaiting is not None
 
-    def send(self, command: Request | RaceCommand) -> None:
+    def send(self, command: _Command) -> None:
         """Queue a request; it is handled now when the room waits for nothing (then without passing
         through the queue)."""
         if self._draining or self._queue or self.room.awaiting is not None:
@@ -162,7 +215,7 @@ class RoomDriver(Generic[Room]):
         else:
             self._drain(command)
 
-    def ask(self, make: Callable[[Callable[[Any], None]], Request | RaceCommand]) -> asyncio.Future[Any]:
+    def ask(self, make: Callable[[Callable[[Any], None]], _Command]) -> asyncio.Future[Any]:
         """Send ``make(reply_to)`` and return a future of its reply (for callers that await: watch,
         resume, resign, hints; an action's caller passes its own ``reply_to`` to ``send``). Cancelling
         the future withdraws nothing: the room goes on as if its caller were still there."""
@@ -184,7 +237,7 @@ class RoomDriver(Generic[Room]):
         else:
             self._drain(outcome)
 
-    def _drain(self, first: Command | RaceCommand | None = None) -> None:
+    def _drain(self, first: _Command | None = None) -> None:
         """Hand the room ``first`` (a request it may take now, or the outcome it waits for), then what
         is queued, until it waits for an outcome or nothing is left."""
         if self._draining:
@@ -211,37 +264,38 @@ class RoomDriver(Generic[Room]):
             self.services.idle(self)
 
     def _run(self, effects: list[Effect]) -> None:
+        services = self.services
         for effect in effects:
             try:
-                if isinstance(effect, Commit):
-                    self._commit(effect.write)
-                elif isinstance(effect, Reply):
-                    effect.reply_to(effect.outcome)
-                elif isinstance(effect, Push):
-                    self.services.push(effect.audience, effect.message())
-                elif isinstance(effect, Publish):
-                    if self.services.publish is not None:
-                        self.services.publish(effect.event)
-                elif isinstance(effect, Leave):
-                    self.services.left(self)
-                elif isinstance(effect, Observe):
-                    if self.services.observe is not None:
-                        self.services.observe(effect.race, effect.progress)
-                elif isinstance(effect, Wake):
-                    asyncio.get_running_loop().call_later(effect.delay, self.send, Tick(effect.at))
-                elif isinstance(effect, Load):
-                    self._start(self._load())
-                elif isinstance(effect, LoadRatings):
-                    self._start(self._load_ratings(effect.race))
-                elif isinstance(effect, LoadRace):
-                    self._start(self._load_race(effect.race))
-                elif isinstance(effect, Hold):
-                    if self.services.hold is not None:
-                        self.services.hold(effect.race, effect.games)
-                else:
-                    self._start(self._rebuild(effect))
+                match effect:
+                    case Commit(write):
+                        self._commit(write)
+                    case Reply(reply_to, outcome):
+                        reply_to(outcome)
+                    case Push(audience, message):
+                        services.push(audience, message())
+                    case Publish(event):
+                        services.publish(event)
+                    case Leave():
+                        services.left(self)
+                    case Observe(race, progress):
+                        services.races.observe(race, progress)
+                    case Wake(delay, at):
+                        asyncio.get_running_loop().call_later(delay, self.send, Tick(at))
+                    case Load():
+                        self._start(self._load())
+                    case LoadRatings(race):
+                        self._start(self._load_ratings(race))
+                    case LoadRace(race):
+                        self._start(self._load_race(race))
+                    case Hold(race, games):
+                        services.races.hold(race, games)
+                    case Rebuild():
+                        self._start(self._rebuild(effect))
+                    case _:
+                        raise TypeError(f"no room effect {effect!r}")
             except Exception:  # a bug in what an effect calls: the room's other effects still run
-                logger.exception("game %s failed on %s", self.room.id, type(effect).__name__)
+                logger.exception("room %s failed on %s", self.room.id, type(effect).__name__)
 
     # ------------------------------------------------------------------ effects with an outcome
 
@@ -277,16 +331,14 @@ class RoomDriver(Generic[Room]):
 
     async def _load_ratings(self, race_id: str) -> RatingsLoaded:
         try:
-            assert self.services.load_ratings is not None, "a race room on services that read no ratings"
-            return RatingsLoaded(await self.services.load_ratings(race_id))
+            return RatingsLoaded(await self.services.races.load_ratings(race_id))
         except Exception as exc:
             logger.warning("reading race %s's rating changes failed", race_id, exc_info=True)
             return RatingsLoaded({}, error=exc)
 
     async def _load_race(self, race_id: str) -> RaceLoaded:
         try:
-            assert self.services.load_race is not None, "a race room on services that read no races"
-            return RaceLoaded(await self.services.load_race(race_id))
+            return RaceLoaded(await self.services.races.load_race(race_id))
         except Exception as exc:
             logger.warning("reading race %s as stored failed", race_id, exc_info=True)
             return RaceLoaded(None, error=exc)
@@ -298,7 +350,7 @@ class RoomDriver(Generic[Room]):
             return Rebuilt(Game.replay(effect.deal, effect.log))
 
 
-def _answer_bug(command: Command | RaceCommand, bug: Exception) -> list[Effect]:
+def _answer_bug(command: _Command, bug: Exception) -> list[Effect]:
     """A request the room failed on is answered with the failure (an outcome has no one to tell)."""
     reply_to = getattr(command, "reply_to", None)
     return [Reply(reply_to, bug)] if reply_to is not None else []

@@ -11,11 +11,10 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from engine import Action, Deal, Layout
+from engine import Action, Deal, Game, Layout, Status
 from protocol import ServerMessage
 from server.play.bus import Event
 from server.play.commands import Follower, ReplyTo
-from server.play.race_commands import SeatProgress
 from server.storage.commit_backends import Write
 
 __all__ = [
@@ -32,8 +31,26 @@ __all__ = [
     "Push",
     "Rebuild",
     "Reply",
+    "SeatProgress",
     "Wake",
 ]
+
+
+class SeatProgress(NamedTuple):
+    """A race seat's game as committed (``v``): what its room tells the race (`Observe`)."""
+
+    game: str
+    v: int
+    layout: Layout
+    score: int
+    moves: int
+    status: Status
+    at: dt.datetime
+
+    @classmethod
+    def of(cls, game_id: str, game: Game, at: dt.datetime) -> SeatProgress:
+        """``game`` as it stands (its layout is immutable: nothing is copied), committed at ``at``."""
+        return cls(game_id, game.v, game.layout(), game.score, game.moves, game.status, at)
 
 
 class HintSpot(NamedTuple):
@@ -77,14 +94,14 @@ class Load(NamedTuple):
 
 class LoadRatings(NamedTuple):
     """Read what race ``race``'s finishing write did to its players' ratings (the commit backend rated
-    it in that transaction); the outcome comes back as `server.play.race_commands.RatingsLoaded`."""
+    it in that transaction); the outcome comes back as `server.play.race.commands.RatingsLoaded`."""
 
     race: str
 
 
 class LoadRace(NamedTuple):
     """Read race ``race`` as stored (another node's copy stored a change: the database is the race's
-    authority); the outcome comes back as `server.play.race_commands.RaceLoaded`."""
+    authority); the outcome comes back as `server.play.race.commands.RaceLoaded`."""
 
     race: str
 

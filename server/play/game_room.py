@@ -57,8 +57,8 @@ from server.play.effects import (
     Push,
     Rebuild,
     Reply,
+    SeatProgress,
 )
-from server.play.race_commands import SeatProgress
 from server.play.replay import RESIGN
 from server.storage import ActionRecord, GameProgress, GameResult
 from server.storage.commit_backends import Write, WriteConflict
@@ -403,8 +403,7 @@ class GameRoom:
 
     def progress(self, game: Game | None = None) -> SeatProgress:
         """What the race is told of this game's commit (its layout is immutable: nothing copied)."""
-        game = game or self.game
-        return SeatProgress(self.id, game.v, game.layout(), game.score, game.moves, game.status, self.clock())
+        return SeatProgress.of(self.id, game or self.game, self.clock())
 
     def _observed(self) -> list[Effect]:
         """A race seat's game tells its race what it took from elsewhere (a resignation or a reload)."""

@@ -20,7 +20,6 @@ import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Final, TypeAlias
 
 from engine import Deal, Game, Status
@@ -30,10 +29,9 @@ from server.ids import new_id
 from server.ops.metrics import Metrics
 from server.play.bus import Bus, BusEvent, Event, LocalBus, RaceEvent
 from server.play.commands import RemoteCommit
-from server.play.driver import Pusher, RoomDriver, RoomServices
+from server.play.driver import NO_RACES, Pusher, RaceHooks, RoomDriver, RoomServices
 from server.play.game_room import FinishedGame, GameRoom, PlayerRef
 from server.play.presence import Presence
-from server.play.race_commands import SeatProgress
 from server.play.replay import replay_stored
 from server.storage import Database, GameStart, StoredGame, races, repository
 from server.storage.committer import Committer, Write
@@ -60,6 +58,7 @@ class RoomRegistry:
         *,
         node: str = "node-1",
         bus: Bus | None = None,
+        races: RaceHooks = NO_RACES,
     ) -> None:
         self._database = database
         self._committer = committer
@@ -67,30 +66,23 @@ class RoomRegistry:
         self.node = node
         bus = bus or LocalBus()
         self._publishes = not isinstance(bus, LocalBus)  # no event built for nobody
+        self._races = races
         self.services = RoomServices(
             committer=committer,
             push=push,
-            publish=bus.publish if self._publishes else None,
+            publish=bus.publish,
             load=self._read,
             left=self._left,
             idle=self.forget_if_idle,
-            observe=self._observe,
+            races=races,
         )
-        #: Told of each commit of a race seat's game (`server.play.race_registry`, which sets it).
-        self.observe: Callable[[str, SeatProgress], None] | None = None
-        #: Told of each race seat's game loaded here: the node holds a copy of its race (the same).
-        self.race_seen: Callable[[str], None] | None = None
         self._pinned: set[str] = set()  # games a running race of this node holds (see `pin`)
         self._rooms: dict[str, GameRoomDriver] = {}
         self._finished: OrderedDict[str, FinishedGame] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
         self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
-        self.remote = RemoteCommits(self, bus)
+        self.remote = RemoteCommits(self, bus, races)
         self.presence = Presence(committer.stored, database, node)  # the map below, mirrored for `live`
-
-    def _observe(self, race_id: str, progress: SeatProgress) -> None:
-        if self.observe is not None:
-            self.observe(race_id, progress)
 
     @property
     def publishes(self) -> bool:
@@ -187,8 +179,7 @@ class RoomRegistry:
         room = self._room(GameRoom(stored.id, game, owner, stored.started_at))
         if race_id is not None:  # a race seat's game: it tells the race, and closes at the time limit
             room.room.race, room.room.closes_at = race_id, closes_at
-            if self.race_seen is not None:  # the race is held here too, so its commits reach it
-                self.race_seen(race_id)
+            self._races.ensure(race_id)  # the race is held here too, so its commits reach it
         self._add(room)
         for event in self.remote.take_early(game_id):
             room.send(RemoteCommit(event))
@@ -241,12 +232,11 @@ class RoomRegistry:
 class RemoteCommits:
     """Hands the changes other nodes commit (from the bus) to this node's rooms, in arrival order."""
 
-    def __init__(self, registry: RoomRegistry, bus: Bus) -> None:
+    def __init__(self, registry: RoomRegistry, bus: Bus, races: RaceHooks) -> None:
         self._registry = registry
         self._bus = bus
+        self._races = races
         self._early: dict[str, list[BusEvent]] = {}  # events of games being loaded
-        #: Told of each race's stored change (`server.play.race_registry`, which sets it).
-        self.race_changed: Callable[[RaceEvent], None] | None = None
 
     async def start(self) -> None:
         await self._bus.start(self._on_event)
@@ -256,8 +246,7 @@ class RemoteCommits:
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, RaceEvent):
-            if self.race_changed is not None:
-                self.race_changed(event)
+            self._races.race_changed(event)
             return
         room = self._registry.room(event.game)
         if room is not None:

@@ -117,7 +117,7 @@ class Write(NamedTuple):
     #: A finished race's rating changes (`server.services.ratings.rate_race`), stored with its result;
     #: a conflict when a player's rating changed since they were computed (read again, rate anew).
     ratings: RatedRace | None = None
-    #: A race stored whole (`server.play.race_room`), with the games its seats start.
+    #: A race stored whole (`server.play.race.room`), with the games its seats start.
     race: RaceWrite | None = None
     #: The rooms this process now holds or let go (`server.play.presence`), for ``live``.
     live_rooms: LiveRoomsChange | None = None

@@ -127,7 +127,7 @@ async def open_race_ids(conn: AsyncConnection) -> list[str]:
 async def due_race_ids(conn: AsyncConnection, now: dt.datetime, lobby_timeout: float) -> list[str]:
     """The races not over whose next timed change was due at ``now``: a lobby made ``lobby_timeout``
     seconds before, a countdown's start, a running race's time limit (what a node's sweep takes up:
-    `server.play.race_registry`). The state index narrows it to the races not over."""
+    `server.play.race.registry`). The state index narrows it to the races not over."""
     lobby_made_by = now - dt.timedelta(seconds=lobby_timeout)
     due = or_(
         and_(races.c.state == "lobby", races.c.created_at <= lobby_made_by),

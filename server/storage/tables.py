@@ -324,7 +324,7 @@ class RaceRatingChangeRow(Base):
 
 
 class RaceRow(Base):
-    """A race: several players, one winnable deal revealed to all at once (`server.play.race_room`).
+    """A race: several players, one winnable deal revealed to all at once (`server.play.race.room`).
 
     ``deal_code`` is chosen when the race is made and stays secret until the race runs; ``code`` is
     the invitation code players join by. Written at each change of phase or seats, never per action:

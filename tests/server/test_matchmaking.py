@@ -1,4 +1,4 @@
-"""`server.play.matchmaking`: quick match as a state machine, from command lists alone (no event loop)."""
+"""`server.play.race.matchmaking`: quick match as a state machine, from command lists alone (no loop)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.play.matchmaking import FormRace, Matchmaker, MatchRules, Waiting
+from server.play.race.matchmaking import FormRace, Matchmaker, MatchRules, Waiting
 
 RULES = MatchRules(band=100, widening=10, enough=3, max_players=4, wait=30)
 

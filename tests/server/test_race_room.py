@@ -3,7 +3,7 @@
 No event loop, socket or database: each test hands the room a command, renders the effects it
 returns (a `Push` message is built then, as the driver builds it) and hands back the outcome of a
 `Commit`. The table at the end states the effects of every command, in order; the places of a race
-are stated by their own table (`server.play.race_places`).
+are stated by their own table (`server.play.race.places`).
 """
 
 from __future__ import annotations
@@ -20,27 +20,24 @@ from engine import Deal, Game, Status
 from protocol import RatingShift
 from server.errors import Refusal
 from server.play.bus import RaceEvent
-from server.play.commands import Committed, Unfollow
-from server.play.effects import Commit, Effect, Hold, Publish, Push, Reply, Wake
+from server.play.commands import Committed, RaceLoaded, RatingsLoaded, Tick, Unfollow
+from server.play.effects import Commit, Effect, Hold, Publish, Push, Reply, SeatProgress, Wake
 from server.play.game_room import PlayerRef
-from server.play.race_commands import (
+from server.play.race.commands import (
     RaceChanged,
     RaceCommand,
     RaceJoin,
     RaceLeave,
-    RaceLoaded,
     RaceReady,
     RaceRematch,
     RaceStart,
     RaceWatch,
-    RatingsLoaded,
     Rematch,
     SeatChanged,
-    SeatProgress,
-    Tick,
 )
-from server.play.race_places import Figures, places
-from server.play.race_room import LOBBY_TIMEOUT, TRIES, RaceRoom, Seat
+from server.play.race.places import Figures, places
+from server.play.race.room import TRIES, RaceRoom
+from server.play.race.value import LOBBY_TIMEOUT, Race, Seat
 from server.storage import StorageUnavailable
 from server.storage.commit_backends import WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord
@@ -67,7 +64,7 @@ class Harness:
     def __init__(self) -> None:
         self.now = T0
         ids = itertools.count(1)
-        self.room = RaceRoom(
+        race = Race(
             id="r1",
             code="K7M2QX9P",
             creator=ANN,
@@ -77,12 +74,12 @@ class Harness:
             public=False,
             deal=DEAL,
             created_at=T0,
-            countdown_s=5,
-            board_delay_s=30,
             seated={1: Seat(ANN)},
-            clock=lambda: self.now,
-            make_id=lambda: f"g{next(ids)}",
         )
+        self.room = RaceRoom(
+            race, countdown_s=5, board_delay_s=30, clock=lambda: self.now, make_id=lambda: f"g{next(ids)}"
+        )
+        self.room.handle(Tick())  # as the registry does with a race it holds: its timers armed
         self.people = {name: Person(name) for name in ("ann", "ann2", "bo", "cy", "spec")}
         self.players = {"ann": ANN, "ann2": ANN, "bo": BO, "cy": CY, "spec": PlayerRef("p-spec", "Spec")}
         self.effects: list[Effect] = []
@@ -140,7 +137,7 @@ class Harness:
 
     def play(self, seat: int, game: Game) -> list[str]:
         """The seat's game committed ``game`` as it stands now."""
-        game_id = self.room.seated[seat].game
+        game_id = self.room.race.seated[seat].game
         assert game_id is not None
         progress = SeatProgress(game_id, game.v, game.layout(), game.score, game.moves, game.status, self.now)
         return self.handle(SeatChanged(progress))
@@ -195,7 +192,7 @@ def test_a_race_runs_from_the_lobby_to_the_reveal() -> None:
         "Push(race_diff -> ann, ann2, bo, spec)",
         "Wake(5)",
     ]
-    assert harness.tick(4) == [] and harness.room.state == "countdown"  # its Wake is out already
+    assert harness.tick(4) == [] and harness.room.race.phase == "countdown"  # its Wake is out already
     effects = harness.tick(1)
     assert effects == ["Commit"]
     (commit,) = harness.effects
@@ -230,10 +227,13 @@ def test_a_winner_ends_the_race_and_the_boards_open() -> None:
     won = Game(DEAL)
     won.status = Status.WON  # what the seat's game room says of a winning commit
     effects = harness.play(2, won)
-    assert effects == ["Commit"] and harness.room.state == "finished"
+    (commit,) = harness.effects
+    assert effects == ["Commit"] and isinstance(commit, Commit) and commit.write.race is not None
+    assert commit.write.race.race.state == "finished" and harness.room.race.phase == "running"  # until stored
     # the finishing write rated the race: its changes are read before the result goes out, and
     # requests wait meanwhile (the driver holds them while the room awaits)
     assert harness.committed() == ["LoadRatings"] and harness.room.awaiting is not None
+    assert harness.room.race.phase == "finished"
     assert harness.handle(RatingsLoaded({BO.id: (1000, 1021), ANN.id: (1000, 990)})) == [
         "Push(race_diff -> ann, ann2, bo, spec)",
         "Push(race_board -> ann, ann2, bo, spec)",
@@ -269,7 +269,7 @@ def test_the_time_limit_ends_the_race_on_the_standings() -> None:
     rows = {row.seat: row for row in harness.room.snapshot(None).rows}
     assert (rows[1].cards_home, rows[2].cards_home) == (0, 0)
     assert (rows[1].place, rows[2].place) == (2, 1)  # no card home either: fewer moves first
-    assert (rows[1].time_ms, rows[1].moves, harness.room.state) == (1000, 1, "finished")
+    assert (rows[1].time_ms, rows[1].moves, harness.room.race.phase) == (1000, 1, "finished")
 
 
 def test_a_spectator_gets_the_boards_late_and_a_seat_none() -> None:
@@ -300,25 +300,28 @@ def test_a_failed_commit_leaves_the_race_as_it_was() -> None:
     harness.committed()
     harness.start()
     assert harness.committed(StorageUnavailable("down")) == ["Reply(ann: StorageUnavailable)"]
-    assert harness.room.state == "lobby" and harness.room.starts_at is None
+    assert harness.room.race.phase == "lobby" and harness.room.race.starts_at is None
     harness.start()
     harness.committed()
     harness.tick(5)
     assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]
-    assert harness.room.state == "countdown" and all(s.game is None for s in harness.room.seated.values())
+    assert harness.room.race.phase == "countdown" and all(
+        s.game is None for s in harness.room.race.seated.values()
+    )
     assert harness.tick(1) == ["Commit"]
     harness.committed()
     won = Game(DEAL)
     won.status = Status.WON
     assert harness.play(1, won) == ["Commit"]
     assert harness.committed(StorageUnavailable("down")) == ["Wake(1)"]  # the end, tried again
-    assert harness.room.state == "running" and harness.room.seated[1].status == "won"
-    assert harness.tick(1) == ["Commit"] and harness.room.state == "finished"
+    assert harness.room.race.phase == "running" and harness.room.race.seated[1].status == "won"
+    assert harness.tick(1) == ["Commit"]
+    assert harness.committed() == ["LoadRatings"] and harness.room.race.phase == "finished"
 
 
 def elsewhere(harness: Harness, *, revision: int = 1, **changes: Any) -> RaceRecord:
     """The race as another node's copy stored it, ``revision`` writes after this copy's."""
-    stored = harness.room.record()
+    stored = harness.room.race.record()
     return dataclasses.replace(stored, revision=stored.revision + revision, **changes)
 
 
@@ -330,20 +333,17 @@ def test_a_request_that_lost_the_fence_is_handled_again_on_the_race_as_stored() 
     taken back meanwhile), its followers get the difference as a diff, and the ready is handled again
     against it and stored; it is not refused as it was (the room let go, the player told stale)."""
     harness = Harness().lobby()
-    stored = elsewhere(harness, seated=(*harness.room.record().seated, CY_SEAT))
+    stored = elsewhere(harness, seated=(*harness.room.race.record().seated, CY_SEAT))
     assert harness.ready("ann") == ["Commit"]
     assert harness.committed(WriteConflict("revision 3 is stored")) == ["LoadRace"]
-    assert harness.room.seated[1].ready is False and harness.room.revision == stored.revision - 1
-    assert harness.handle(RaceLoaded(stored)) == [
-        "Push(race_diff -> ann, ann2, bo, spec)",
-        f"Wake({LOBBY_TIMEOUT:g})",
-        "Commit",
-    ]
+    assert harness.room.race.seated[1].ready is False and harness.room.race.revision == stored.revision - 1
+    # the lobby's Wake is out already: none is armed again
+    assert harness.handle(RaceLoaded(stored)) == ["Push(race_diff -> ann, ann2, bo, spec)", "Commit"]
     diff = harness.pushed[-1][1]
     assert [row["player"]["id"] for row in diff["rows"]] == [CY.id]  # what changed elsewhere
     assert harness.committed() == ["Reply(ann: ok)", "Push(race_diff -> ann, ann2, bo, spec)"]
-    assert harness.room.revision == stored.revision + 1 and harness.room.seated[1].ready is True
-    assert len(harness.room.seated) == 3 and harness.room.is_open()
+    assert harness.room.race.revision == stored.revision + 1 and harness.room.race.seated[1].ready is True
+    assert len(harness.room.race.seated) == 3 and harness.room.is_open()
 
 
 def test_a_request_that_loses_the_fence_every_time_is_stale_after_its_tries() -> None:
@@ -384,11 +384,11 @@ def test_a_timed_change_that_lost_takes_the_stored_state() -> None:
         dataclasses.replace(
             seat, status="won" if seat.seat == 2 else "playing", place=1 if seat.seat == 2 else 2
         )
-        for seat in harness.room.record().seated
+        for seat in harness.room.race.record().seated
     )
-    stored = harness.room.record()
+    stored = harness.room.race.record()
     assert harness.committed(WriteConflict("revision 5 is stored")) == ["LoadRace"]
-    assert harness.room.state == "running"  # taken back until the race is read
+    assert harness.room.race.phase == "running"  # taken back until the race is read
     finished = dataclasses.replace(stored, revision=stored.revision, seated=stored_seats, state="finished")
     assert harness.handle(RaceLoaded(finished)) == ["LoadRatings"]
     effects = harness.handle(RatingsLoaded({BO.id: (1000, 1021), ANN.id: (1000, 990)}))
@@ -402,16 +402,13 @@ def test_a_timed_change_that_lost_takes_the_stored_state() -> None:
 def test_another_nodes_change_is_read_and_told_as_a_diff() -> None:
     """A `RaceChanged` of a later revision has the copy read the race; an older or equal one, nothing."""
     harness = Harness().lobby()
-    revision = harness.room.revision
+    revision = harness.room.race.revision
     assert harness.handle(RaceChanged(revision)) == []
     assert harness.handle(RaceChanged(revision + 1)) == ["LoadRace"]
-    stored = elsewhere(harness, seated=(*harness.room.record().seated, CY_SEAT))
-    assert harness.handle(RaceLoaded(stored)) == [
-        "Push(race_diff -> ann, ann2, bo, spec)",
-        f"Wake({LOBBY_TIMEOUT:g})",
-    ]
-    assert harness.pushed[-1][1]["v"] == harness.room.v and harness.room.revision == revision + 1
-    assert harness.room.seated[3].player == CY
+    stored = elsewhere(harness, seated=(*harness.room.race.record().seated, CY_SEAT))
+    assert harness.handle(RaceLoaded(stored)) == ["Push(race_diff -> ann, ann2, bo, spec)"]
+    assert harness.pushed[-1][1]["v"] == harness.room.v and harness.room.race.revision == revision + 1
+    assert harness.room.race.seated[3].player == CY
 
 
 def test_a_copy_that_reads_the_reveal_takes_its_games_and_keeps_what_it_saw() -> None:
@@ -422,7 +419,7 @@ def test_a_copy_that_reads_the_reveal_takes_its_games_and_keeps_what_it_saw() ->
     harness.room.publishes = True
     harness.running()
     harness.play(1, one_move())
-    running = harness.room.record()
+    running = harness.room.race.record()
     copy = Harness()
     copy.room.publishes = True
     copy.lobby().ready("ann")
@@ -440,7 +437,7 @@ def test_a_copy_that_reads_the_reveal_takes_its_games_and_keeps_what_it_saw() ->
     again = dataclasses.replace(running, revision=running.revision + 1)
     copy.handle(RaceChanged(again.revision))
     copy.handle(RaceLoaded(again))
-    assert copy.room.seated[1].moves == 1  # kept: the stored row says 0
+    assert copy.room.race.seated[1].moves == 1  # kept: the stored row says 0
 
 
 def test_a_stored_change_is_published_when_other_nodes_hold_copies() -> None:
@@ -450,7 +447,7 @@ def test_a_stored_change_is_published_when_other_nodes_hold_copies() -> None:
     harness.join("bo")
     assert harness.committed() == ["Publish", "Reply(bo: race)", "Push(race_diff -> ann)"]
     (publish,) = [effect for effect in harness.effects if isinstance(effect, Publish)]
-    assert publish.event == RaceEvent("node-1", "r1", harness.room.revision)
+    assert publish.event == RaceEvent("node-1", "r1", harness.room.race.revision)
 
 
 def test_a_resignation_at_the_version_already_seen_reaches_the_race() -> None:
@@ -460,12 +457,12 @@ def test_a_resignation_at_the_version_already_seen_reaches_the_race() -> None:
     harness.play(1, game)
     game.resign()
     assert harness.play(1, game)[-1] == "Push(race_diff -> ann, ann2, bo, spec)"
-    assert harness.room.seated[1].status == "resigned"
+    assert harness.room.race.seated[1].status == "resigned"
 
 
 def test_a_lobby_never_started_is_cancelled_after_an_hour() -> None:
     harness = Harness().lobby()
-    assert harness.tick(LOBBY_TIMEOUT - 1) == ["Wake(1)"]
+    assert harness.tick(LOBBY_TIMEOUT - 1) == []  # its Wake, armed when the race was held, is out
     assert harness.tick(1) == ["Commit"]
     assert harness.committed() == ["Push(race_diff -> ann, ann2, bo, spec)", "Leave"]
     assert harness.pushed[-1][1]["state"] == "cancelled" and not harness.room.is_open()
@@ -478,7 +475,7 @@ def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
     diff = harness.pushed[-1][1]
     assert diff["gone"] == [1] and diff["creator"] == "p-bo"
     harness.leave("bo")
-    assert harness.committed()[-1] == "Leave" and harness.room.state == "cancelled"
+    assert harness.committed()[-1] == "Leave" and harness.room.race.phase == "cancelled"
 
 
 @pytest.mark.parametrize(
@@ -525,7 +522,7 @@ def test_a_resignation_after_a_move_is_news() -> None:
     harness.play(1, game)
     game.resign()
     assert harness.play(1, game) == ["Push(race_diff -> ann, ann2, bo, spec)"]
-    assert harness.room.seated[1].status == "resigned"
+    assert harness.room.race.seated[1].status == "resigned"
     assert harness.play(1, game) == []  # the same again: no news
 
 
@@ -563,7 +560,7 @@ def test_a_wake_that_fires_early_is_armed_again_for_what_is_left() -> None:
     harness.committed()
     (wake,) = [effect for effect in harness.effects if isinstance(effect, Wake)]
     harness.now = wake.at - dt.timedelta(milliseconds=1)
-    assert harness.handle(Tick(wake.at)) == ["Wake(0.001)"] and harness.room.state == "countdown"
+    assert harness.handle(Tick(wake.at)) == ["Wake(0.001)"] and harness.room.race.phase == "countdown"
     harness.now = wake.at
     assert harness.handle(Tick(wake.at)) == ["Commit"]
 
@@ -578,12 +575,12 @@ def _finished() -> Harness:
     harness.play(2, won)
     harness.committed()
     harness.handle(RatingsLoaded({}))
-    assert harness.room.state == "finished"
+    assert harness.room.race.phase == "finished"
     return harness
 
 
 def _ask_rematch(harness: Harness, name: str) -> list[Effect]:
-    made = dataclasses.replace(harness.room.record(), id="r2", code="H4RX7KMB", state="lobby", seated=())
+    made = dataclasses.replace(harness.room.race.record(), id="r2", code="H4RX7KMB", state="lobby", seated=())
     command = RaceRematch(harness.people[name], harness.players[name], made, None, Answer(name))
     harness.effects = harness.room.handle(command)
     return harness.effects
@@ -594,7 +591,7 @@ def test_a_rematch_is_stored_with_its_link_then_named_to_every_follower() -> Non
     new race in it; once stored, the asker's reply first (the registry takes the race up), then the
     diff that names it to every follower. A later ask is answered at once: join the one made."""
     harness = _finished()
-    revision, v = harness.room.revision, harness.room.v
+    revision, v = harness.room.race.revision, harness.room.v
     (commit,) = _ask_rematch(harness, "bo")
     assert isinstance(commit, Commit) and commit.write.race is not None
     assert commit.write.race.race.rematch_id == "r2" and commit.write.race.race.revision == revision + 1
@@ -629,13 +626,13 @@ def test_a_rematch_not_stored_leaves_the_race_as_it_was() -> None:
     fence (another node linked one first): the race is read again, and the ask, handled again on it,
     is answered the rematch stored there, to join; the followers get a diff that names it."""
     harness = _finished()
-    revision = harness.room.revision
+    revision = harness.room.race.revision
     _ask_rematch(harness, "bo")
     (failed,) = harness.room.handle(Committed(StorageUnavailable("down")))
     assert isinstance(failed, Reply) and isinstance(failed.outcome, StorageUnavailable)
-    assert (harness.room.rematch, harness.room.revision) == (None, revision)
+    assert (harness.room.race.rematch, harness.room.race.revision) == (None, revision)
     stored = dataclasses.replace(
-        harness.room.record(), revision=revision + 1, rematch_id="r9", rematch_code="Q2W3E4R5"
+        harness.room.race.record(), revision=revision + 1, rematch_id="r9", rematch_code="Q2W3E4R5"
     )
     _ask_rematch(harness, "bo")
     assert [type(e).__name__ for e in harness.room.handle(Committed(WriteConflict("revision")))] == [
@@ -644,7 +641,7 @@ def test_a_rematch_not_stored_leaves_the_race_as_it_was() -> None:
     effects = harness.room.handle(RaceLoaded(stored))
     (reply,) = [effect for effect in effects if isinstance(effect, Reply)]
     assert reply.outcome == Rematch("r9", "Q2W3E4R5", made=False)
-    assert harness.room.rematch is not None and harness.room.rematch.race == "r9"
+    assert harness.room.race.rematch is not None and harness.room.race.rematch.race == "r9"
 
 
 @pytest.mark.parametrize(
@@ -662,7 +659,7 @@ def test_a_rematch_refused(doing: Callable[[Harness], Any], refusal: str) -> Non
     doing(harness)
     (reply,) = harness.effects
     assert isinstance(reply, Reply) and isinstance(reply.outcome, Refusal)
-    assert refusal in reply.outcome.message and harness.room.rematch is None
+    assert refusal in reply.outcome.message and harness.room.race.rematch is None
 
 
 def _finished_into(harness: Harness) -> Harness:
@@ -692,7 +689,7 @@ def test_an_end_that_lost_to_another_change_is_written_again() -> None:
     """Bo won as this copy saw it, but its end lost the fence to Ann's leave on another node: the race
     as stored still runs, so the copy keeps Bo's win and ends the race again at once."""
     harness = Harness().running()
-    running = harness.room.record()
+    running = harness.room.race.record()
     left = tuple(
         dataclasses.replace(seat, status="left") if seat.seat == 1 else seat for seat in running.seated
     )
@@ -702,6 +699,11 @@ def test_an_end_that_lost_to_another_change_is_written_again() -> None:
     assert harness.play(2, won) == ["Commit"]
     assert harness.committed(WriteConflict("revision 5 is stored")) == ["LoadRace"]
     assert harness.handle(RaceLoaded(stored)) == ["Push(race_diff -> ann, ann2, bo, spec)", "Wake(0)"]
-    assert harness.room.seated[2].status == "won" and harness.room.seated[1].status == "left"
-    assert harness.handle(Tick(harness.now)) == ["Commit"] and harness.room.state == "finished"
-    assert harness.room.record().revision == stored.revision + 1
+    assert harness.room.race.seated[2].status == "won" and harness.room.race.seated[1].status == "left"
+    assert harness.handle(Tick(harness.now)) == ["Commit"]
+    (commit,) = harness.effects
+    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert (commit.write.race.race.state, commit.write.race.race.revision) == (
+        "finished",
+        stored.revision + 1,
+    )

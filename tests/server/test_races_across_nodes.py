@@ -21,7 +21,7 @@ import pytest
 
 from engine import Deal, Foundation, Game, Move
 from server.app import App
-from server.play.race_registry import SWEEP_GRACE, SWEEP_INTERVAL
+from server.play.race.registry import SWEEP_GRACE, SWEEP_INTERVAL
 from server.storage import Database, races, ratings
 from server.storage.records import RaceRecord
 from solver import solve_deal

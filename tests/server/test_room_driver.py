@@ -19,11 +19,10 @@ import pytest
 import protocol
 from engine import Deal, Game, parse_action
 from server.play.bus import BusEvent, Event
-from server.play.commands import Act, RemoteCommit, Request, Resign, Unfollow, View, Watch
-from server.play.driver import Done, RoomDriver, RoomServices
-from server.play.effects import Observe, Wake
+from server.play.commands import Act, RemoteCommit, Request, Resign, Tick, Unfollow, View, Watch
+from server.play.driver import Done, NoRaces, RoomDriver, RoomServices
+from server.play.effects import Observe, SeatProgress, Wake
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
-from server.play.race_commands import SeatProgress, Tick
 from server.storage import StorageUnavailable, StoredGame
 from server.storage.commit_backends import Write, WriteConflict
 from tests.support.rooms import Person
@@ -363,7 +362,7 @@ async def test_a_room_whose_stored_game_cannot_be_read_leaves() -> None:
     node.driver.services = RoomServices(
         committer=node.sink,
         push=node.push,
-        publish=None,
+        publish=node.services.publish,
         load=failing_load,
         left=left.set_result,
         idle=node.services.idle,
@@ -417,17 +416,19 @@ class _Ticking:
 
 
 def _progress() -> SeatProgress:
-    game = Game.from_code(CODE)
-    return SeatProgress("g1", 0, game.layout(), 0, 0, game.status, NOW)
+    return SeatProgress.of("g1", Game.from_code(CODE), NOW)
 
 
 async def test_wake_sends_the_room_a_tick_and_observe_tells_the_race() -> None:
-    """A Wake is a timer that sends a Tick (no task of its own); an Observe goes to services.observe."""
+    """A Wake is a timer that sends a Tick (no task of its own); an Observe goes to the node's races."""
     node = Node()
     told: list[tuple[str, int]] = []
-    services = dataclasses.replace(
-        node.services, observe=lambda race, progress: told.append((race, progress.v))
-    )
+
+    class Races(NoRaces):
+        def observe(self, race_id: str, progress: SeatProgress) -> None:
+            told.append((race_id, progress.v))
+
+    services = dataclasses.replace(node.services, races=Races())
     room = _Ticking()
     driver: RoomDriver[Any] = RoomDriver(room, services)
     driver.send(Unfollow(node.owner))  # any request: the room answers it with a Wake

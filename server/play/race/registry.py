@@ -20,28 +20,31 @@ them), and takes them up; two nodes sweeping one race are settled by its fence.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import secrets
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeAlias
 
-from engine import Deal, Status
-from protocol import RaceLink
+from engine import Deal
+from protocol import RatingShift, ServerMessage
 from protocol.errors import RequestId
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
 from server.ops.metrics import Metrics
-from server.play.bus import RaceEvent
-from server.play.commands import Follower
-from server.play.driver import RoomDriver, RoomServices
+from server.play.bus import Event, RaceEvent
+from server.play.commands import Follower, Tick
+from server.play.driver import Pusher, RoomDriver, RoomServices
+from server.play.effects import SeatProgress
 from server.play.game_room import FinishedGame, PlayerRef
-from server.play.race_commands import RaceChanged, RaceRematch, Rematch, SeatChanged, SeatProgress, Tick
-from server.play.race_room import LOBBY_TIMEOUT, RaceRoom, Seat
+from server.play.race.commands import RaceChanged, RaceRematch, Rematch, SeatChanged
+from server.play.race.room import RaceRoom
+from server.play.race.value import LOBBY_TIMEOUT, Phase, Race, Seat, SeatStatus
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
-from server.storage import Database, races, ratings, repository
+from server.storage import Database, StoredGame, races, ratings, repository
 from server.storage.committer import Committer, Write
 from server.storage.records import RaceRecord, RaceWrite
 
@@ -68,14 +71,17 @@ def invite_code() -> str:
 
 
 class RaceRegistry:
-    """Owned by the app; see the module docstring."""
+    """Owned by the app; see the module docstring. It is the node's `RaceHooks`: the game registry
+    (``games``, asked for when needed: each holds the other) tells it of its seats' games."""
 
     def __init__(
         self,
         database: Database,
         committer: Committer,
         metrics: Metrics,
-        games: RoomRegistry,
+        push: Pusher,
+        publish: Callable[[Event], None],
+        games: Callable[[], RoomRegistry],
         *,
         winnable: Callable[[int], Deal],
         countdown: float,
@@ -96,26 +102,21 @@ class RaceRegistry:
         self._sweeper: asyncio.Task[None] | None = None
         #: The races' clock (tests move it; `wake_all` has every race look at it again).
         self.clock: Callable[[], dt.datetime] = utc_now
-        push = games.services.push
 
-        def counted_push(audience: object, message: object) -> None:
-            self._metrics.race_updates.inc(len(audience))  # type: ignore[arg-type]
-            push(audience, message)  # type: ignore[arg-type]
+        def counted_push(audience: Iterable[Any], message: ServerMessage) -> None:
+            audience = tuple(audience)
+            self._metrics.race_updates.inc(len(audience))
+            push(audience, message)
 
         self.services = RoomServices(
             committer=committer,
             push=counted_push,
-            publish=games.services.publish,
-            load=games.services.load,  # never asked: a race room loads no game
+            publish=publish,
+            load=_no_game,
             left=self._left,
             idle=self._idle,  # an open race stays (its timers run here); a kept one goes
-            load_ratings=self._rating_shifts,
-            load_race=self._read,
-            hold=self.hold,
+            races=self,
         )
-        games.observe = self.observe
-        games.race_seen = self.ensure
-        games.remote.race_changed = self.race_changed
 
     def room(self, race_id: str) -> RaceRoomDriver | None:
         return self._rooms.get(race_id)
@@ -124,77 +125,36 @@ class RaceRegistry:
         self, creator: PlayerRef, *, cells: int, seats: int, time_limit: int, public: bool
     ) -> RaceRoomDriver:
         """A new race with ``creator`` in seat 1; returns once it is stored."""
-        return await self._open(
-            creator,
-            cells=cells,
-            seats=seats,
-            time_limit_s=time_limit,
-            public=public,
-            seated={1: Seat(creator)},
-        )
+        race = self._new_race(creator, cells=cells, seats=seats, time_limit_s=time_limit, public=public)
+        return await self._open(race)
 
     async def open_quick(
         self, players: tuple[PlayerRef, ...], *, cells: int, time_limit: int
     ) -> RaceRoomDriver:
         """A public race formed by quick match: ``players`` seated and ready, its countdown begun;
-        returns once it is stored (its players then race_watch it: `server.play.quick_match`)."""
-        now = self.clock()
-        return await self._open(
-            players[0],
-            cells=cells,
-            seats=len(players),
-            time_limit_s=time_limit,
-            public=True,
+        returns once it is stored (its players then race_watch it: `server.play.race.quick_match`)."""
+        race = self._new_race(
+            players[0], cells=cells, seats=len(players), time_limit_s=time_limit, public=True
+        )
+        race = dataclasses.replace(
+            race,
             seated={number: Seat(player, ready=True) for number, player in enumerate(players, 1)},
-            now=now,
-            state="countdown",
-            starts_at=now + dt.timedelta(seconds=self._countdown),
+            phase=Phase.COUNTDOWN,
+            starts_at=race.created_at + dt.timedelta(seconds=self._countdown),
         )
+        return await self._open(race)
 
-    async def _open(
-        self,
-        creator: PlayerRef,
-        *,
-        cells: int,
-        seats: int,
-        time_limit_s: int,
-        public: bool,
-        seated: dict[int, Seat],
-        now: dt.datetime | None = None,
-        state: str = "lobby",
-        starts_at: dt.datetime | None = None,
-    ) -> RaceRoomDriver:
-        """A new race room with this registry's deal, code, clock and delays, made at ``now``; stored."""
-        room = self._new_room(
-            creator,
-            cells=cells,
-            seats=seats,
-            time_limit_s=time_limit_s,
-            public=public,
-            seated=seated,
-            now=now,
-            state=state,
-            starts_at=starts_at,
-        )
-        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
+    async def _open(self, race: Race) -> RaceRoomDriver:
+        """Store the new race, then hold it here."""
+        await self._committer.stored(Write(race=RaceWrite(race.record(), new=True)))
         self._metrics.races_made.inc()
-        return self._add(room)
+        return self._add(self._room(race))
 
-    def _new_room(
-        self,
-        creator: PlayerRef,
-        *,
-        cells: int,
-        seats: int,
-        time_limit_s: int,
-        public: bool,
-        seated: dict[int, Seat],
-        now: dt.datetime | None = None,
-        state: str = "lobby",
-        starts_at: dt.datetime | None = None,
-    ) -> RaceRoom:
-        """A new race room with this registry's deal, code, clock and delays (not stored yet)."""
-        return RaceRoom(
+    def _new_race(
+        self, creator: PlayerRef, *, cells: int, seats: int, time_limit_s: int, public: bool
+    ) -> Race:
+        """A new race in its lobby with ``creator`` in seat 1: this registry's deal, code and clock."""
+        return Race(
             id=new_id(),
             code=invite_code(),
             creator=creator,
@@ -203,21 +163,30 @@ class RaceRegistry:
             time_limit_s=time_limit_s,
             public=public,
             deal=self._winnable(cells),
-            created_at=now or self.clock(),
+            created_at=self.clock(),
+            seated={1: Seat(creator)},
+        )
+
+    def _room(self, race: Race) -> RaceRoom:
+        """The one place a race room is made: this node's delays, clock and name."""
+        games = self._games()
+        return RaceRoom(
+            race,
             countdown_s=self._countdown,
             board_delay_s=self._board_delay,
-            state=state,
-            seated=seated,
-            starts_at=starts_at,
             clock=self._now,
+            node=games.node,
+            publishes=games.publishes,
         )
 
     @staticmethod
     def would_make_rematch(race: RaceRoomDriver, player_id: str) -> bool:
         """A rematch of ``race`` asked by ``player_id`` now would make a race (its creations allowance
         is spent only then)."""
-        room = race.room
-        return room.state == "finished" and room.rematch is None and room.seat_of(player_id) is not None
+        value = race.room.race
+        return (
+            value.phase is Phase.FINISHED and value.rematch is None and value.seat_of(player_id) is not None
+        )
 
     async def rematch(
         self, race: RaceRoomDriver, follower: Follower, asker: PlayerRef, request_id: RequestId | None
@@ -229,20 +198,15 @@ class RaceRegistry:
         Raises:
             Refusal: not a player of the race, the race not finished, stale (another node linked it).
         """
-        room = race.room
-        made = self._new_room(
-            asker,
-            cells=room.cells,
-            seats=room.seats,
-            time_limit_s=room.time_limit_s,
-            public=room.public,
-            seated={1: Seat(asker)},
+        value = race.room.race
+        made = self._new_race(
+            asker, cells=value.cells, seats=value.seats, time_limit_s=value.time_limit_s, public=value.public
         )
 
         def take_up(outcome: object, reply_to: Callable[[object], None]) -> None:
             if isinstance(outcome, Rematch) and outcome.made:  # stored: in memory before the diff goes
                 self._metrics.races_made.inc()
-                self._add(made)
+                self._add(self._room(made))
             reply_to(outcome)
 
         outcome = await race.ask(
@@ -257,7 +221,8 @@ class RaceRegistry:
     def seated_in_open_race(self, player_id: str) -> bool:
         """``player_id`` holds a seat in a race of this node not over (quick match refuses it)."""
         return any(
-            driver.is_open() and driver.room.seat_of(player_id) is not None for driver in self._rooms.values()
+            driver.is_open() and driver.room.race.seat_of(player_id) is not None
+            for driver in self._rooms.values()
         )
 
     async def find(self, race_id: str) -> RaceRoomDriver:
@@ -274,7 +239,7 @@ class RaceRegistry:
             record = await races.load_race(conn, race_id)
         if record is None:
             raise Refusal(ErrorCode.NOT_FOUND, f"no race {race_id}")
-        room = await self._room_of(record)
+        room = self._room(await self._race_of(record))
         found = self._in_memory(race_id)  # taken up meanwhile by another find
         if found is not None:
             return found
@@ -282,7 +247,7 @@ class RaceRegistry:
 
     async def find_by_code(self, code: str) -> RaceRoomDriver:
         for room in self._rooms.values():
-            if room.room.code == code:
+            if room.room.race.code == code:
                 return room
         async with self._database.connection() as conn:
             race_id = await races.race_id_by_code(conn, code)
@@ -343,7 +308,7 @@ class RaceRegistry:
         what it shows now goes to the race, then its commits here and on other nodes do."""
         self._held[race_id] = games
         for game_id in games:
-            self._games.pin(game_id)
+            self._games().pin(game_id)
             self._spawn(self._load_seat(race_id, game_id))
 
     # ------------------------------------------------------------------ internals
@@ -360,24 +325,23 @@ class RaceRegistry:
             logger.warning("taking up race %s failed", race_id, exc_info=True)
 
     async def _load_seat(self, race_id: str, game_id: str) -> None:
+        games = self._games()
         try:
-            found = await self._games.find(game_id)
+            found = await games.find(game_id)
         except Exception:
             logger.warning("holding game %s of race %s failed", game_id, race_id, exc_info=True)
             return
         if isinstance(found, FinishedGame):
-            self._games.unpin(game_id)
-            progress = SeatProgress(
-                game_id, found.game.v, found.game.layout(), found.game.score, found.game.moves,
-                found.game.status, self.clock(),
-            )  # fmt: skip
+            games.unpin(game_id)
+            progress = SeatProgress.of(game_id, found.game, self.clock())
         else:
             progress = found.room.progress()
         if race_id not in self._held:  # the race left meanwhile
-            self._games.unpin(game_id)
+            games.unpin(game_id)
         self.observe(race_id, progress)
 
-    async def _read(self, race_id: str) -> RaceRecord | None:
+    async def load_race(self, race_id: str) -> RaceRecord | None:
+        """The race as stored."""
         async with self._database.connection() as conn:
             return await races.load_race(conn, race_id)
 
@@ -397,7 +361,6 @@ class RaceRegistry:
         return found
 
     def _add(self, room: RaceRoom) -> RaceRoomDriver:
-        room.node, room.publishes = self._games.node, self._games.publishes
         driver = RoomDriver(room, self.services)
         self._rooms[room.id] = driver
         self._metrics.live_races.set(len(self._rooms))
@@ -407,13 +370,13 @@ class RaceRegistry:
     def _left(self, driver: RaceRoomDriver) -> None:
         room = driver.room
         for game_id in self._held.pop(room.id, ()):
-            self._games.unpin(game_id)
+            self._games().unpin(game_id)
         if self._rooms.get(room.id) is driver:
             del self._rooms[room.id]
             self._metrics.live_races.set(len(self._rooms))
-            if room.state in ("finished", "cancelled"):
-                self._metrics.races_ended.labels(_how(room)).inc()
-            if room.state == "finished" and not room.replaced:
+            if room.race.phase.over:
+                self._metrics.races_ended.labels(_how(room.race)).inc()
+            if room.race.phase is Phase.FINISHED and not room.replaced:
                 self._keep(driver)
                 return
         self._let_go(driver)
@@ -437,7 +400,7 @@ class RaceRegistry:
             del self._kept[room.id]
             kept[1].cancel()
 
-    async def _rating_shifts(self, race_id: str) -> dict[str, tuple[int, int]]:
+    async def load_ratings(self, race_id: str) -> dict[str, tuple[int, int]]:
         """What race ``race_id`` did to its players' shown ratings, as stored with its result."""
         async with self._database.connection() as conn:
             rated = await ratings.load_race_rating_changes(conn, race_id)
@@ -445,70 +408,44 @@ class RaceRegistry:
             return {}
         return {change.player_id: (change.before.display, change.after.display) for change in rated.changes}
 
-    async def _room_of(self, record: RaceRecord) -> RaceRoom:
-        """The race as stored; a running race's seats take their games' figures as stored, a finished
-        one's its rating changes."""
-        shifts = await self._rating_shifts(record.id) if record.state == "finished" else {}
-        seated = {}
-        for stored in record.seated:
-            seated[stored.seat] = Seat.of(stored)
-            seated[stored.seat].rating = shifts.get(stored.player_id)
-        creator = next(
-            (seat.player for seat in seated.values() if seat.player.id == record.creator_id),
-            PlayerRef.of(record.creator_id, record.creator_id[:16], bot=False),
-        )
-        room = RaceRoom(
-            id=record.id,
-            code=record.code,
-            creator=creator,
-            cells=record.cells,
-            seats=record.seats,
-            time_limit_s=record.time_limit_s,
-            public=record.public,
-            deal=Deal.from_code(record.deal_code),
-            created_at=record.created_at,
-            countdown_s=self._countdown,
-            board_delay_s=self._board_delay,
-            state=record.state,
-            seated=seated,
-            starts_at=record.starts_at,
-            ends_at=record.ends_at,
-            finished_at=record.finished_at,
-            clock=self._now,
-            revision=record.revision,
-            rematch=None
-            if record.rematch_id is None
-            else RaceLink(record.rematch_id, record.rematch_code or ""),
-        )
-        if record.state == "running":
-            await self._catch_up(room)
-        return room
-
-    async def _catch_up(self, room: RaceRoom) -> None:
-        """Each playing seat's figures from its game as stored (the race stores none per action)."""
-        for seat in room.seated.values():
-            if seat.game is None or seat.status != "playing":
+    async def _race_of(self, record: RaceRecord) -> Race:
+        """The race as stored; a finished one's seats with its rating changes, a running one's playing
+        seats with their games' figures as stored (the race stores none per action)."""
+        if record.state == Phase.FINISHED:
+            shifts = await self.load_ratings(record.id)
+            return Race.of(record, {player: RatingShift(*shift) for player, shift in shifts.items()})
+        race = Race.of(record)
+        if race.phase is not Phase.RUNNING or race.starts_at is None:
+            return race
+        seated = dict(race.seated)
+        for number, seat in race.seated.items():
+            if seat.game is None or seat.status is not SeatStatus.PLAYING:
                 continue
             async with self._database.connection() as conn:
                 stored = await repository.load_game(conn, seat.game)
-            if stored is None:
-                continue
-            game = await asyncio.to_thread(replay_stored, stored)
-            seat.cards_home = sum(game.layout().foundations)
-            seat.moves, seat.score = game.moves, game.score
-            if game.status is not Status.PLAYING:
-                seat.status = game.status.value
-            seat.progress = SeatProgress(
-                seat.game, game.v, game.layout(), game.score, game.moves, game.status, utc_now()
-            )
-        room.settle()
+            if stored is not None:
+                seated[number] = await _caught_up(seat, stored, race.starts_at)
+        return dataclasses.replace(race, seated=seated)
 
 
-def _how(room: RaceRoom) -> str:
-    if room.state == "cancelled":
+async def _caught_up(seat: Seat, stored: StoredGame, starts_at: dt.datetime) -> Seat:
+    """A playing seat with its game's figures as stored, its time as the race last stored it (the
+    time of the game's last action is not stored)."""
+    game = await asyncio.to_thread(replay_stored, stored)
+    at = starts_at + dt.timedelta(milliseconds=seat.time_ms)
+    assert seat.game is not None
+    return seat.progressed(SeatProgress.of(seat.game, game, at), starts_at)
+
+
+async def _no_game(game_id: str) -> StoredGame | None:
+    raise LookupError(f"a race room reads no game ({game_id})")
+
+
+def _how(race: Race) -> str:
+    if race.phase is Phase.CANCELLED:
         return "cancelled"
-    if any(seat.status == "won" for seat in room.seated.values()):
+    if any(seat.status is SeatStatus.WON for seat in race.seated.values()):
         return "won"
-    if room.ends_at is not None and room.finished_at is not None and room.finished_at >= room.ends_at:
+    if race.ends_at is not None and race.finished_at is not None and race.finished_at >= race.ends_at:
         return "time"
     return "resigned"

@@ -1,17 +1,16 @@
-"""What goes into a race room (`server.play.race_room`): its followers' requests, its seats' games'
+"""What goes into a race room (`server.play.race.room`): its followers' requests, its seats' games'
 commits, and its timer. Values only (named tuples, like `server.play.commands`); the outcome of a
 race's write is the game room's `Committed`, and a connection that closed sends the same `Unfollow`.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import NamedTuple
 
-from engine import Layout, Status
 from protocol import Player as PlayerRef
 from protocol.errors import RequestId
-from server.play.commands import Follower, ReplyTo
+from server.play.commands import Follower, RaceLoaded, RatingsLoaded, ReplyTo, Tick
+from server.play.effects import SeatProgress
 from server.storage.records import RaceRecord
 
 __all__ = [
@@ -19,29 +18,13 @@ __all__ = [
     "RaceCommand",
     "RaceJoin",
     "RaceLeave",
-    "RaceLoaded",
     "RaceReady",
     "RaceRematch",
     "RaceStart",
     "RaceWatch",
-    "RatingsLoaded",
     "Rematch",
     "SeatChanged",
-    "SeatProgress",
-    "Tick",
 ]
-
-
-class SeatProgress(NamedTuple):
-    """A seat's game as committed (``v``), told to its race by the game's room (`Observe`)."""
-
-    game: str
-    v: int
-    layout: Layout
-    score: int
-    moves: int
-    status: Status
-    at: dt.datetime
 
 
 class RaceJoin(NamedTuple):
@@ -111,33 +94,10 @@ class SeatChanged(NamedTuple):
     progress: SeatProgress
 
 
-class RatingsLoaded(NamedTuple):
-    """The outcome of the room's `LoadRatings`: each rated player's shown rating (before, after),
-    empty when the race rated nobody; ``error`` when it could not be read (then shown nowhere)."""
-
-    shifts: dict[str, tuple[int, int]]
-    error: Exception | None = None
-
-
 class RaceChanged(NamedTuple):
     """Another node stored the race at ``revision`` (from the bus): a copy behind it reads it again."""
 
     revision: int
-
-
-class RaceLoaded(NamedTuple):
-    """The outcome of the room's `LoadRace`: the race as stored (None: not found), or ``error`` when it
-    could not be read."""
-
-    record: RaceRecord | None
-    error: Exception | None = None
-
-
-class Tick(NamedTuple):
-    """A time the race asked to be woken at (`Wake`) has come, about (its timer may fire a little
-    early: the room reads its clock); ``at`` is None for a Tick no Wake asked for (a race taken up)."""
-
-    at: dt.datetime | None = None
 
 
 RaceCommand = (

@@ -1,6 +1,6 @@
 """Quick match's shell: the node's one `Matchmaker`, the connections waiting in it, and its timer.
 
-The pure `server.play.matchmaking.Matchmaker` decides who races whom; this shell reads a player's
+The pure `server.play.race.matchmaking.Matchmaker` decides who races whom; this shell reads a player's
 shown rating when it asks (``quick_race``), ticks the matchmaker about once a second with one task
 for the whole node (started when someone waits, ending when nobody does), opens each race it forms
 (`RaceRegistry.open_quick`: seated, ready, its countdown begun) and has every seat's connection
@@ -20,9 +20,9 @@ from functools import partial
 
 from server.errors import ErrorCode, Refusal
 from server.play.game_room import PlayerRef
-from server.play.matchmaking import FormRace, Matchmaker, MatchRules
-from server.play.race_commands import RaceWatch
-from server.play.race_registry import RaceRegistry
+from server.play.race.commands import RaceWatch
+from server.play.race.matchmaking import FormRace, Matchmaker, MatchRules
+from server.play.race.registry import RaceRegistry
 from server.play.session import Session
 from server.services.ratings import shown_rating
 from server.storage import Database

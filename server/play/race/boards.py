@@ -1,6 +1,6 @@
 """The boards a race keeps for its spectators until they are old enough to show (fair play: a
 spectator who holds no seat sees each seat's board ``delay`` seconds late). Pure: the race room
-(`server.play.race_room`) says what was committed and what time it is.
+(`server.play.race.room`) says what was committed and what time it is.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import datetime as dt
 
-from server.play.race_commands import SeatProgress
+from server.play.effects import SeatProgress
 
 __all__ = ["DelayedBoards"]
 
