@@ -28,7 +28,7 @@ from server.edge.connections import Connections, Fanout
 from server.edge.http import HttpEndpoints
 from server.edge.ratelimit import BucketsByKey
 from server.edge.transport import WebSocketServer
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.play.bus import Bus, LocalBus, RedisBus
 from server.play.race_registry import RaceRegistry
 from server.play.registry import RoomRegistry

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.services.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
 from server.storage import ratings as stored_ratings
