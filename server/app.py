@@ -26,12 +26,12 @@ from server.edge.admission import (
 )
 from server.edge.connections import Connections, Fanout
 from server.edge.http import HttpEndpoints
-from server.edge.ratelimit import BucketsByKey
 from server.edge.transport import WebSocketServer
 from server.metrics import Metrics
 from server.play.bus import Bus, LocalBus, RedisBus
 from server.play.race_registry import RaceRegistry
 from server.play.registry import RoomRegistry
+from server.ratelimit import BucketsByKey
 from server.services.hints import SolvingService
 from server.services.pruning import BoardPruning
 from server.services.quotas import UnfinishedGames

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from server.edge.ratelimit import BucketsByKey, TokenBucket
+from server.ratelimit import BucketsByKey, TokenBucket
 
 __all__ = [
     "RESERVED_FILES",

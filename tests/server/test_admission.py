@@ -20,7 +20,7 @@ from server.edge.admission import (
     TrustedProxies,
     open_files_budget,
 )
-from server.edge.ratelimit import BucketsByKey
+from server.ratelimit import BucketsByKey
 
 
 def test_caps_per_address_and_in_all() -> None:
