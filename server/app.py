@@ -19,15 +19,14 @@ from server.edge.admission import (
     AddressBudget,
     ConnectionCaps,
     ConnectionGate,
-    OriginPolicy,
     ThrottledLog,
-    TrustedProxies,
     open_files_budget,
 )
 from server.edge.connections import Connections, Fanout
 from server.edge.http import HttpEndpoints
 from server.edge.transport import WebSocketServer
 from server.metrics import Metrics
+from server.origins import OriginPolicy, TrustedProxies
 from server.play.bus import Bus, LocalBus, RedisBus
 from server.play.race_registry import RaceRegistry
 from server.play.registry import RoomRegistry
