@@ -29,13 +29,13 @@ from server.metrics import Metrics
 from server.origins import OriginPolicy, TrustedProxies
 from server.play.bus import Bus, LocalBus, RedisBus
 from server.play.race_registry import RaceRegistry
+from server.play.ratings import rate_finished_race
 from server.play.registry import RoomRegistry
 from server.ratelimit import BucketsByKey
 from server.services.hints import SolvingService
 from server.services.pruning import BoardPruning
 from server.services.quotas import UnfinishedGames
 from server.services.rankings import LeaderboardService
-from server.services.ratings import rate_finished_race
 from server.storage import Database
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.committer import Committer

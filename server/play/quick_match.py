@@ -23,8 +23,8 @@ from server.play.game_room import PlayerRef
 from server.play.matchmaking import FormRace, Matchmaker, MatchRules
 from server.play.race_commands import RaceWatch
 from server.play.race_registry import RaceRegistry
+from server.play.ratings import shown_rating
 from server.play.session import Session
-from server.services.ratings import shown_rating
 from server.storage import Database
 from server.storage.ratings import load_ratings
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from server.metrics import Metrics
-from server.services.ratings import NEWCOMER, Placement, rate_race
+from server.play.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
 from server.storage import ratings as stored_ratings
 from server.storage.commit_backends import SqlAlchemyBackend
