@@ -19,24 +19,23 @@ from server.edge.admission import (
     AddressBudget,
     ConnectionCaps,
     ConnectionGate,
-    OriginPolicy,
     ThrottledLog,
-    TrustedProxies,
     open_files_budget,
 )
 from server.edge.connections import Connections, Fanout
 from server.edge.http import HttpEndpoints
-from server.edge.ratelimit import BucketsByKey
 from server.edge.transport import WebSocketServer
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
+from server.origins import OriginPolicy, TrustedProxies
 from server.play.bus import Bus, LocalBus, RedisBus
+from server.play.race.ratings import rate_finished_race
 from server.play.race.registry import RaceRegistry
 from server.play.registry import RoomRegistry
+from server.ratelimit import BucketsByKey
 from server.services.hints import SolvingService
 from server.services.pruning import BoardPruning
 from server.services.quotas import UnfinishedGames
 from server.services.rankings import LeaderboardService
-from server.services.ratings import rate_finished_race
 from server.storage import Database
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
 from server.storage.committer import Committer

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from protocol.limits import MAX_PAGE_SIZE
-from server.edge.admission import OriginPolicy, TrustedProxies
+from server.origins import OriginPolicy, TrustedProxies
 from server.play.race.matchmaking import MatchRules
 
 __all__ = [

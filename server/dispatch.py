@@ -27,7 +27,6 @@ from protocol.limits import DEFAULT_RACE_TIME_LIMIT
 from server.clock import utc_now
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
-from server.edge.ratelimit import BucketsByKey
 from server.errors import ErrorCode, Refusal, refusal_for
 from server.ids import hash_token, new_id, new_token
 from server.play.commands import Act, HintPosition, Resign, View, Watch
@@ -48,6 +47,7 @@ from server.play.race.registry import RaceRegistry, RaceRoomDriver
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.replay import replay_page, replay_whole
 from server.play.session import Session
+from server.ratelimit import BucketsByKey
 from server.services.fair_play import FairPlay
 from server.services.hints import Asker, SolverBusy, SolvingService
 from server.services.live_pages import LivePages

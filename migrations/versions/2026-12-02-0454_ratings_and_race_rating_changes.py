@@ -4,7 +4,7 @@ Revision ID: eca617285640
 Revises: 7b936593044a
 Create Date: 2026-12-02 04:54:50.971162+00:00
 
-A ``ratings`` row exists once a player has a rated race in the variant (`server.services.ratings`);
+A ``ratings`` row exists once a player has a rated race in the variant (`server.play.race.ratings`);
 ``races`` is its version, the fence of the next change. ``race_rating_changes`` keeps each race's
 before and after, keyed (race_id, player_id) so that a race is rated once. Nothing to backfill:
 there were no races before.

@@ -26,7 +26,7 @@ from server.config import Settings
 from server.dispatch import Outcome, RequestHandler
 from server.edge.transport import WebSocketConnection, wire_frame
 from server.errors import ErrorCode, refusal_for
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.play.registry import RoomRegistry
 from server.play.session import Session
 

@@ -14,11 +14,12 @@ from urllib.parse import unquote
 import protocol
 from protocol.limits import ID_PATTERN
 from server.clock import utc_now
-from server.edge.admission import OriginPolicy, ThrottledLog
+from server.edge.admission import ThrottledLog
 from server.edge.static import TYPES, StaticFiles
 from server.edge.transport import Request, Response, http_response
 from server.errors import ErrorCode, refusal_for
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
+from server.origins import OriginPolicy
 from server.services.rankings import LeaderboardService, parse_leaderboard_query, parse_profile_path
 from server.storage import Database, StorageUnavailable
 

@@ -68,7 +68,7 @@ except ImportError:  # pragma: no cover - websockets built without its C extensi
 
 import protocol
 from server.edge.admission import ConnectionGate, SharedBucket, ThrottledLog
-from server.edge.ratelimit import Metered, TokenBucket
+from server.ratelimit import Metered, TokenBucket
 
 __all__ = [
     "Channel",

@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from engine import InvalidCodeError, Status
 from server.play.race.places import Figures, places
+from server.play.race.ratings import NEWCOMER, Placement, rate_race
 from server.play.replay import UnreplayableAction, replay_stored
-from server.services.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, StoredGame, repository
 from server.storage import races as stored_races
 from server.storage import ratings as stored_ratings
@@ -151,7 +151,7 @@ def _same(stored: Rating, expected: Rating) -> bool:
 
 def check_rated_race(race: RatedRace) -> str | None:
     """Rate a stored race again from its stored befores and places; None when every after is what
-    OpenSkill gives (`server.services.ratings.rate_race`), else what differs."""
+    OpenSkill gives (`server.play.race.ratings.rate_race`), else what differs."""
     if len(race.changes) < 2:
         return f"{len(race.changes)} rated player(s): a race of fewer than two rates nobody"
     placements = [Placement(change.player_id, change.place) for change in race.changes]

@@ -46,7 +46,7 @@ from typing import Any, Final
 
 from server import __version__
 from server.config import Settings, Unavailable, needs
-from server.ops.metrics import SharedMetricsDir
+from server.metrics import SharedMetricsDir
 from server.play.bus import RELAY_BACKLOG_BYTES, RelayBus, RelayStream, frame
 from server.storage.db import describe_database, prepare_for_serving
 

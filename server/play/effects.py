@@ -94,14 +94,14 @@ class Load(NamedTuple):
 
 class LoadRatings(NamedTuple):
     """Read what race ``race``'s finishing write did to its players' ratings (the commit backend rated
-    it in that transaction); the outcome comes back as `server.play.race.commands.RatingsLoaded`."""
+    it in that transaction); the outcome comes back as `server.play.commands.RatingsLoaded`."""
 
     race: str
 
 
 class LoadRace(NamedTuple):
     """Read race ``race`` as stored (another node's copy stored a change: the database is the race's
-    authority); the outcome comes back as `server.play.race.commands.RaceLoaded`."""
+    authority); the outcome comes back as `server.play.commands.RaceLoaded`."""
 
     race: str
 

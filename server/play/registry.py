@@ -26,7 +26,7 @@ from engine import Deal, Game, Status
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.play.bus import Bus, BusEvent, Event, LocalBus, RaceEvent
 from server.play.commands import RemoteCommit
 from server.play.driver import NO_RACES, Pusher, RaceHooks, RoomDriver, RoomServices

@@ -35,9 +35,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from protocol.limits import MAX_PAGE_SIZE
 from server.clock import utc_now
 from server.cursors import parse_time_cursor, time_cursor
-from server.edge.ratelimit import BucketsByKey
 from server.errors import ErrorCode, Refusal
 from server.play.driver import RoomDriver
+from server.ratelimit import BucketsByKey
 from server.storage import Database
 from server.storage import unfinished as storage
 from server.storage.committer import Committer, Write

@@ -114,7 +114,7 @@ class Write(NamedTuple):
     hinted: str | None = None
     #: Unfinished games given up on (`server.services.quotas`): marked abandoned, those still unfinished.
     abandoned: Sequence[str] = ()
-    #: A finished race's rating changes (`server.services.ratings.rate_race`), stored with its result;
+    #: A finished race's rating changes (`server.play.race.ratings.rate_race`), stored with its result;
     #: a conflict when a player's rating changed since they were computed (read again, rate anew).
     ratings: RatedRace | None = None
     #: A race stored whole (`server.play.race.room`), with the games its seats start.
@@ -161,7 +161,7 @@ class CommitBackend(Protocol):
 
 
 #: Rates a finished race from its places and the players' stored ratings (the services' OpenSkill,
-#: `server.services.ratings.rate_finished_race`, given by the composition root).
+#: `server.play.race.ratings.rate_finished_race`, given by the composition root).
 RaceRater = Callable[[RaceRecord, Mapping[str, Rating]], RatedRace]
 
 

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.storage import StorageUnavailable
 from server.storage.commit_backends import CommitBackend, Write, WriteConflict
 

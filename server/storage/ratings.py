@@ -33,7 +33,7 @@ __all__ = [
 
 async def load_ratings(conn: AsyncConnection, cells: int, player_ids: Iterable[str]) -> dict[str, Rating]:
     """The stored ratings of ``player_ids`` in variant ``cells``; a player with no rated race there has
-    none (a newcomer: `server.services.ratings.NEWCOMER`)."""
+    none (a newcomer: `server.play.race.ratings.NEWCOMER`)."""
     wanted = sorted(set(player_ids))
     if not wanted:
         return {}

@@ -272,7 +272,7 @@ class RankBucketRow(Base):
 
 
 class RatingRow(Base):
-    """A player's rating in one variant (`server.services.ratings`): a row once it has a rated race.
+    """A player's rating in one variant (`server.play.race.ratings`): a row once it has a rated race.
 
     ``races`` is the row's version: a race's change is stored only onto the rating it was computed
     from (`server.storage.ratings.store_rating_changes`). ``sort_key`` is minus the shown rating

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from server.app import App
-from server.services.ratings import Placement, rate_race
+from server.play.race.ratings import Placement, rate_race
 from server.storage import ratings as stored_ratings
 from server.storage.committer import Write
 from server.storage.records import RatedRace, Rating

@@ -9,18 +9,18 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from server import origins
 from server.config import Settings
 from server.edge import admission
 from server.edge.admission import (
     AddressBudget,
     ConnectionCaps,
     ConnectionGate,
-    OriginPolicy,
     ThrottledLog,
-    TrustedProxies,
     open_files_budget,
 )
-from server.edge.ratelimit import BucketsByKey
+from server.origins import OriginPolicy, TrustedProxies
+from server.ratelimit import BucketsByKey
 
 
 def test_caps_per_address_and_in_all() -> None:
@@ -139,7 +139,7 @@ def test_an_accept_parses_no_address_without_proxies_and_each_peer_once_with_the
         return real(text)
 
     monkeypatch.setattr(ipaddress, "ip_address", counted)
-    admission._within.cache_clear()  # no peer parsed by an earlier test
+    origins._within.cache_clear()  # no peer parsed by an earlier test
     peers = [f"127.0.{200 + n // 250}.{1 + n % 250}" for n in range(150)]
     none, proxied = TrustedProxies(), TrustedProxies.parse("10.0.0.2, 127.0.200.0/30")
     assert not any(none.trusts(peers[n % 150]) for n in range(2000))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from server.ops.metrics import MULTIPROC_DIR_VARIABLE, HotHistogram, Metrics, SharedMetricsDir
+from server.metrics import MULTIPROC_DIR_VARIABLE, HotHistogram, Metrics, SharedMetricsDir
 
 BOUNDS = (0.001, 0.01, 0.1)
 VALUES = [0.0, -1.0, 0.001, 0.0010001, 0.005, 0.01, 0.5, 7.0, 0.1]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.edge.ratelimit import BucketsByKey, Metered, TokenBucket
+from server.ratelimit import BucketsByKey, Metered, TokenBucket
 
 
 class FakeClock:

@@ -1,4 +1,4 @@
-"""`server.services.ratings`: a race of N is one OpenSkill match of N, ties included; pure."""
+"""`server.play.race.ratings`: a race of N is one OpenSkill match of N, ties included; pure."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.services.ratings import (
+from server.play.race.ratings import (
     NEWCOMER,
     Placement,
     RatedRace,

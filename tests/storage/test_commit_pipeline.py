@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.storage import (
     ActionRecord,
     Database,

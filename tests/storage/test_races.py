@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.storage import Database, GameStart, PlayerRecord, races, repository
 from server.storage.commit_backends import SqlAlchemyBackend, Write, WriteConflict
 from server.storage.committer import Committer

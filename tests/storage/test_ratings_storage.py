@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from server.ops.metrics import Metrics
-from server.services.ratings import NEWCOMER, Placement, rate_race
+from server.metrics import Metrics
+from server.play.race.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
 from server.storage import ratings as stored_ratings
 from server.storage.commit_backends import SqlAlchemyBackend

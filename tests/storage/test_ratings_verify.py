@@ -12,7 +12,7 @@ from sqlalchemy import insert, update
 
 from server.ops import cli
 from server.ops.verify import check_rated_race, check_rating_history, verify_ratings
-from server.services.ratings import NEWCOMER, Placement, rate_race, rated_race
+from server.play.race.ratings import NEWCOMER, Placement, rate_race, rated_race
 from server.storage import Database, PlayerRecord, repository
 from server.storage import ratings as stored_ratings
 from server.storage.records import RatedRace, Rating

@@ -14,7 +14,7 @@ from typing import Any
 from playwright.async_api import expect
 
 from server.app import App
-from server.services.ratings import Placement, rated_race
+from server.play.race.ratings import Placement, rated_race
 from server.storage import ratings as stored_ratings
 from server.storage.committer import Write
 from tests.support import serverutil

@@ -22,9 +22,9 @@ from server.errors import ErrorCode, Refusal
 from server.play.game_room import PlayerRef
 from server.play.race.commands import RaceWatch
 from server.play.race.matchmaking import FormRace, Matchmaker, MatchRules
+from server.play.race.ratings import shown_rating
 from server.play.race.registry import RaceRegistry
 from server.play.session import Session
-from server.services.ratings import shown_rating
 from server.storage import Database
 from server.storage.ratings import load_ratings
 

@@ -33,7 +33,7 @@ from protocol.errors import RequestId
 from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
-from server.ops.metrics import Metrics
+from server.metrics import Metrics
 from server.play.bus import Event, RaceEvent
 from server.play.commands import Follower, Tick
 from server.play.driver import Pusher, RoomDriver, RoomServices
