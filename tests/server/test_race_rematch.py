@@ -81,8 +81,8 @@ async def a_finished_race(url: str, seats: int, **create: Any) -> tuple[list[WsC
 
 
 async def test_a_spectator_of_a_finished_race_leaves_it(race_app: App) -> None:
-    """The page of a spectator closes a race that is over with race_leave: ok (it was refused "no
-    seat" before: the finished race was no longer followed in memory); a second one is ok too (a race
+    """The page of a spectator closes a race that is over with race_leave: ok (not refused "no seat",
+    though the finished race may no longer be followed in memory); a second one is ok too (a race
     over has nothing left to give up), and the rematch asked later does not reach it."""
     url = serverutil.ws_url(race_app)
     clients, copies = await lobby(url, 2, time_limit=600)

@@ -515,8 +515,8 @@ def test_a_stale_or_foreign_commit_is_ignored() -> None:
 
 
 def test_a_resignation_after_a_move_is_news() -> None:
-    """A resignation keeps its game's v (it moves no card): the race takes it all the same. It was
-    dropped as an old version, and a seat that resigned after a move stayed playing until the time."""
+    """A resignation keeps its game's v (it moves no card): the race takes it all the same, or a seat
+    that resigned after a move would stay playing until the time limit."""
     harness = Harness().running()
     game = one_move()
     harness.play(1, game)
@@ -551,8 +551,8 @@ def test_places(seats: dict[int, Figures], expected: dict[int, int]) -> None:
 
 def test_a_wake_that_fires_early_is_armed_again_for_what_is_left() -> None:
     """A timer may fire a little before its time (uvloop's did, by up to 0.8 ms, 1 in 200): the
-    countdown's Tick 1 ms early arms a Wake for the rest, and that one reveals the deal. Before,
-    the room took its Wake for still out and the race stayed in its countdown for ever."""
+    countdown's Tick 1 ms early arms a Wake for the rest, and that one reveals the deal: a room that
+    took its Wake for still out would stay in its countdown for ever."""
     harness = Harness().lobby()
     harness.ready("ann")
     harness.committed()
@@ -608,8 +608,8 @@ def test_a_rematch_is_stored_with_its_link_then_named_to_every_follower() -> Non
 
 def test_a_finished_race_kept_for_its_followers_pushes_no_held_board() -> None:
     """A board held for the spectators when the race ended is not released later: a finished race
-    kept in memory (for its rematch) has nothing due. A racer's board once reached every follower so,
-    after the end's boards."""
+    kept in memory (for its rematch) has nothing due: a racer's board released then would reach every
+    follower after the end's boards."""
     harness = Harness().running()
     harness.play(1, one_move())  # held for the spectators: due in 30 s
     won = Game(DEAL)

@@ -41,7 +41,7 @@ class Standings:
         assert diff["type"] == "race_diff" and diff["v"] == self.race["v"] + 1, (diff, self.race["v"])
         for key in ("v", "creator", "state", "starts_at", "ends_at", "deal"):
             self.race[key] = diff[key]
-        if "rematch" in diff:  # a finished race's rematch, once asked (left out before)
+        if "rematch" in diff:  # a finished race's rematch, once asked (absent until then)
             self.race["rematch"] = diff["rematch"]
         self.rows.update({row["seat"]: row for row in diff["rows"]})
         for seat in diff["gone"]:

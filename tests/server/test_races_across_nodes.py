@@ -141,7 +141,7 @@ async def test_joins_and_readies_from_both_nodes_at_once_are_all_stored(
 ) -> None:
     """Two players join one race at once, one on each node, then every seat says ready at once: the
     copies' writes meet the race's fence, and the one that lost reads the race and writes again, so
-    no join and no ready is lost (before, the loser's room was let go and its player told stale)."""
+    no join and no ready is lost (the loser's room is not let go, nor its player told stale)."""
     node_a, node_b = two_race_nodes
     url_a, url_b = serverutil.ws_url(node_a), serverutil.ws_url(node_b)
     for trial in range(5):
