@@ -261,9 +261,14 @@ class GameRoom:
         return [Reply(command.reply_to, [self.snapshot(command.request_id)])]
 
     def _hint_position(self, command: HintPosition) -> list[Effect]:
-        """The position as committed; the game is first stored as hinted, while it is still played."""
+        """The position as committed; the game is first stored as hinted, while it is still played. A
+        race seat's game takes no hint: a race is rated, and the server's solver must not win it."""
         try:
             self._check_open()
+            if self.race is not None:
+                raise Refusal(
+                    ErrorCode.FORBIDDEN, f"game {self.id} is a seat of race {self.race}: races take no hints"
+                )
         except Refusal as refused:
             return [Reply(command.reply_to, refused)]
         if self.hinted:

@@ -774,6 +774,12 @@ def hint_again(h: Harness) -> list[str]:
     return h.hint()
 
 
+def hint_in_a_race(h: Harness) -> list[str]:
+    """A race seat's game: a race is rated, and a hint would let the server's solver win it."""
+    h.room.race = "r1"
+    return h.hint()
+
+
 def on_ended(request: Callable[[Harness], list[str]]) -> Callable[[Harness], list[str]]:
     """``request`` on a room whose game ended (resigned here)."""
 
@@ -846,6 +852,7 @@ ORDER: list[tuple[Callable[[Harness], list[str]], list[str]]] = [
     (hint_marked, ["Reply(owner: HintSpot)"]),
     (hint_conflict_loaded, [f"Push(snapshot -> {EVERYONE_ELSE})", "Reply(owner: Refusal stale)"]),
     (hint_again, ["Reply(owner: HintSpot)"]),
+    (hint_in_a_race, ["Reply(owner: Refusal forbidden)"]),
     (on_ended(act_ok), ["Reply(owner: Refusal illegal_move)"]),
     (on_ended(resign_ok), ["Reply(owner: Refusal illegal_move)"]),
     (on_ended(hint_first), ["Reply(owner: Refusal illegal_move)"]),

@@ -538,15 +538,57 @@ def test_a_resignation_after_a_move_is_news() -> None:
         ({1: Figures("playing", 10, 40, 5), 2: Figures("playing", 10, 40, 4)}, {1: 2, 2: 1}),
         ({1: Figures("playing", 0, 0, 0), 2: Figures("playing", 0, 0, 0), 3: Figures("playing", 1, 9, 9)},
          {3: 1, 1: 2, 2: 2}),
-        ({1: Figures("resigned", 40, 10, 1), 2: Figures("playing", 1, 90, 9)}, {2: 1, 1: 2}),
+        ({1: Figures("resigned", 40, 10, 1), 2: Figures("playing", 1, 90, 9)}, {1: 1, 2: 2}),
         ({1: Figures("left", 5, 1, 1), 2: Figures("resigned", 4, 1, 1), 3: Figures("playing", 0, 0, 0)},
-         {3: 1, 1: 2, 2: 3}),
+         {1: 1, 2: 2, 3: 3}),
+        ({1: Figures("resigned", 7, 20, 3000), 2: Figures("left", 7, 20, 3000),
+          3: Figures("playing", 7, 20, 3000)}, {1: 1, 2: 1, 3: 1}),
+        ({1: Figures("won", 52, 200, 99_000), 2: Figures("resigned", 51, 10, 1)}, {1: 1, 2: 2}),
     ],
     ids=["winner first", "more cards home", "fewer moves", "earlier", "a tie shares a place",
-         "resigned after playing", "left and resigned alike"],
+         "a resignation ranks by its figures", "left, resigned and playing by figures alone",
+         "resigned, left and gone away alike tie", "a win above any figures"],
 )  # fmt: skip
 def test_places(seats: dict[int, Figures], expected: dict[int, int]) -> None:
     assert places(seats) == expected
+
+
+def test_giving_up_is_ranked_the_same_however_it_happens() -> None:
+    """Three seats move once at the same second; then Ann resigns, Bo leaves and Cy goes away (its
+    connection closes). A resignation keeps the time of the last move, as a leave and a silence do:
+    at the time limit the three share the first place, whatever the gesture."""
+    harness = Harness()
+    harness.watch("ann")
+    harness.join("bo")
+    harness.committed()
+    harness.join("cy")
+    harness.committed()
+    for name in ("ann", "bo", "cy"):
+        harness.ready(name)
+        harness.committed()
+    harness.start()
+    harness.committed()
+    harness.tick(5)
+    harness.committed()
+    harness.tick(1)
+    games = {seat: one_move() for seat in (1, 2, 3)}
+    for seat, game in games.items():
+        harness.play(seat, game)
+    harness.tick(9)
+    games[1].resign()
+    harness.play(1, games[1])
+    harness.leave("bo")
+    harness.committed()
+    harness.handle(Unfollow(harness.people["cy"]))
+    harness.tick(50)  # the time limit
+    harness.committed()
+    harness.handle(RatingsLoaded({}))
+    rows = {row.seat: row for row in harness.room.snapshot(None).rows}
+    assert [(rows[n].status, rows[n].time_ms, rows[n].place) for n in (1, 2, 3)] == [
+        ("resigned", 1000, 1),
+        ("left", 1000, 1),
+        ("playing", 1000, 1),
+    ]
 
 
 def test_a_wake_that_fires_early_is_armed_again_for_what_is_left() -> None:

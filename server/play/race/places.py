@@ -1,9 +1,12 @@
 """The places of a race, from its standings: pure, and the one statement of the race's order.
 
-Winners first, by the time they won; then every seat that did not give up (still playing when the
-race ended), then those that resigned or left: each by most cards home, then fewer moves, then the
-earlier last action (``time_ms``). Seats equal on every key share a place, and the next place skips
-(1, 1, 3): a race of N is one match of N, ties included (what a rating needs).
+The winner first (the race ends at the first win), by the time it won; then every other seat by most
+cards home, then fewer moves, then the earlier last move (``time_ms``). How a seat stopped does not
+count: a seat that resigned, one that left and one whose player went away with the same figures are
+ranked alike, since a server cannot tell a player who gave up by closing the page from one who gave
+up by saying so, and a rule that told them apart would reward the gesture. Seats equal on every key
+share a place, and the next place skips (1, 1, 3): a race of N is one match of N, ties included
+(what a rating needs).
 """
 
 from __future__ import annotations
@@ -12,9 +15,6 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 __all__ = ["Figures", "places"]
-
-#: A seat's status → its group in the order (lower first).
-_GROUP = {"won": 0, "playing": 1, "waiting": 1, "resigned": 2, "left": 2}
 
 
 class Figures(NamedTuple):
@@ -28,7 +28,7 @@ class Figures(NamedTuple):
     def key(self) -> tuple[int, int, int, int]:
         if self.status == "won":
             return (0, 0, 0, self.time_ms)
-        return (_GROUP[self.status], -self.cards_home, self.moves, self.time_ms)
+        return (1, -self.cards_home, self.moves, self.time_ms)
 
 
 def places(seats: Mapping[int, Figures]) -> dict[int, int]:

@@ -126,15 +126,20 @@ class Seat:
 
     def progressed(self, progress: SeatProgress, starts_at: dt.datetime) -> Seat:
         """The one statement of a seat's figures from its game's commit: cards home, moves, score, the
-        time of that commit since the reveal, and the game's end when it ended."""
+        time of its last action since the reveal, and the game's end when it ended. A resignation moves
+        no card and is no action: the seat keeps the time of its last move, as a seat that leaves or
+        goes away does (docs/races.md, Giving up)."""
         status = self.status if progress.status is Status.PLAYING else SeatStatus(progress.status.value)
+        time_ms = self.time_ms
+        if progress.status is not Status.RESIGNED:
+            time_ms = max(0, (progress.at - starts_at) // dt.timedelta(milliseconds=1))
         return dataclasses.replace(
             self,
             progress=progress,
             cards_home=sum(progress.layout.foundations),
             moves=progress.moves,
             score=progress.score,
-            time_ms=max(0, (progress.at - starts_at) // dt.timedelta(milliseconds=1)),
+            time_ms=time_ms,
             status=status,
         )
 
