@@ -432,6 +432,7 @@ class RequestHandler:
 
     async def _race_create(self, session: Session, request: protocol.RaceCreateRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         _check_rate(self._race_creations, player.id, "races created an hour")
         race = await self._races.create(
             player,
@@ -446,6 +447,7 @@ class RequestHandler:
 
     async def _race_join(self, session: Session, request: protocol.RaceJoinRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
         return await self._ask_race(
             session,
@@ -455,6 +457,7 @@ class RequestHandler:
 
     async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         race, code = request.race, request.code
         return await self._ask_race(
             session,
@@ -464,6 +467,7 @@ class RequestHandler:
 
     async def _race_ready(self, session: Session, request: protocol.RaceReadyRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         return await self._ask_race(
             None,
             lambda: self._races.find(request.race),
@@ -472,6 +476,7 @@ class RequestHandler:
 
     async def _race_start(self, session: Session, request: protocol.RaceStartRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         return await self._ask_race(
             None,
             lambda: self._races.find(request.race),
@@ -480,6 +485,7 @@ class RequestHandler:
 
     async def _race_leave(self, session: Session, request: protocol.RaceLeaveRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
         replies = await self._ask_race(
             None,
@@ -493,6 +499,7 @@ class RequestHandler:
         """A player of a finished race asks its rematch: the first ask makes it (the asker seated, as
         by race_create, within the creations allowance), a later one joins it (as by race_join)."""
         player = _player(session)
+        self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
         rematch = await self._rematch_of(session, player, request)
         made = self._races.room(rematch.race) if rematch.made else None
@@ -527,6 +534,7 @@ class RequestHandler:
 
     async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Reply:
         player = _player(session)
+        self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
         await self.quick_match.enqueue(session, player, request.cells)
         return [protocol.Ok(request_id=request.request_id)]

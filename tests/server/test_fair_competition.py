@@ -3,15 +3,22 @@ second address tries, over real WebSockets (docs/races.md, docs/fair-play.md).""
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
+from typing import Any
+
 from sqlalchemy import select
 
 from engine import Deal
 from server.app import App
 from server.storage.tables import games
 from solver import solve_deal
-from tests.server.test_races import close_all, follow_until, lobby, race_app, start
+from tests.server.test_quotas import one_address_and_another
+from tests.server.test_races import RACE_SETTINGS, close_all, follow_until, lobby, race_app, start
 from tests.support import serverutil
 from tests.support.wire import move_fields
+from tests.support.wsclient import WsClient
 
 __all__ = ["race_app"]  # the fixture, shared with tests/server/test_races.py
 
@@ -41,3 +48,49 @@ async def test_a_racer_cannot_win_with_the_servers_hints(race_app: App) -> None:
         hinted = await conn.scalar(select(games.c.hinted).where(games.c.id == game_id))
     assert hinted is False
     await close_all(*clients)
+
+
+async def test_race_requests_share_the_reads_budget_of_their_address(database_url: str) -> None:
+    """Bad input tried: `race_watch` of random invitation codes, and `race_ready`, `race_start`,
+    `race_leave` of random race ids, from two players of one address: each is a look-up the database
+    answers when no race here has it. In a burst the address's burst (twice the rate) is answered
+    (`not_found`), the rest `rate_limited`; paced just above the rate some are refused all along;
+    another address follows a real race by its code all the while."""
+    settings = {"reads_per_address_per_second": 5.0, "sqlite_synchronous": "NORMAL", **RACE_SETTINGS}
+    letters = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+    rng = random.Random(38)
+
+    def ask(n: int) -> dict[str, Any]:
+        kind = ("race_watch", "race_ready", "race_start", "race_leave")[n % 4]
+        if kind == "race_watch":
+            return {"type": kind, "code": "".join(rng.choice(letters) for _ in range(8))}
+        return {"type": kind, "race": f"R{rng.getrandbits(64):016x}"[:16]}
+
+    async with serverutil.running_app(database_url, **settings) as app:
+        flooders, other = await one_address_and_another(app, 2)
+        code = (await other.request("race_create", seats=2, time_limit=600))["code"]
+
+        async def burst(client: WsClient, first: int, count: int) -> list[str]:
+            for n in range(first, first + count):
+                await client.send({**ask(n), "id": 1000 + n})
+            return [str((await client.recv()).get("code")) for _ in range(count)]
+
+        answers = [
+            code
+            for part in await asyncio.gather(burst(flooders[0], 0, 15), burst(flooders[1], 15, 15))
+            for code in part
+        ]
+        answered = answers.count("not_found")
+        assert 10 <= answered <= 11 and answers.count("rate_limited") == 30 - answered, answers
+        paced = []
+        started = time.monotonic()
+        for n in range(24):  # 7.5 a second against 5 for 3.2 s: about 8 refused
+            fields = ask(n)
+            kind = fields.pop("type")
+            paced.append(str((await flooders[n % 2].request(kind, **fields)).get("code")))
+            if n % 2:
+                assert (await other.request("race_watch", code=code))["type"] == "race"
+            await asyncio.sleep(max(0.0, started + (n + 1) / 7.5 - time.monotonic()))
+        assert 2 <= paced.count("rate_limited") <= 12 and set(paced) <= {"not_found", "rate_limited"}, paced
+        for client in (*flooders, other):
+            await client.close()

@@ -94,6 +94,7 @@ class RaceRegistry:
         self._countdown = countdown
         self._board_delay = board_delay
         self._rooms: dict[str, RaceRoomDriver] = {}
+        self._codes: dict[str, str] = {}  # invitation code → id, of the races in ``_rooms``
         #: Races that finished here, kept for their followers: each with the timer that lets it go.
         self._kept: dict[str, tuple[RaceRoomDriver, asyncio.TimerHandle]] = {}
         self._games = games
@@ -246,9 +247,10 @@ class RaceRegistry:
         return self._add(room) if room.is_open() else RoomDriver(room, self.services)
 
     async def find_by_code(self, code: str) -> RaceRoomDriver:
-        for room in self._rooms.values():
-            if room.room.race.code == code:
-                return room
+        """The race of invitation ``code``: from the index of the races held here, else the database's."""
+        held = self._codes.get(code)
+        if held is not None:
+            return self._rooms[held]
         async with self._database.connection() as conn:
             race_id = await races.race_id_by_code(conn, code)
         if race_id is None:
@@ -363,6 +365,7 @@ class RaceRegistry:
     def _add(self, room: RaceRoom) -> RaceRoomDriver:
         driver = RoomDriver(room, self.services)
         self._rooms[room.id] = driver
+        self._codes[room.race.code] = room.id
         self._metrics.live_races.set(len(self._rooms))
         driver.send(Tick())  # arms its timers (a countdown or a time limit under way)
         return driver
@@ -373,6 +376,7 @@ class RaceRegistry:
             self._games().unpin(game_id)
         if self._rooms.get(room.id) is driver:
             del self._rooms[room.id]
+            self._codes.pop(room.race.code, None)
             self._metrics.live_races.set(len(self._rooms))
             if room.race.phase.over:
                 self._metrics.races_ended.labels(_how(room.race)).inc()
