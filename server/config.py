@@ -317,8 +317,8 @@ class Settings:
     reads_per_address_per_second: float | None = field(
         default=20.0,
         metadata={
-            "help": "requests the database answers (leaderboard, profile, games, and replay of a game "
-            "not in memory) that the players of one source address may make a second, twice that at "
+            "help": "requests the database answers (leaderboard, profile, games, replay of a game "
+            "not in memory, and every race request) that the players of one source address may make a second, twice that at "
             "once; over: rate_limited",
             "check": _positive,
         },
