@@ -318,8 +318,8 @@ class Settings:
         default=20.0,
         metadata={
             "help": "requests the database answers (leaderboard, profile, games, replay of a game "
-            "not in memory, and every race request) that the players of one source address may make a second, twice that at "
-            "once; over: rate_limited",
+            "not in memory, and every race request) that the players of one source address may make "
+            "a second, twice that at once; over: rate_limited",
             "check": _positive,
         },
     )
@@ -405,6 +405,14 @@ class Settings:
     races_per_player_per_hour: int | None = field(
         default=30,
         metadata={"help": "races one player may create an hour", "check": _at_least(1)},
+    )
+    races_per_address_per_hour: int | None = field(
+        default=60,
+        metadata={
+            "help": "races the players of one source address may create an hour together (a lobby "
+            "flood from many guests of one address)",
+            "check": _at_least(1),
+        },
     )
     race_joins_per_player_per_minute: int | None = field(
         default=30,

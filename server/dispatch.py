@@ -100,6 +100,7 @@ class RequestHandler:
         self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
         self._races = races
         self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
+        self._race_creations_by_address = _per_player(settings.races_per_address_per_hour, 3600)
         self._race_joins = _per_player(settings.race_joins_per_player_per_minute, 60)
         self.quick_match = QuickMatch(
             database, races, settings.match_rules(), time_limit=DEFAULT_RACE_TIME_LIMIT
@@ -433,7 +434,7 @@ class RequestHandler:
     async def _race_create(self, session: Session, request: protocol.RaceCreateRequest) -> Reply:
         player = _player(session)
         self._check_reads(session)
-        _check_rate(self._race_creations, player.id, "races created an hour")
+        self._check_race_creation(session, player)
         race = await self._races.create(
             player,
             cells=request.cells,
@@ -521,7 +522,7 @@ class RequestHandler:
         for _ in range(3):
             race = await self._races.find(request.race)
             if self._races.would_make_rematch(race, player.id):  # a refused ask spends nothing
-                _check_rate(self._race_creations, player.id, "races created an hour")
+                self._check_race_creation(session, player)
             try:
                 rematch = await self._races.rematch(race, session, player, request.request_id)
             except Refusal as refused:
@@ -531,6 +532,13 @@ class RequestHandler:
             if rematch is not None:
                 return rematch
         raise Refusal(ErrorCode.STALE, "the race changed meanwhile; race_watch it again")
+
+    def _check_race_creation(self, session: Session, player: PlayerRef) -> None:
+        """A race made, within its player's allowance and its address's (many guests of one address)."""
+        _check_rate(self._race_creations, player.id, "races created an hour")
+        _check_rate(
+            self._race_creations_by_address, _address(session), "races created from this address an hour"
+        )
 
     async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Reply:
         player = _player(session)
@@ -607,9 +615,9 @@ def _per_player(count: int | None, seconds: float) -> BucketsByKey | None:
     return None if count is None else BucketsByKey(count / seconds, count)
 
 
-def _check_rate(buckets: BucketsByKey | None, player_id: str, what: str) -> None:
-    """A player's race creations or joins within their rate (docs/races.md, Limits)."""
-    if buckets is not None and not buckets.allow(player_id):
+def _check_rate(buckets: BucketsByKey | None, key: str, what: str) -> None:
+    """A player's (or an address's) race creations or joins within their rate (docs/races.md, Limits)."""
+    if buckets is not None and not buckets.allow(key):
         raise Refusal(ErrorCode.RATE_LIMITED, f"too many {what}; wait a little and retry")
 
 

@@ -6,7 +6,7 @@
 
 import {
   applyRaceDiff, boardDelayText, endReason, miniBoard, movesText, myRow, ordinal, raceFromSnapshot, raceLink, raceRefusal,
-  rematchOffer, resultTitle, results, secondsUntil, showsBoards, standings, startProblem,
+  rematchOffer, resultTitle, results, secondsUntil, showsBoards, standings, startFrees, startProblem,
 } from "./race.js";
 import { $, el } from "./render.js";
 import { SUITS, cardName, cardText, formatDuration } from "./words.js";
@@ -365,8 +365,10 @@ export class RaceView {
         start.title = problem ?? "Start the countdown";
       }
       parts.push(bar);
+      const frees = startFrees(race);
       if (problem && race.creator === playerId) parts.push(el("p", { className: "race-note", text: problem }));
-      if (race.creator !== playerId) parts.push(el("p", { className: "race-note", text: "The creator starts the race once every seat is ready." }));
+      else if (race.creator === playerId && frees.length) parts.push(el("p", { className: "race-note", text: `Starting now frees the seats not ready: ${frees.join(", ")}.` }));
+      if (race.creator !== playerId) parts.push(el("p", { className: "race-note", text: "The creator starts the race; a seat not ready then is freed." }));
     }
     return parts;
   }

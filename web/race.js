@@ -54,13 +54,25 @@ export function myRow(race, playerId) {
   return race.rows.find((row) => row.player.id === playerId) ?? null;
 }
 
-/** Whether the race can be started now, and if not why (the creator's Start button says it). */
+/**
+ * Whether the race can be started now, and if not why (the creator's Start button says it): the
+ * creator's seat ready and one more. A start frees the seats not ready (`startFrees`).
+ */
 export function startProblem(race) {
   if (race.state !== "lobby") return "The race has started.";
   if (race.rows.length < 2) return "Waiting for a second player.";
-  const waiting = race.rows.filter((row) => !row.ready).map((row) => row.player.name);
-  if (waiting.length) return `Waiting for ${waiting.join(", ")} to be ready.`;
+  const creator = race.rows.find((row) => row.player.id === race.creator);
+  if (creator && !creator.ready) return `Waiting for ${creator.player.name} to be ready.`;
+  if (race.rows.filter((row) => row.ready).length < 2) {
+    const waiting = race.rows.filter((row) => !row.ready).map((row) => row.player.name);
+    return `Waiting for ${waiting.join(", ")} to be ready.`;
+  }
   return null;
+}
+
+/** The names of the seats a start now would free (not ready). */
+export function startFrees(race) {
+  return race.rows.filter((row) => !row.ready).map((row) => row.player.name);
 }
 
 /** Whole seconds from `now` to `moment` (a timestamp), never below 0; null when either is unknown. */
@@ -206,7 +218,7 @@ export function raceRefusal(request, error) {
     if (/started/.test(error.message)) return "That race has already started: it can't be joined now.";
     return "That race is over.";
   }
-  if (request === "race_start" && /not ready/.test(error.message)) return "Every seat must be ready first.";
+  if (request === "race_start" && /not ready/.test(error.message)) return "Your seat and one more must be ready first.";
   if (request === "race_rematch" && error.code === "illegal_move") {
     if (/full/.test(error.message)) return "The rematch is full.";
     if (/started/.test(error.message)) return "The rematch has already started without you.";

@@ -94,3 +94,20 @@ async def test_race_requests_share_the_reads_budget_of_their_address(database_ur
         assert 2 <= paced.count("rate_limited") <= 12 and set(paced) <= {"not_found", "rate_limited"}, paced
         for client in (*flooders, other):
             await client.close()
+
+
+async def test_lobbies_are_capped_per_address(database_url: str) -> None:
+    """Bad input tried: many guests of one address each creating races (a per-player cap alone let
+    four addresses hold 3,600 lobbies). The address's allowance is spent across its players; the
+    next creation is refused `rate_limited`, the others' creations from another address are not."""
+    settings = {"races_per_address_per_hour": 4, "sqlite_synchronous": "NORMAL", **RACE_SETTINGS}
+    async with serverutil.running_app(database_url, **settings) as app:
+        crowd, other = await one_address_and_another(app, 3)
+        made = [
+            (await crowd[n % 3].request("race_create", seats=2, time_limit=60)).get("code", "made")
+            for n in range(6)
+        ]
+        assert made.count("rate_limited") == 2 and all(len(code) == 8 for code in made[:4]), made
+        assert (await other.request("race_create", seats=2, time_limit=60))["type"] == "race"
+        for client in (*crowd, other):
+            await client.close()

@@ -481,7 +481,9 @@ def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
 @pytest.mark.parametrize(
     ("doing", "refusal"),
     [
-        (lambda h: h.lobby().start(), "seat(s) 1 not ready"),
+        (lambda h: h.lobby().start(), "your seat 1 is not ready"),
+        (lambda h: h.lobby().ready("bo", False) and h.committed() and h.ready("ann") and h.committed()
+         and h.start(), "needs 2 seats ready: seat(s) 2 not ready"),
         (lambda h: h.lobby().ready("ann") and h.committed() and h.start("bo"), "only the race's creator"),
         (lambda h: h.start(), "needs 2 seats"),
         (lambda h: h.lobby().join("cy") and h.committed() and h.join("spec"), "is full"),
@@ -491,7 +493,7 @@ def test_leaving_the_lobby_frees_the_seat_and_passes_the_creator_on() -> None:
         (lambda h: h.running().leave("bo") and h.committed() and h.leave("bo"), "no seat"),
         (lambda h: h.running().start(), "running already"),
     ],
-    ids=["not ready", "not creator", "alone", "full", "started", "ready late", "ready unseated",
+    ids=["not ready", "one ready", "not creator", "alone", "full", "started", "ready late", "ready unseated",
          "leave twice", "start twice"],
 )  # fmt: skip
 def test_bad_requests_are_refused_and_change_nothing(doing: Callable[[Harness], Any], refusal: str) -> None:
@@ -551,6 +553,33 @@ def test_a_resignation_after_a_move_is_news() -> None:
 )  # fmt: skip
 def test_places(seats: dict[int, Figures], expected: dict[int, int]) -> None:
     assert places(seats) == expected
+
+
+def test_a_start_frees_the_seats_not_ready() -> None:
+    """Bad input tried: a player joins and never readies, holding a seat. The creator's start begins
+    the countdown with the seats that are ready and frees the others (the diff says them gone); the
+    player freed follows on as a spectator and gets no game at the reveal."""
+    harness = Harness().lobby()
+    harness.join("cy")
+    harness.committed()
+    harness.ready("ann")
+    harness.committed()
+    assert harness.start() == ["Commit"]
+    assert harness.committed() == ["Reply(ann: ok)", "Push(race_diff -> ann, ann2, bo, cy, spec)", "Wake(5)"]
+    diff = harness.pushed[-1][1]
+    assert (diff["state"], diff["gone"]) == ("countdown", [3])
+    harness.tick(5)
+    harness.committed()
+    assert [seat.player for seat in harness.room.race.seated.values()] == [ANN, BO]
+    assert harness.people["cy"] in harness.room.spectators
+
+
+def test_a_lobby_lasts_ten_minutes() -> None:
+    """Players who never ready hold a lobby at most ten minutes: then it is cancelled."""
+    assert LOBBY_TIMEOUT == 600
+    harness = Harness().lobby()
+    assert harness.tick(599) == []
+    assert harness.tick(1) == ["Commit"]
 
 
 def test_giving_up_is_ranked_the_same_however_it_happens() -> None:

@@ -8,11 +8,12 @@ import { test } from "node:test";
 
 import {
   applyRaceDiff, boardDelayText, endReason, miniBoard, movesText, ordinal, raceFromSnapshot, raceLink, raceRefusal,
-  ratingChange, rematchOffer, resultTitle, results, secondsUntil, showsBoards, standings, startProblem,
+  ratingChange, rematchOffer, resultTitle, results, secondsUntil, showsBoards, standings, startFrees, startProblem,
 } from "../../web/race.js";
 
 const ANN = { id: "ann", name: "Ann" };
 const BO = { id: "bo", name: "Bo" };
+const CY = { id: "cy", name: "Cy" };
 
 function row(seat, player, fields = {}) {
   return { seat, player, ready: false, game: null, status: "waiting", cards_home: 0, moves: 0, score: 0, time_ms: 0, place: null, ...fields };
@@ -55,14 +56,20 @@ test("the standings are the snapshot, then each diff in v order", () => {
   assert.equal(race.creator, "bo");
 });
 
-test("the creator may start once two seats are taken and every seat is ready", () => {
+test("the creator may start once its seat and another are ready; the start frees the others", () => {
   const race = raceFromSnapshot(snapshot([row(1, ANN, { ready: true })]));
   assert.equal(startProblem(race), "Waiting for a second player.");
   applyRaceDiff(race, diff(2, [row(2, BO)]));
   assert.equal(startProblem(race), "Waiting for Bo to be ready.");
   applyRaceDiff(race, diff(3, [row(2, BO, { ready: true })]));
   assert.equal(startProblem(race), null);
-  applyRaceDiff(race, diff(4, [], { state: "countdown", starts_at: "2026-12-02T05:10:05.000Z" }));
+  assert.deepEqual(startFrees(race), []);
+  applyRaceDiff(race, diff(4, [row(1, ANN, { ready: false }), row(3, CY)]));
+  assert.equal(startProblem(race), "Waiting for Ann to be ready.");
+  applyRaceDiff(race, diff(5, [row(1, ANN, { ready: true })]));
+  assert.equal(startProblem(race), null);
+  assert.deepEqual(startFrees(race), ["Cy"]);
+  applyRaceDiff(race, diff(6, [], { state: "countdown", starts_at: "2026-12-02T05:10:05.000Z", gone: [3] }));
   assert.equal(startProblem(race), "The race has started.");
   assert.equal(secondsUntil(race.starts_at, Date.parse("2026-12-02T05:10:01.200Z")), 4);
   assert.equal(secondsUntil(race.starts_at, Date.parse("2026-12-02T05:10:09.000Z")), 0);
@@ -114,7 +121,8 @@ test("refusals in player words", () => {
   assert.equal(raceRefusal("race_join", { code: "not_found", message: "no race has the invitation code ABCDEFGH" }), "No race has that code. Check the link or the code.");
   assert.equal(raceRefusal("race_join", { code: "illegal_move", message: "race R1 is full (2 seats)" }), "That race is full.");
   assert.equal(raceRefusal("race_join", { code: "illegal_move", message: "race R1 has started: race_watch it" }), "That race has already started: it can't be joined now.");
-  assert.equal(raceRefusal("race_start", { code: "illegal_move", message: "race R1: seat(s) 2 not ready" }), "Every seat must be ready first.");
+  assert.equal(raceRefusal("race_start", { code: "illegal_move", message: "race R1: your seat 1 is not ready" }), "Your seat and one more must be ready first.");
+  assert.equal(raceRefusal("race_start", { code: "illegal_move", message: "race R1 needs 2 seats ready: seat(s) 2 not ready" }), "Your seat and one more must be ready first.");
 });
 
 test("a finished race offers its seats a rematch, then to join the one made; a spectator only joins", () => {

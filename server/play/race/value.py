@@ -32,9 +32,11 @@ from server.storage.records import RaceRecord, RaceSeatRecord
 
 __all__ = ["LOBBY_TIMEOUT", "Phase", "Race", "Seat", "SeatStatus"]
 
-#: Seconds a race may stay in its lobby: then it is cancelled (a race made and never started must not
-#: hold memory, a row and a timer for ever; races are made at most 30 an hour per player).
-LOBBY_TIMEOUT = 3600.0
+#: Seconds a race may stay in its lobby: then it is cancelled. A race made and never started holds
+#: memory, a row and a timer, and players who join and never ready hold its seats: ten minutes bound
+#: both (a lobby of friends starts in a minute or two; races are made at most 30 an hour per player
+#: and 60 per address).
+LOBBY_TIMEOUT = 600.0
 
 
 class Phase(StrEnum):
@@ -348,7 +350,8 @@ class Race:
         return self._with_seat(number, ready=ready)
 
     def start(self, player: PlayerRef, now: dt.datetime, countdown_s: float) -> Race:
-        """The creator starts the countdown: every seat (two at least) is ready."""
+        """The creator, ready, starts the countdown with the seats that are ready (two at least); the
+        seats not ready are freed, so that players who join and never ready cannot hold a lobby."""
         self._check_not_over()
         if player.id != self.creator.id:
             raise Refusal(ErrorCode.FORBIDDEN, f"only the race's creator starts race {self.id}")
@@ -356,10 +359,17 @@ class Race:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} is {self.phase} already")
         if len(self.seated) < 2:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} needs 2 seats taken to start")
-        waiting = [str(n) for n, seat in self.seated.items() if not seat.ready]
-        if waiting:
-            raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id}: seat(s) {', '.join(waiting)} not ready")
-        return self._stored(phase=Phase.COUNTDOWN, starts_at=now + dt.timedelta(seconds=countdown_s))
+        own = self._own_seat(player)
+        if not self.seated[own].ready:
+            raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id}: your seat {own} is not ready")
+        ready = {n: seat for n, seat in self.seated.items() if seat.ready}
+        if len(ready) < 2:
+            waiting = ", ".join(str(n) for n in self.seated if n not in ready)
+            raise Refusal(
+                ErrorCode.ILLEGAL_MOVE, f"race {self.id} needs 2 seats ready: seat(s) {waiting} not ready"
+            )
+        starts_at = now + dt.timedelta(seconds=countdown_s)
+        return self._stored(seated=ready, phase=Phase.COUNTDOWN, starts_at=starts_at)
 
     def holds_seat_to_give_up(self, player_id: str) -> bool:
         """``player_id`` has a seat it has not left, in a race not over (`leave` gives it up)."""
