@@ -69,7 +69,7 @@ from engine import Game, Transfer
 from protocol.limits import MAX_GAME_ACTIONS
 from server.app import App
 from server.config import Settings
-from server.dispatch import Outcome, RequestHandler
+from server.dispatch import Answer, RequestHandler
 from server.errors import refusal_for
 from server.ops.runtime import fast_event_loop
 from server.play.game_room import PlayerRef
@@ -198,7 +198,7 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
         request = protocol.decode(frames[turn], SUBPROTOCOL)
         handler.serve(client, request, functools.partial(answered, client, frames, turn))
 
-    def answered(client: Session, frames: list[bytes], turn: int, outcome: Outcome) -> None:
+    def answered(client: Session, frames: list[bytes], turn: int, outcome: Answer) -> None:
         nonlocal done
         if isinstance(outcome, BaseException):  # e.g. unavailable on a loaded machine: the same frame again
             code = refusal_for(outcome, "a bench action").code.value
