@@ -253,7 +253,7 @@ JOURNAL_ROWS_PER_COMPACTION = 4096
 #: Prepared statements the writer's connection keeps: the fence's and the journal's 64 shapes each,
 #: and the rest of its statements.
 WRITER_STATEMENTS = 256
-_PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
+_FIGURES_SQL = str(repository.RECORD_FIGURES.compile(dialect=_DIALECT))
 #: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
 _STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
 
@@ -534,10 +534,10 @@ def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> N
     for sql, parameters, changes in statements:
         if conn.execute(sql, parameters).rowcount != changes and changes is not None:
             raise WriteConflict(repository.FENCE_MISSED)
-    last = {row.game_id: row.progress for row in rows if row.progress is not None}
+    last = {row.game_id: row.figures for row in rows if row.figures is not None}
     if last:
         conn.executemany(
-            _PROGRESS_SQL,
+            _FIGURES_SQL,
             [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
         )
 

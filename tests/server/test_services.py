@@ -26,7 +26,7 @@ from server.play.game_room import FinishedGame, PlayerRef
 from server.play.registry import GameRoomDriver
 from server.play.replay import RESIGN
 from server.play.session import Session
-from server.storage import ActionRecord, GameProgress, PlayerRecord, repository, upgrade_to_head
+from server.storage import ActionRecord, GameFigures, PlayerRecord, repository, upgrade_to_head
 from server.storage.committer import Write, WriteConflict
 
 CODE = "EO1-C8-AAAAAFA"
@@ -127,7 +127,7 @@ async def test_a_game_loaded_with_another_nodes_commit_on_the_way_stays_for_its_
     registry.forget_if_idle(room)
     now = dt.datetime.now(dt.UTC)
     await services.committer.stored(
-        Write(actions=(ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now)),))
+        Write(actions=(ActionRecord(room.id, 1, "t1-c5", GameFigures(0, 1, 0, now)),))
     )
     real_load = repository.load_game
 
@@ -170,9 +170,7 @@ async def test_writes_submitted_together_share_commits_and_a_conflict_fails_only
 ) -> None:
     rooms = [await new_room(services) for _ in range(8)]
     now = dt.datetime.now(dt.UTC)
-    writes = [
-        Write(actions=[ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now))]) for room in rooms
-    ]
+    writes = [Write(actions=[ActionRecord(room.id, 1, "t1-c5", GameFigures(0, 1, 0, now))]) for room in rooms]
     writes.append(Write(actions=[ActionRecord(rooms[0].id, 1, "c5-t1")]))  # v 1 of rooms[0] twice
     outcomes = await asyncio.gather(*(services.committer.stored(w) for w in writes), return_exceptions=True)
     assert outcomes[:-1] == [None] * 8

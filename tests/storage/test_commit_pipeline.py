@@ -22,7 +22,7 @@ from server.ops.metrics import Metrics
 from server.storage import (
     ActionRecord,
     Database,
-    GameProgress,
+    GameFigures,
     GameResult,
     GameStart,
     PlayerRecord,
@@ -119,11 +119,11 @@ async def test_a_batch_of_every_kind_of_write_commits_atomically(
 ) -> None:
     """A new player with a game, an action carrying the game's figures, and an action ending its game
     with the result, submitted together: one commit on either backend."""
-    progress = GameProgress(score=7, moves=1, undos=0, at=NOW)
+    figures = GameFigures(score=7, moves=1, undos=0, at=NOW)
     new_player = PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)
     await asyncio.gather(
         committer.stored(Write(player=new_player, game=GameStart("new", "newcomer", CODE, 8, None, NOW))),
-        committer.stored(Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5", progress)])),
+        committer.stored(Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5", figures)])),
         committer.stored(Write(actions=[ActionRecord(GAMES[1], 1, "resign")], result=finished(GAMES[1]))),
     )
     assert backend.batches == [3]
