@@ -54,7 +54,7 @@ from server.services.live_pages import LivePages
 from server.services.quotas import NewGames, UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
-from server.storage.committer import Committer, Write
+from server.storage.committer import AddPlayer, Committer
 
 __all__ = ["Answer", "Replies", "RequestHandler", "Respond"]
 
@@ -237,7 +237,7 @@ class RequestHandler:
                 created_at=utc_now(),
                 bot=bot,
             )
-            await self._committer.stored(Write(player=record))
+            await self._committer.stored(AddPlayer(record))
             games, more = [], None
         if more is None:  # every unfinished game of the player is in the page: new_game need not count them
             self._unfinished.known(record.id, len(games))

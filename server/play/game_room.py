@@ -61,7 +61,7 @@ from server.play.effects import (
 from server.play.race_commands import SeatProgress
 from server.play.replay import RESIGN
 from server.storage import ActionRecord, GameFigures, GameResult
-from server.storage.commit_backends import Write, WriteConflict
+from server.storage.commit_backends import AppendActions, MarkHinted, WriteConflict
 
 __all__ = ["FIGURES_INTERVAL", "REPLAY_INLINE_ACTIONS", "FinishedGame", "GameRoom", "PlayerRef"]
 
@@ -105,7 +105,7 @@ class _Change:
     game: Game  # the game as changed
     transfer: Transfer | None  # the action's cards (None: a resignation)
     notation: str | None
-    write: Write
+    write: AppendActions
 
 
 @dataclass(slots=True)
@@ -228,7 +228,7 @@ class GameRoom:
             return [Reply(command.reply_to, refused)]
         notation = action.symbol()
         result = self._result(game, self.clock()) if game.is_over() else None
-        write = Write(actions=(self._record(game, game.v, notation),), result=result)
+        write = AppendActions((self._record(game, game.v, notation),), result)
         self.awaiting = _Change(
             command.reply_to, command.request_id, command.follower, game, transfer, notation, write
         )
@@ -245,7 +245,7 @@ class GameRoom:
         game.resign()
         now = self.clock()
         result = self._result(game, now)
-        write = Write(actions=(self._record(game, game.v + 1, RESIGN, now),), result=result)
+        write = AppendActions((self._record(game, game.v + 1, RESIGN, now),), result)
         self.awaiting = _Change(
             command.reply_to, command.request_id, command.follower, game, None, None, write
         )
@@ -269,7 +269,7 @@ class GameRoom:
         if self.hinted:
             return [Reply(command.reply_to, HintSpot(self.game.v, self.game.layout()))]
         self.awaiting = _HintMark(command.reply_to, command.follower)
-        return [Commit(Write(hinted=self.id))]
+        return [Commit(MarkHinted(self.id))]
 
     def _remote(self, event: BusEvent) -> list[Effect]:
         """Follow a change another node committed: replay it here and push it to our followers. Events

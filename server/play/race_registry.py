@@ -42,7 +42,7 @@ from server.play.race_room import LOBBY_TIMEOUT, RaceRoom, Seat
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
 from server.storage import Database, races, ratings, repository
-from server.storage.committer import Committer, Write
+from server.storage.committer import Committer, StoreRace
 from server.storage.records import RaceRecord, RaceWrite
 
 __all__ = ["KEEP_AFTER_END", "SWEEP_GRACE", "SWEEP_INTERVAL", "RaceRegistry", "RaceRoomDriver", "invite_code"]
@@ -176,7 +176,7 @@ class RaceRegistry:
             state=state,
             starts_at=starts_at,
         )
-        await self._committer.stored(Write(race=RaceWrite(room.record(), new=True)))
+        await self._committer.stored(StoreRace(RaceWrite(room.record(), new=True)))
         self._metrics.races_made.inc()
         return self._add(room)
 

@@ -73,7 +73,7 @@ from server.play.race_commands import (
 )
 from server.play.race_places import Figures, places
 from server.storage import GameStart
-from server.storage.commit_backends import Write, WriteConflict
+from server.storage.commit_backends import StoreRace, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
 __all__ = ["LOBBY_TIMEOUT", "TRIES", "RaceRoom", "Seat"]
@@ -398,7 +398,7 @@ class RaceRoom:
         self.rematch = RaceLink(command.made.id, command.made.code)
         self.revision += 1
         self.awaiting = _Pending(command.reply_to, None, None, self._save().saved, rematch=True)
-        return [Commit(Write(race=RaceWrite(self.record(), rematch=command.made)))]
+        return [Commit(StoreRace(RaceWrite(self.record(), rematch=command.made)))]
 
     def _rematch_stored(self, pending: _Pending) -> list[Effect]:
         """The link is stored: the asker is told (first: the registry takes the new race up) and every
@@ -552,7 +552,7 @@ class RaceRoom:
         self.awaiting = pending
         self.revision += 1
         write = RaceWrite(self.record(), games=games)
-        return [Commit(Write(race=write))]
+        return [Commit(StoreRace(write))]
 
     def _committed(self, error: Exception | None) -> list[Effect]:
         pending = self.awaiting

@@ -40,7 +40,7 @@ from server.errors import ErrorCode, Refusal
 from server.play.driver import RoomDriver
 from server.storage import Database
 from server.storage import unfinished as storage
-from server.storage.committer import Committer, Write
+from server.storage.committer import AbandonGames, Committer
 
 __all__ = ["NewGames", "UnfinishedGames"]
 
@@ -167,7 +167,7 @@ class UnfinishedGames:
         if len(idle) < excess:
             self._remember_full(player_id, now)
             raise self._refusal(cap)
-        await self._committer.stored(Write(abandoned=tuple(idle[:excess])))
+        await self._committer.stored(AbandonGames(tuple(idle[:excess])))
         logger.info("player %s over %d unfinished games: abandoned %s", player_id, cap, idle[:excess])
 
     @staticmethod
@@ -219,7 +219,7 @@ class UnfinishedGames:
         open_ids = self._open_ids()  # as they are now, just before the write (see make_room)
         abandoned = tuple(game for game in idle if game not in open_ids)
         if abandoned:
-            await self._committer.stored(Write(abandoned=abandoned))
+            await self._committer.stored(AbandonGames(abandoned))
             logger.info("abandoned %d unfinished games idle since %s", len(abandoned), idle_since.isoformat())
         return len(abandoned)
 

@@ -362,7 +362,7 @@ class RatingChange:
 
 @dataclass(frozen=True, slots=True)
 class RatedRace:
-    """The rating changes of one finished race, stored with its result (`Write.ratings`).
+    """The rating changes of one finished race, stored with its result (`StoreRatings`).
 
     Attributes:
         race_id: the race (at most 32 characters); rated at most once.

@@ -42,7 +42,7 @@ from server.play.race_commands import (
 from server.play.race_places import Figures, places
 from server.play.race_room import LOBBY_TIMEOUT, TRIES, RaceRoom, Seat
 from server.storage import StorageUnavailable
-from server.storage.commit_backends import WriteConflict
+from server.storage.commit_backends import StoreRace, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord
 from tests.support.rooms import Person
 
@@ -199,7 +199,7 @@ def test_a_race_runs_from_the_lobby_to_the_reveal() -> None:
     effects = harness.tick(1)
     assert effects == ["Commit"]
     (commit,) = harness.effects
-    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert isinstance(commit, Commit) and isinstance(commit.write, StoreRace)
     games = commit.write.race.games
     assert [(game.player_id, game.code, game.race_id) for game in games] == [
         ("p-ann", DEAL.code(), "r1"),
@@ -596,7 +596,7 @@ def test_a_rematch_is_stored_with_its_link_then_named_to_every_follower() -> Non
     harness = _finished()
     revision, v = harness.room.revision, harness.room.v
     (commit,) = _ask_rematch(harness, "bo")
-    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert isinstance(commit, Commit) and isinstance(commit.write, StoreRace)
     assert commit.write.race.race.rematch_id == "r2" and commit.write.race.race.revision == revision + 1
     assert commit.write.race.rematch is not None and commit.write.race.rematch.id == "r2"
     reply, push = harness.room.handle(Committed(None))
