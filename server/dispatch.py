@@ -15,15 +15,14 @@ by a task around its route.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, Final
 
 import protocol
 from engine import Deal, Status
-from protocol.limits import DEFAULT_RACE_TIME_LIMIT
 from server.clock import utc_now
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
@@ -56,7 +55,7 @@ from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
 from server.storage.committer import AddPlayer, Committer
 
-__all__ = ["Answer", "Replies", "RequestHandler", "Respond"]
+__all__ = ["Answer", "Replies", "RequestHandler", "RequestLimits", "Respond"]
 
 #: The messages a request is answered with, in order (not `server.play.effects.Reply`, a room's effect).
 Replies = list[protocol.ServerMessage]
@@ -70,8 +69,26 @@ REPLAYS_REMEMBERED: Final = 256
 _ACTION_REQUESTS = (protocol.MoveRequest, protocol.TapRequest, protocol.AutoRequest, protocol.UndoRequest)
 
 
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """The handler's per-player and per-address buckets (None: that limit is off), built by the
+    composition root (`server.app.Services.start`) from the settings."""
+
+    #: Races one player creates (``races_per_player_per_hour``).
+    race_creations: BucketsByKey | None
+    #: Race joins and leaves of one player (``race_joins_per_player_per_minute``).
+    race_joins: BucketsByKey | None
+    #: New guests from one address (``guests_per_address_per_minute``).
+    guests: BucketsByKey | None
+    #: Reads the database answers, per address (``reads_per_address_per_second``).
+    reads: BucketsByKey | None
+    #: New games per player and per address.
+    new_games: NewGames
+
+
 class RequestHandler:
-    """Serves decoded requests; owned by the app, shared by every connection."""
+    """Serves decoded requests; owned by the app, shared by every connection. What it serves with is
+    built by the composition root (`server.app.Services.start`) and handed in."""
 
     def __init__(
         self,
@@ -81,10 +98,14 @@ class RequestHandler:
         registry: RoomRegistry,
         leaderboards: LeaderboardService,
         version: str,
-        solving: SolvingService | None = None,
+        solving: SolvingService,
         *,
         unfinished: UnfinishedGames,
         races: RaceRegistry,
+        fair_play: FairPlay,
+        live_pages: LivePages,
+        quick_match: QuickMatch,
+        limits: RequestLimits,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -92,27 +113,18 @@ class RequestHandler:
         self._registry = registry
         self._leaderboards = leaderboards
         self._version = version
-        self._solving = solving or SolvingService()
+        self._solving = solving
         self._unfinished = unfinished
-        self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
-        self._live_pages = LivePages(
-            database, registry.presence, dt.timedelta(minutes=settings.live_window_minutes)
-        )
+        self._fair_play = fair_play  # shared deals sealed (docs/fair-play.md)
+        self._live_pages = live_pages
         self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
         self._races = races
-        self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
-        self._race_joins = _per_player(settings.race_joins_per_player_per_minute, 60)
-        self.quick_match = QuickMatch(
-            database, races, settings.match_rules(), time_limit=DEFAULT_RACE_TIME_LIMIT
-        )
-        per_minute = settings.guests_per_address_per_minute
-        self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
-        per_second = settings.reads_per_address_per_second
-        self._reads = None if per_second is None else BucketsByKey(per_second, max(1, round(2 * per_second)))
-        self._new_games = NewGames(
-            per_player=settings.new_games_per_player_per_minute,
-            per_address=settings.new_games_per_address_per_minute,
-        )
+        self._race_creations = limits.race_creations
+        self._race_joins = limits.race_joins
+        self.quick_match = quick_match
+        self._guests = limits.guests
+        self._reads = limits.reads
+        self._new_games = limits.new_games
         self._tasks: set[asyncio.Task[None]] = set()
         self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Replies]]] = {
             protocol.HelloRequest: self._hello,
@@ -594,10 +606,6 @@ class RequestHandler:
 def _address(session: Session) -> str:
     """The source address of ``session``'s connection (the client's, behind a trusted proxy)."""
     return str(getattr(session.transport, "client_address", ""))
-
-
-def _per_player(count: int | None, seconds: float) -> BucketsByKey | None:
-    return None if count is None else BucketsByKey(count / seconds, count)
 
 
 def _check_rate(buckets: BucketsByKey | None, player_id: str, what: str) -> None:
