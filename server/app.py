@@ -263,7 +263,7 @@ class App:
         server = WebSocketServer(
             services.connections.open,
             http,
-            _connection_gate(settings),  # issue 11: connection caps
+            _connection_gate(settings),  # connection caps (docs/reliability.md)
             # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
             # stops the transport from even buffering anything much larger.
             max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,

@@ -271,8 +271,8 @@ class RequestHandler:
     async def _new_game(self, session: Session, request: protocol.NewGameRequest) -> Replies:
         player = _player(session)
         self._check_games_limit(session, None)
-        self._new_games.check(player.id, _address(session))  # issue 20: before any work
-        await self._unfinished.make_room(player.id)  # issue 11: unfinished games per player
+        self._new_games.check(player.id, _address(session))  # first: a refused new_game costs nothing
+        await self._unfinished.make_room(player.id)  # the cap on a player's unfinished games
         deal = request.deal
         daily_date = None
         if deal is None and request.daily:
@@ -334,7 +334,7 @@ class RequestHandler:
             if isinstance(found, FinishedGame):
                 if as_owner:
                     _check_owner(session, found.owner.id, found.id)
-                else:  # counts toward the watch limit like a live game, until unwatched (issue 11)
+                else:  # counts toward the watch limit like a live game, until unwatched
                     self._check_watch_limit(session, found.id)
                     session.watch_finished(found.id)
                 return [found.snapshot(request_id)]
@@ -437,7 +437,7 @@ class RequestHandler:
     def _check_reads(self, session: Session) -> None:
         """A request the database answers, within its address's ``reads_per_address_per_second``: each
         costs the process about a millisecond of CPU even on a small database, and the frame budget
-        let one address ask a thousand a second (issue 20, the ``boards`` attack)."""
+        alone lets one address ask a thousand a second (bench_attacks ``boards``)."""
         if self._reads is not None and not self._reads.allow(_address(session)):
             raise Refusal(ErrorCode.RATE_LIMITED, "too many reads from this address a second; wait a little")
 
@@ -573,7 +573,7 @@ class RequestHandler:
     # ------------------------------------------------------------------ helpers
 
     def _check_guest_quota(self, session: Session) -> None:
-        """At most ``guests_per_address_per_minute`` new guests from one source address (issue 11)."""
+        """At most ``guests_per_address_per_minute`` new guests from one source address."""
         address = _address(session)
         if self._guests is not None and not self._guests.allow(address):
             raise Refusal(

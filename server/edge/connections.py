@@ -42,8 +42,8 @@ in between and a frame that arrived meanwhile counts."""
 REQUESTS_BEFORE_HELLO = 8
 """Requests other than ``hello`` a connection may send before it says hello, each answered
 ``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
-requests that never do (each connection from a new address, so no per-address limit binds) cost a
-reply per frame for two bucketfuls before (issue 20)."""
+requests that never do (each connection from a new address, so no per-address limit binds) would
+otherwise cost a reply per frame for two bucketfuls."""
 ERROR_FRAMES_KEPT = 64
 """Framed ``error`` replies with neither ``id`` nor ``v`` kept for reuse (`Connections._error`); the
 set starts over when full (a message may quote what a client sent)."""
@@ -217,7 +217,7 @@ class Connections:
         v: int | None = None,
     ) -> None:
         """Count and send an ``error``. One with neither ``id`` nor ``v`` is the same for every frame
-        that earns it (a flood's malformed messages, issue 20): it is made once per subprotocol and
+        that earns it (a flood's malformed messages): it is made once per subprotocol and
         its frame kept, as its counter is."""
         counter = self._error_counters.get(code)
         if counter is None:

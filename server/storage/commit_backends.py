@@ -11,8 +11,8 @@ writer thread, and says how it failed:
   hinted, finish games played with hints (which rank nowhere) or change the live rooms
   (`server.play.presence`), straight through a plain ``sqlite3``
   connection owned by the writer thread (through aiosqlite a commit is about eight round trips
-  between the event loop and the driver's thread, each a turn of the loop; here it is none: issue 20,
-  a hint flood's new games, hinted marks and resignations held the loop); a batch with anything
+  between the event loop and the driver's thread, each a turn of the loop; here it is none: a hint
+  flood's new games, hinted marks and resignations would hold the loop); a batch with anything
   else goes to the SQLAlchemy backend whole (one whose result turns out to be a ranked game's is
   rolled back and handed over). The statements are the Core ones of
   `repository`, compiled for SQLite once, their parameters bound as the engine binds them (`_Bound`).
@@ -25,10 +25,10 @@ writer thread, and says how it failed:
   The actions of a batch go to the action journal (`repository.sqlite_journal_sql`), fenced by one
   compare-and-set on ``game_fences`` for all its games (`repository.sqlite_fence_sql`; docs/durability.md,
   The fence): a commit writes a page or two of journal and of fences instead of a page of ``actions``
-  per game, most of the writer's CPU (issue 23 item 2). After a batch's outcome is handed back, the
+  per game, most of the writer's CPU. After a batch's outcome is handed back, the
   pipeline calls `SqliteBackend.tidy`, which moves the journal's oldest rows into ``actions``
   (`compact_journal`), a slice at a time: the next batch, and every ack waiting for it, waits for
-  the slice, so a slice is small (`JOURNAL_ROWS_PER_SLICE`: the whole journal at once held the
+  the slice, so a slice is small (`JOURNAL_ROWS_PER_SLICE`: the whole journal at once holds the
   writer some 20 ms, bench/bench_sqlite_append.py), and commits without a flush of its own
   (``synchronous=NORMAL``: the next batch's flush makes it durable, and a slice lost with the
   machine leaves its rows in the journal, durable). The fence and the journal go in multi-row statements of
@@ -40,8 +40,8 @@ writer thread, and says how it failed:
   (bench/bench_sqlite_append.py).
 
   SQLite's automatic checkpoints fail without a word to the writer when the database file cannot be
-  written (made immutable mid-run, issue 20 item 8): the write-ahead log then grew by every commit,
-  acknowledged, for as long as the fault lasted. Once the log is past `SQLITE_WAL_SIZE_LIMIT` (where
+  written (made immutable mid-run): the write-ahead log would then grow by every commit,
+  acknowledged, for as long as the fault lasts. Once the log is past `SQLITE_WAL_SIZE_LIMIT` (where
   checkpoints keep it below), the writer checkpoints it itself, at most once per
   `LOG_CHECK_INTERVAL`: if that fails it logs one line and every write is refused ``unavailable``
   (nothing more goes into the log) until a checkpoint succeeds again.

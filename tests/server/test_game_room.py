@@ -441,8 +441,8 @@ def test_other_nodes_commits_are_applied_in_order_old_ones_skipped_a_gap_reloade
 def test_an_action_whose_requester_left_follows_its_commit_kept_when_stored_rolled_back_when_not() -> None:
     """The requester's connection closed while its commit was in flight (it unfollows; the driver
     queues the `Unfollow` behind the outcome): the outcome alone decides. Stored, the action is kept
-    and announced; failed, it is taken back. (Before, the action's task was cancelled; there is no
-    task now: `test_room_driver.py` checks the same through the driver.)"""
+    and announced; failed, it is taken back. No task is cancelled: an action has none
+    (`test_room_driver.py` checks the same through the driver)."""
     harness = Harness()
     room, spectator = harness.room, harness.spectator
     harness.watch(spectator)

@@ -1,6 +1,6 @@
 """``live`` lists the games someone is at: a game whose last connection closed (its player's, and no
-spectator's) leaves the list within a second, on every node (issue 21 item 9: it stayed for the whole
-10-minute live window), and a game dealt is listed at once."""
+spectator's) leaves the list within a second, on every node (not at the end of the 10-minute live window),
+and a game dealt is listed at once."""
 
 from __future__ import annotations
 

@@ -466,8 +466,8 @@ async def test_an_action_on_a_room_in_memory_and_on_one_loaded_from_the_database
     services: Services,
 ) -> None:
     """The same script on a room in memory and on one the first move loads from the database: the
-    same replies, refusals and pushes. (Before, this compared the fast and the slow path of an action,
-    a split that is gone: an action takes one path, and only a room not in memory is found first.)"""
+    same replies, refusals and pushes: an action takes one path, and only a room not in memory is
+    found first."""
     in_memory, memory_pushes, memory_tasked = await scripted_game(services, loaded=False)
     from_database, database_pushes, database_tasked = await scripted_game(services, loaded=True)
     assert in_memory == from_database
