@@ -55,7 +55,7 @@ from bench.bench_load import (
 )
 from server.storage import Database, repository, upgrade_to_head
 from server.storage.db import async_url
-from server.storage.records import ActionRecord, GameProgress, GameStart, PlayerRecord
+from server.storage.records import ActionRecord, GameFigures, GameStart, PlayerRecord
 
 PROGRESS_EVERY = 200  # one row in this many carries the game's figures (the server: every 10 s a game)
 WARMUP_COMMITS = 50
@@ -68,7 +68,7 @@ async def _executemany(database: Database, rows: Sequence[ActionRecord]) -> None
         await conn.execute(
             repository.INSERT_ACTIONS, [{"game_id": r.game_id, "v": r.v, "action": r.action} for r in rows]
         )
-        await repository.record_progress(conn, rows)
+        await repository.record_figures(conn, rows)
 
 
 async def _append(database: Database, rows: Sequence[ActionRecord]) -> None:
@@ -121,7 +121,7 @@ class Games:
             game, self.turn = self.turn % self.count, self.turn + 1
             self.versions[game] += 1
             v = self.versions[game]
-            progress = GameProgress(v, v, 0, datetime.now(UTC)) if v % PROGRESS_EVERY == 0 else None
+            progress = GameFigures(v, v, 0, datetime.now(UTC)) if v % PROGRESS_EVERY == 0 else None
             rows.append(ActionRecord(f"g{game}", v, "t1-c5" if v % 2 else "undo", progress))
         return rows
 

@@ -69,13 +69,13 @@ from engine import Game, Transfer
 from protocol.limits import MAX_GAME_ACTIONS
 from server.app import App
 from server.config import Settings
-from server.dispatch import Outcome, RequestHandler
+from server.dispatch import Answer, RequestHandler
 from server.errors import refusal_for
 from server.ops.runtime import fast_event_loop
 from server.play.game_room import PlayerRef
 from server.play.session import Session
 from server.storage import ActionRecord, PlayerRecord
-from server.storage.committer import Done, Write
+from server.storage.committer import AddPlayer, AppendActions, Done, Write
 
 ACTIONS = 20_000
 CONCURRENT = 100
@@ -198,7 +198,7 @@ async def _measure_served(app: App, games: int, seconds: float) -> tuple[float, 
         request = protocol.decode(frames[turn], SUBPROTOCOL)
         handler.serve(client, request, functools.partial(answered, client, frames, turn))
 
-    def answered(client: Session, frames: list[bytes], turn: int, outcome: Outcome) -> None:
+    def answered(client: Session, frames: list[bytes], turn: int, outcome: Answer) -> None:
         nonlocal done
         if isinstance(outcome, BaseException):  # e.g. unavailable on a loaded machine: the same frame again
             code = refusal_for(outcome, "a bench action").code.value
@@ -227,7 +227,7 @@ async def _new_client(app: App, player_id: str) -> Session:
     client = Session(SUBPROTOCOL)
     client.identify(PlayerRef(player_id, "bench"))
     record = PlayerRecord(player_id, "bench", player_id.rjust(64, "0"), dt.datetime.now(dt.UTC))
-    await app.committer.stored(Write(player=record))
+    await app.committer.stored(AddPlayer(record))
     return client
 
 
@@ -377,7 +377,7 @@ async def _commit_stage(app: App, batch: int, rounds: int) -> tuple[float, float
 
     async def commit_round(v: int) -> None:
         notation = "t1-c5" if v % 2 else "undo"
-        await asyncio.gather(*(submit(Write(actions=[ActionRecord(game, v, notation)])) for game in games))
+        await asyncio.gather(*(submit(AppendActions([ActionRecord(game, v, notation)])) for game in games))
 
     for v in range(1, 6):  # warm-up: the writer's connection opened, the statements compiled
         await commit_round(v)

@@ -118,7 +118,7 @@ from server.storage.commit_backends import (
     writer_pragmas,
 )
 from server.storage.db import _alembic_config
-from server.storage.records import ActionRecord, GameProgress
+from server.storage.records import ActionRecord, GameFigures
 
 #: The revision before ``actions_without_rowid``: the actions table as a rowid table with an index.
 ROWID_REVISION = "3b8e61d4a0c7"
@@ -231,7 +231,7 @@ def _append_executemany(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) 
 
 
 def _update_progress(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> None:
-    last = {row.game_id: row.progress for row in rows if row.progress is not None}
+    last = {row.game_id: row.figures for row in rows if row.figures is not None}
     if last:
         conn.executemany(
             "UPDATE games SET score=?, moves=?, undos=?, active_at=? WHERE games.id = ?",
@@ -536,7 +536,7 @@ class Run:
         self.commits += 1
         self.journaled += size
         if self.commits % PROGRESS_EVERY == 0:
-            progress = GameProgress(score=10, moves=rows[-1].v, undos=0, at=datetime.now(UTC))
+            progress = GameFigures(score=10, moves=rows[-1].v, undos=0, at=datetime.now(UTC))
             rows[-1] = ActionRecord(rows[-1].game_id, rows[-1].v, rows[-1].action, progress)
         return rows
 

@@ -6,15 +6,17 @@ port, and shuts down gracefully (stop accepting, finish in-flight actions, close
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import gc
 import logging
 import signal
 import socket
 from dataclasses import dataclass
 
+from protocol.limits import DEFAULT_RACE_TIME_LIMIT
 from server import __version__
 from server.config import Settings, needs
-from server.dispatch import RequestHandler
+from server.dispatch import RequestHandler, RequestLimits
 from server.edge.admission import (
     AddressBudget,
     ConnectionCaps,
@@ -28,13 +30,16 @@ from server.edge.transport import WebSocketServer
 from server.metrics import Metrics
 from server.origins import OriginPolicy, TrustedProxies
 from server.play.bus import Bus, LocalBus, RedisBus
+from server.play.race.quick_match import QuickMatch
 from server.play.race.ratings import rate_finished_race
 from server.play.race.registry import RaceRegistry
 from server.play.registry import RoomRegistry
 from server.ratelimit import BucketsByKey
+from server.services.fair_play import FairPlay
 from server.services.hints import SolvingService
+from server.services.live_pages import LivePages
 from server.services.pruning import BoardPruning
-from server.services.quotas import UnfinishedGames
+from server.services.quotas import NewGames, UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.storage import Database
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
@@ -56,6 +61,28 @@ def _commit_backend(settings: Settings, database: Database) -> CommitBackend:
     if sqlite_path is None:
         return engine_backend
     return SqliteBackend(sqlite_path, engine_backend, synchronous=settings.sqlite_synchronous)
+
+
+def _request_limits(settings: Settings) -> RequestLimits:
+    """The request handler's buckets, from the settings (a limit set to None is off)."""
+    guests = settings.guests_per_address_per_minute
+    reads = settings.reads_per_address_per_second
+    return RequestLimits(
+        race_creations=_per_player(settings.races_per_player_per_hour, 3600),
+        race_creations_by_address=_per_player(settings.races_per_address_per_hour, 3600),
+        race_joins=_per_player(settings.race_joins_per_player_per_minute, 60),
+        guests=None if guests is None else BucketsByKey(guests / 60, guests),
+        reads=None if reads is None else BucketsByKey(reads, max(1, round(2 * reads))),
+        new_games=NewGames(
+            per_player=settings.new_games_per_player_per_minute,
+            per_address=settings.new_games_per_address_per_minute,
+        ),
+    )
+
+
+def _per_player(count: int | None, seconds: float) -> BucketsByKey | None:
+    """At most ``count`` a player in ``seconds``, as a burst of ``count`` refilled evenly."""
+    return None if count is None else BucketsByKey(count / seconds, count)
 
 
 @dataclass(slots=True)
@@ -135,6 +162,14 @@ class Services:
             solving,
             unfinished=unfinished,
             races=races,
+            fair_play=FairPlay(database),
+            live_pages=LivePages(
+                database, registry.presence, dt.timedelta(minutes=settings.live_window_minutes)
+            ),
+            quick_match=QuickMatch(
+                database, races, settings.match_rules(), time_limit=DEFAULT_RACE_TIME_LIMIT
+            ),
+            limits=_request_limits(settings),
         )
         connections = Connections(settings, handler, registry, metrics, fanout)
         return cls(
@@ -234,7 +269,7 @@ class App:
         server = WebSocketServer(
             services.connections.open,
             http,
-            _connection_gate(settings),  # issue 11: connection caps
+            _connection_gate(settings),  # connection caps (docs/reliability.md)
             # The codec answers frames over max_frame_bytes with too_large and 1009; this hard cap
             # stops the transport from even buffering anything much larger.
             max_size=HARD_FRAME_FACTOR * settings.max_frame_bytes,

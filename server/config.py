@@ -247,7 +247,7 @@ class Settings:
     idle_timeout: float | None = field(
         default=300.0, metadata={"help": "seconds before a silent client is closed", "check": _positive}
     )
-    # Abuse limits (issue 11; docs/reliability.md)
+    # Abuse limits (docs/reliability.md)
     max_connections: int = field(
         default=10_000,
         metadata={

@@ -15,15 +15,14 @@ by a task around its route.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, Final
 
 import protocol
 from engine import Deal, Status
-from protocol.limits import DEFAULT_RACE_TIME_LIMIT
 from server.clock import utc_now
 from server.config import Settings
 from server.cursors import parse_time_cursor, time_cursor
@@ -54,23 +53,44 @@ from server.services.live_pages import LivePages
 from server.services.quotas import NewGames, UnfinishedGames
 from server.services.rankings import LeaderboardService
 from server.storage import Database, LiveGame, PlayerRecord, repository
-from server.storage.committer import Committer, Write
+from server.storage.committer import AddPlayer, Committer
 
-__all__ = ["Outcome", "Reply", "RequestHandler", "Respond"]
+__all__ = ["Answer", "Replies", "RequestHandler", "RequestLimits", "Respond"]
 
-Reply = list[protocol.ServerMessage]
+#: The messages a request is answered with, in order (not `server.play.effects.Reply`, a room's effect).
+Replies = list[protocol.ServerMessage]
 #: What a request comes to: its replies, in order, or the failure that refuses it.
-Outcome = Reply | BaseException
-#: Called exactly once per served request, with its outcome.
-Respond = Callable[[Outcome], None]
+Answer = Replies | BaseException
+#: Called exactly once per served request, with its answer.
+Respond = Callable[[Answer], None]
 _RANDOM = secrets.SystemRandom()
 #: Finished games whose whole replay the handler keeps (tens of KB each: a long game's steps).
 REPLAYS_REMEMBERED: Final = 256
-_ACTIONS = (protocol.MoveRequest, protocol.TapRequest, protocol.AutoRequest, protocol.UndoRequest)
+_ACTION_REQUESTS = (protocol.MoveRequest, protocol.TapRequest, protocol.AutoRequest, protocol.UndoRequest)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestLimits:
+    """The handler's per-player and per-address buckets (None: that limit is off), built by the
+    composition root (`server.app.Services.start`) from the settings."""
+
+    #: Races one player creates (``races_per_player_per_hour``).
+    race_creations: BucketsByKey | None
+    #: Races the players of one address create (``races_per_address_per_hour``).
+    race_creations_by_address: BucketsByKey | None
+    #: Race joins and leaves of one player (``race_joins_per_player_per_minute``).
+    race_joins: BucketsByKey | None
+    #: New guests from one address (``guests_per_address_per_minute``).
+    guests: BucketsByKey | None
+    #: Reads the database answers, per address (``reads_per_address_per_second``).
+    reads: BucketsByKey | None
+    #: New games per player and per address.
+    new_games: NewGames
 
 
 class RequestHandler:
-    """Serves decoded requests; owned by the app, shared by every connection."""
+    """Serves decoded requests; owned by the app, shared by every connection. What it serves with is
+    built by the composition root (`server.app.Services.start`) and handed in."""
 
     def __init__(
         self,
@@ -80,10 +100,14 @@ class RequestHandler:
         registry: RoomRegistry,
         leaderboards: LeaderboardService,
         version: str,
-        solving: SolvingService | None = None,
+        solving: SolvingService,
         *,
         unfinished: UnfinishedGames,
         races: RaceRegistry,
+        fair_play: FairPlay,
+        live_pages: LivePages,
+        quick_match: QuickMatch,
+        limits: RequestLimits,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -91,30 +115,21 @@ class RequestHandler:
         self._registry = registry
         self._leaderboards = leaderboards
         self._version = version
-        self._solving = solving or SolvingService()
+        self._solving = solving
         self._unfinished = unfinished
-        self._fair_play = FairPlay(database)  # shared deals sealed (docs/fair-play.md)
-        self._live_pages = LivePages(
-            database, registry.presence, dt.timedelta(minutes=settings.live_window_minutes)
-        )
+        self._fair_play = fair_play  # shared deals sealed (docs/fair-play.md)
+        self._live_pages = live_pages
         self._replays: OrderedDict[str, protocol.Replay] = OrderedDict()  # finished games' replays
         self._races = races
-        self._race_creations = _per_player(settings.races_per_player_per_hour, 3600)
-        self._race_creations_by_address = _per_player(settings.races_per_address_per_hour, 3600)
-        self._race_joins = _per_player(settings.race_joins_per_player_per_minute, 60)
-        self.quick_match = QuickMatch(
-            database, races, settings.match_rules(), time_limit=DEFAULT_RACE_TIME_LIMIT
-        )
-        per_minute = settings.guests_per_address_per_minute
-        self._guests = None if per_minute is None else BucketsByKey(per_minute / 60, per_minute)
-        per_second = settings.reads_per_address_per_second
-        self._reads = None if per_second is None else BucketsByKey(per_second, max(1, round(2 * per_second)))
-        self._new_games = NewGames(
-            per_player=settings.new_games_per_player_per_minute,
-            per_address=settings.new_games_per_address_per_minute,
-        )
+        self._race_creations = limits.race_creations
+        self._race_creations_by_address = limits.race_creations_by_address
+        self._race_joins = limits.race_joins
+        self.quick_match = quick_match
+        self._guests = limits.guests
+        self._reads = limits.reads
+        self._new_games = limits.new_games
         self._tasks: set[asyncio.Task[None]] = set()
-        self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Reply]]] = {
+        self._routes: dict[type[Any], Callable[[Session, Any], Awaitable[Replies]]] = {
             protocol.HelloRequest: self._hello,
             protocol.NewGameRequest: self._new_game,
             protocol.ResignRequest: self._resign,
@@ -139,46 +154,46 @@ class RequestHandler:
         }
 
     def serve(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
-        """Serve ``request``; ``respond`` is called exactly once with its outcome, later (from a task,
+        """Serve ``request``; ``respond`` is called exactly once with its answer, later (from a task,
         or an action's commit callback) or, when nothing needs waiting for, before this returns. A
         connection serves its next frame only after ``respond``, so one connection's requests are
         answered in order."""
         if session.player is None and not isinstance(request, protocol.HelloRequest):
             respond(Refusal(ErrorCode.UNAUTHORIZED, f"say hello before {request.TYPE}"))
-        elif isinstance(request, _ACTIONS):
+        elif isinstance(request, _ACTION_REQUESTS):
             room = self._registry.room(request.game)
             if room is not None:
                 self._act(session, request, room, respond)
             else:
                 self._spawn(self._act_once_found(session, request, respond))
         else:
-            self._spawn(self._outcome(session, request, respond))
+            self._spawn(self._answer(session, request, respond))
 
-    async def handle(self, session: Session, request: protocol.ClientMessage) -> Reply:
+    async def handle(self, session: Session, request: protocol.ClientMessage) -> Replies:
         """``serve`` awaited, for callers without a connection (tests, benches): the replies, or the
         refusal the client would be told, raised.
 
         Raises:
             Refusal: the request is refused.
         """
-        answered: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        answered: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self.serve(session, request, answered.set_result)
-        outcome = await answered
-        if isinstance(outcome, BaseException):
-            raise refusal_for(outcome, request.TYPE) from None
-        return outcome
+        answer = await answered
+        if isinstance(answer, BaseException):
+            raise refusal_for(answer, request.TYPE) from None
+        return answer
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)  # held until done: the loop keeps only a weak reference
         task.add_done_callback(self._tasks.discard)
 
-    async def _outcome(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
+    async def _answer(self, session: Session, request: protocol.ClientMessage, respond: Respond) -> None:
         try:
-            outcome: Outcome = await self._routes[type(request)](session, request)
+            answer: Answer = await self._routes[type(request)](session, request)
         except Exception as failure:
-            outcome = failure
-        respond(outcome)
+            answer = failure
+        respond(answer)
 
     # ------------------------------------------------------------------ actions
 
@@ -214,7 +229,7 @@ class RequestHandler:
 
     # ------------------------------------------------------------------ players
 
-    async def _hello(self, session: Session, request: protocol.HelloRequest) -> Reply:
+    async def _hello(self, session: Session, request: protocol.HelloRequest) -> Replies:
         if session.player is not None:
             raise Refusal(ErrorCode.BAD_REQUEST, "hello was already said on this connection")
         token: str | None = None
@@ -237,7 +252,7 @@ class RequestHandler:
                 created_at=utc_now(),
                 bot=bot,
             )
-            await self._committer.stored(Write(player=record))
+            await self._committer.stored(AddPlayer(record))
             games, more = [], None
         if more is None:  # every unfinished game of the player is in the page: new_game need not count them
             self._unfinished.known(record.id, len(games))
@@ -256,11 +271,11 @@ class RequestHandler:
 
     # ------------------------------------------------------------------ playing
 
-    async def _new_game(self, session: Session, request: protocol.NewGameRequest) -> Reply:
+    async def _new_game(self, session: Session, request: protocol.NewGameRequest) -> Replies:
         player = _player(session)
         self._check_games_limit(session, None)
-        self._new_games.check(player.id, _address(session))  # issue 20: before any work
-        await self._unfinished.make_room(player.id)  # issue 11: unfinished games per player
+        self._new_games.check(player.id, _address(session))  # first: a refused new_game costs nothing
+        await self._unfinished.make_room(player.id)  # the cap on a player's unfinished games
         deal = request.deal
         daily_date = None
         if deal is None and request.daily:
@@ -277,7 +292,7 @@ class RequestHandler:
         replies = await room.ask(lambda reply_to: View(session, request.request_id, reply_to))
         return replies if replies is not None else [room.room.snapshot(request.request_id)]
 
-    async def _hint(self, session: Session, request: protocol.HintRequest) -> Reply:
+    async def _hint(self, session: Session, request: protocol.HintRequest) -> Replies:
         """The solver's verdict from the game as it stands (committed); the game is stored as hinted
         first, while it is still being played."""
         room = await self._own_room(session, request.game)
@@ -295,24 +310,24 @@ class RequestHandler:
             )
         ]
 
-    async def _resign(self, session: Session, request: protocol.ResignRequest) -> Reply:
+    async def _resign(self, session: Session, request: protocol.ResignRequest) -> Replies:
         room = await self._own_room(session, request.game)
         outcome = await room.ask(lambda reply_to: Resign(session, request.request_id, reply_to))
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome  # type: ignore[no-any-return]
 
-    async def _resume(self, session: Session, request: protocol.ResumeRequest) -> Reply:
+    async def _resume(self, session: Session, request: protocol.ResumeRequest) -> Replies:
         return await self._follow(session, request.game, request.request_id, as_owner=True)
 
     # ------------------------------------------------------------------ watching
 
-    async def _watch(self, session: Session, request: protocol.WatchRequest) -> Reply:
+    async def _watch(self, session: Session, request: protocol.WatchRequest) -> Replies:
         return await self._follow(session, request.game, request.request_id, as_owner=False)
 
     async def _follow(
         self, session: Session, game_id: str, request_id: protocol.RequestId | None, *, as_owner: bool
-    ) -> Reply:
+    ) -> Replies:
         """``session`` follows ``game_id`` (its owner's game as a viewer, or any game as a spectator);
         its snapshot. A finished game gives its final snapshot and is not followed."""
         if not as_owner:  # a shared deal's moves are sealed to whoever can still play it
@@ -322,7 +337,7 @@ class RequestHandler:
             if isinstance(found, FinishedGame):
                 if as_owner:
                     _check_owner(session, found.owner.id, found.id)
-                else:  # counts toward the watch limit like a live game, until unwatched (issue 11)
+                else:  # counts toward the watch limit like a live game, until unwatched
                     self._check_watch_limit(session, found.id)
                     session.watch_finished(found.id)
                 return [found.snapshot(request_id)]
@@ -344,12 +359,12 @@ class RequestHandler:
             if replies is not None:
                 return replies  # type: ignore[no-any-return]
 
-    async def _unwatch(self, session: Session, request: protocol.UnwatchRequest) -> Reply:
+    async def _unwatch(self, session: Session, request: protocol.UnwatchRequest) -> Replies:
         """Stop following a game, watched or one's own (which frees a place under the games limit)."""
         session.unfollow(request.game)
         return [protocol.Ok(request_id=request.request_id)]
 
-    async def _replay(self, session: Session, request: protocol.ReplayRequest) -> Reply:
+    async def _replay(self, session: Session, request: protocol.ReplayRequest) -> Replies:
         """A game move by move, from what is stored, sealed as ``watch`` is; it follows nothing (a
         client that wants the moves to come watches too), so it takes no watch slot. A finished
         game never changes: its replay is remembered (`REPLAYS_REMEMBERED`), read and replayed once."""
@@ -379,7 +394,7 @@ class RequestHandler:
         player = protocol.Player.of(owner.id, owner.name, bot=owner.bot)
         return await asyncio.to_thread(replay_whole, stored, player)  # a long log must not stall the loop
 
-    async def _live(self, session: Session, request: protocol.LiveRequest) -> Reply:
+    async def _live(self, session: Session, request: protocol.LiveRequest) -> Replies:
         """Every unfinished game someone follows, on any node, with an action (or its start) in the
         last ``live_window_minutes``, most recently active first: read from the database, a page at a
         time (``server.play.presence`` says who follows what), shared for a moment by everyone who asks
@@ -405,7 +420,7 @@ class RequestHandler:
             sealed=True if sealed else None,
         )
 
-    async def _games(self, session: Session, request: protocol.GamesRequest) -> Reply:
+    async def _games(self, session: Session, request: protocol.GamesRequest) -> Replies:
         """A page of the player's own unfinished games (welcome lists only the most recent)."""
         player = _player(session)
         self._check_reads(session)
@@ -413,11 +428,11 @@ class RequestHandler:
             games, more = await self._unfinished.page(conn, player.id, request.limit, request.after)
         return [protocol.GamesPage(request_id=request.request_id, games=tuple(games), next_cursor=more)]
 
-    async def _leaderboard(self, session: Session, request: protocol.LeaderboardRequest) -> Reply:
+    async def _leaderboard(self, session: Session, request: protocol.LeaderboardRequest) -> Replies:
         self._check_reads(session)
         return [await self._leaderboards.leaderboard(request)]
 
-    async def _profile(self, session: Session, request: protocol.ProfileRequest) -> Reply:
+    async def _profile(self, session: Session, request: protocol.ProfileRequest) -> Replies:
         player_id = request.player if request.player is not None else _player(session).id
         self._check_reads(session)
         return [await self._leaderboards.profile(player_id, request.request_id)]
@@ -425,13 +440,13 @@ class RequestHandler:
     def _check_reads(self, session: Session) -> None:
         """A request the database answers, within its address's ``reads_per_address_per_second``: each
         costs the process about a millisecond of CPU even on a small database, and the frame budget
-        let one address ask a thousand a second (issue 20, the ``boards`` attack)."""
+        alone lets one address ask a thousand a second (bench_attacks ``boards``)."""
         if self._reads is not None and not self._reads.allow(_address(session)):
             raise Refusal(ErrorCode.RATE_LIMITED, "too many reads from this address a second; wait a little")
 
     # ------------------------------------------------------------------ races (docs/races.md)
 
-    async def _race_create(self, session: Session, request: protocol.RaceCreateRequest) -> Reply:
+    async def _race_create(self, session: Session, request: protocol.RaceCreateRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         self._check_race_creation(session, player)
@@ -446,7 +461,7 @@ class RequestHandler:
             session, lambda: _found(race), lambda to: RaceWatch(session, player, request.request_id, to)
         )
 
-    async def _race_join(self, session: Session, request: protocol.RaceJoinRequest) -> Reply:
+    async def _race_join(self, session: Session, request: protocol.RaceJoinRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
@@ -456,7 +471,7 @@ class RequestHandler:
             lambda to: RaceJoin(session, player, request.request_id, to),
         )
 
-    async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Reply:
+    async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         race, code = request.race, request.code
@@ -466,7 +481,7 @@ class RequestHandler:
             lambda to: RaceWatch(session, player, request.request_id, to),
         )
 
-    async def _race_ready(self, session: Session, request: protocol.RaceReadyRequest) -> Reply:
+    async def _race_ready(self, session: Session, request: protocol.RaceReadyRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         return await self._ask_race(
@@ -475,7 +490,7 @@ class RequestHandler:
             lambda to: RaceReady(session, player, request.ready, request.request_id, to),
         )
 
-    async def _race_start(self, session: Session, request: protocol.RaceStartRequest) -> Reply:
+    async def _race_start(self, session: Session, request: protocol.RaceStartRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         return await self._ask_race(
@@ -484,7 +499,7 @@ class RequestHandler:
             lambda to: RaceStart(session, player, request.request_id, to),
         )
 
-    async def _race_leave(self, session: Session, request: protocol.RaceLeaveRequest) -> Reply:
+    async def _race_leave(self, session: Session, request: protocol.RaceLeaveRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
@@ -496,7 +511,7 @@ class RequestHandler:
         session.watching.pop(request.race, None)  # the room let this connection go already
         return replies
 
-    async def _race_rematch(self, session: Session, request: protocol.RaceRematchRequest) -> Reply:
+    async def _race_rematch(self, session: Session, request: protocol.RaceRematchRequest) -> Replies:
         """A player of a finished race asks its rematch: the first ask makes it (the asker seated, as
         by race_create, within the creations allowance), a later one joins it (as by race_join)."""
         player = _player(session)
@@ -540,14 +555,14 @@ class RequestHandler:
             self._race_creations_by_address, _address(session), "races created from this address an hour"
         )
 
-    async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Reply:
+    async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Replies:
         player = _player(session)
         self._check_reads(session)
         _check_rate(self._race_joins, player.id, "race joins and leaves a minute")
         await self.quick_match.enqueue(session, player, request.cells)
         return [protocol.Ok(request_id=request.request_id)]
 
-    async def _quick_race_leave(self, session: Session, request: protocol.QuickRaceLeaveRequest) -> Reply:
+    async def _quick_race_leave(self, session: Session, request: protocol.QuickRaceLeaveRequest) -> Replies:
         if not self.quick_match.leave(_player(session).id):
             raise Refusal(ErrorCode.NOT_FOUND, "you do not wait for a quick race")
         return [protocol.Ok(request_id=request.request_id)]
@@ -557,7 +572,7 @@ class RequestHandler:
         follower: Session | None,
         find: Callable[[], Awaitable[RaceRoomDriver]],
         make: Callable[[Callable[[Any], None]], RaceCommand],
-    ) -> Reply:
+    ) -> Replies:
         """Ask the race ``find`` gives (``follower`` then follows it, within its watch limit); again
         when the room was let go before the request's turn (the race is read again)."""
         for _ in range(3):
@@ -576,7 +591,7 @@ class RequestHandler:
     # ------------------------------------------------------------------ helpers
 
     def _check_guest_quota(self, session: Session) -> None:
-        """At most ``guests_per_address_per_minute`` new guests from one source address (issue 11)."""
+        """At most ``guests_per_address_per_minute`` new guests from one source address."""
         address = _address(session)
         if self._guests is not None and not self._guests.allow(address):
             raise Refusal(
@@ -609,10 +624,6 @@ class RequestHandler:
 def _address(session: Session) -> str:
     """The source address of ``session``'s connection (the client's, behind a trusted proxy)."""
     return str(getattr(session.transport, "client_address", ""))
-
-
-def _per_player(count: int | None, seconds: float) -> BucketsByKey | None:
-    return None if count is None else BucketsByKey(count / seconds, count)
 
 
 def _check_rate(buckets: BucketsByKey | None, key: str, what: str) -> None:

@@ -7,7 +7,7 @@ Create Date: 2026-11-30 17:00:00.000000+00:00
 - ``games.active_at``: when the game was last seen changing (its start, then now and then a committed
   action). The commit that stores such an action also sets the game's running ``score``, ``moves`` and
   ``undos``: the server sends these figures with at most one action per
-  ``server.play.game_room.PROGRESS_INTERVAL``, so an unfinished game's row is a committed state, not
+  ``server.play.game_room.FIGURES_INTERVAL``, so an unfinished game's row is a committed state, not
   necessarily its latest; the end writes the final figures. Backfilled from ``finished_at`` or ``started_at``.
 - ``ix_games_status_active_at_id``: ``live`` pages through the unfinished games active lately, most
   recent first, by walking this index: a page costs what it returns.

@@ -12,8 +12,8 @@ connection gets ``PRESSED_OPEN_TIMEOUT`` to send its request and an address may 
 many sockets per address are refused, not admitted only to drop someone else's). A real client sends
 its request at once, so it is the youngest: the last to go. Nobody is dropped before a place is
 needed: an attacker reconnects each dropped socket at once, so dropping old half-open connections at
-every accept under pressure (as the gate did) only turned them over, some 6,000 drops and 10,000
-admissions in 9 s where 3,800 sockets sat idle without it (issue 20).
+every accept under pressure only turns them over (some 6,000 drops and 10,000 admissions in 9 s,
+where 3,800 sockets sit idle when none is dropped).
 
 Page loads: each new connection takes a token of its address's new-connection bucket at accept, but
 the HTTP side answers one request per connection, so a browser's first load of the client opens some

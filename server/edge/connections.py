@@ -23,7 +23,7 @@ from prometheus_client import Counter
 
 import protocol
 from server.config import Settings
-from server.dispatch import Outcome, RequestHandler
+from server.dispatch import Answer, RequestHandler
 from server.edge.transport import WebSocketConnection, wire_frame
 from server.errors import ErrorCode, refusal_for
 from server.metrics import Metrics
@@ -34,7 +34,7 @@ __all__ = ["Connections", "Fanout"]
 
 logger = logging.getLogger(__name__)
 
-_ACTIONS = frozenset({"move", "tap", "auto", "undo"})
+_ACTION_TYPES = frozenset({"move", "tap", "auto", "undo"})
 _MSGPACK = protocol.Subprotocol.MSGPACK
 READ_BEFORE_IDLE_CLOSE = 0.001
 """Seconds the idle sweep waits before it closes the silent: a timer, so the loop polls the sockets
@@ -42,8 +42,8 @@ in between and a frame that arrived meanwhile counts."""
 REQUESTS_BEFORE_HELLO = 8
 """Requests other than ``hello`` a connection may send before it says hello, each answered
 ``unauthorized``; the next one closes it 1008. A client says hello first; a botnet's flood of
-requests that never do (each connection from a new address, so no per-address limit binds) cost a
-reply per frame for two bucketfuls before (issue 20)."""
+requests that never do (each connection from a new address, so no per-address limit binds) would
+otherwise cost a reply per frame for two bucketfuls."""
 ERROR_FRAMES_KEPT = 64
 """Framed ``error`` replies with neither ``id`` nor ``v`` kept for reuse (`Connections._error`); the
 set starts over when full (a message may quote what a client sent)."""
@@ -160,7 +160,7 @@ class Connections:
             connection: WebSocketConnection = client.transport
             connection.close(int(exc.close_code), exc.message, read_more=False)
 
-    def answer(self, client: Session, outcome: Outcome) -> None:
+    def answer(self, client: Session, outcome: Answer) -> None:
         """The handler's ``respond`` to the request ``client`` is being served (`Session.respond`):
         write its outcome (a failure as the error `refusal_for` says), then serve the next message."""
         self.in_flight -= 1
@@ -172,7 +172,7 @@ class Connections:
             reply = self._send.reply
             for message in outcome:
                 reply(client, message)
-            if request.TYPE in _ACTIONS:
+            if request.TYPE in _ACTION_TYPES:
                 self._metrics.action_latency.observe(perf_counter() - client.started)
         client.transport.served()
 
@@ -217,7 +217,7 @@ class Connections:
         v: int | None = None,
     ) -> None:
         """Count and send an ``error``. One with neither ``id`` nor ``v`` is the same for every frame
-        that earns it (a flood's malformed messages, issue 20): it is made once per subprotocol and
+        that earns it (a flood's malformed messages): it is made once per subprotocol and
         its frame kept, as its counter is."""
         counter = self._error_counters.get(code)
         if counter is None:

@@ -71,7 +71,7 @@ def check_stored_game(stored: StoredGame) -> str | None:
         ("cells", stored.cells, game.deal.cells),
     ]
     # An unfinished game's row holds its figures as of a recent action, not necessarily the last
-    # (see `server.play.game_room.PROGRESS_INTERVAL`): only a finished game's figures are final.
+    # (see `server.play.game_room.FIGURES_INTERVAL`): only a finished game's figures are final.
     if stored.status != Status.PLAYING.value:
         compared += [
             ("won", stored.won, game.status is Status.WON),

@@ -60,17 +60,17 @@ from server.play.effects import (
     SeatProgress,
 )
 from server.play.replay import RESIGN
-from server.storage import ActionRecord, GameProgress, GameResult
-from server.storage.commit_backends import Write, WriteConflict
+from server.storage import ActionRecord, GameFigures, GameResult
+from server.storage.commit_backends import AppendActions, MarkHinted, WriteConflict
 
-__all__ = ["PROGRESS_INTERVAL", "REPLAY_INLINE_ACTIONS", "FinishedGame", "GameRoom", "PlayerRef"]
+__all__ = ["FIGURES_INTERVAL", "REPLAY_INLINE_ACTIONS", "FinishedGame", "GameRoom", "PlayerRef"]
 
 #: Seconds at least between two updates of a game's row (score, moves, undos, ``active_at``) while it is
 #: played: the first action after the interval carries the game's figures, the others none. What ``live``
 #: lists is always committed state, but not always the latest: a game paused after a burst of actions
 #: keeps the figures of the burst's first action until it is played again or ends (the end writes the
 #: final ones).
-PROGRESS_INTERVAL = 10.0
+FIGURES_INTERVAL = 10.0
 #: A failed action of a game longer than this is taken back by a `Rebuild` off the event loop: a
 #: database outage fails every action in flight at once, and replaying each of a thousand long games
 #: (up to `MAX_GAME_ACTIONS`) inline would stall every connection for seconds.
@@ -105,7 +105,7 @@ class _Change:
     game: Game  # the game as changed
     transfer: Transfer | None  # the action's cards (None: a resignation)
     notation: str | None
-    write: Write
+    write: AppendActions
 
 
 @dataclass(slots=True)
@@ -117,7 +117,7 @@ class _HintMark:
 
 
 @dataclass(slots=True)
-class _Reload:
+class _Loading:
     """The stored game, being read: after a write conflict (``refused`` is then told stale once it is
     taken) or a gap in other nodes' commits."""
 
@@ -133,7 +133,7 @@ class _TakeBack:
     error: Exception
 
 
-_Awaited = _Change | _HintMark | _Reload | _TakeBack
+_Awaited = _Change | _HintMark | _Loading | _TakeBack
 
 
 @dataclass(eq=False, slots=True)
@@ -156,7 +156,7 @@ class GameRoom:
     replaced: bool = False
     hinted: bool = False  # this room stored the game as hinted (a hint is asked once more per reload)
     awaiting: _Awaited | None = None  # the outcome the room waits for before its next request
-    progress_due: float = 0.0  # monotonic time after which an action row carries the game's figures
+    figures_due: float = 0.0  # monotonic time after which an action row carries the game's figures
     clock: Callable[[], dt.datetime] = utc_now
     race: str | None = None  # the race this game is a seat of: its commits feed the standings
     closes_at: dt.datetime | None = None  # the race's time limit: no action after it (resign still)
@@ -228,7 +228,7 @@ class GameRoom:
             return [Reply(command.reply_to, refused)]
         notation = action.symbol()
         result = self._result(game, self.clock()) if game.is_over() else None
-        write = Write(actions=(self._record(game, game.v, notation),), result=result)
+        write = AppendActions((self._record(game, game.v, notation),), result)
         self.awaiting = _Change(
             command.reply_to, command.request_id, command.follower, game, transfer, notation, write
         )
@@ -245,7 +245,7 @@ class GameRoom:
         game.resign()
         now = self.clock()
         result = self._result(game, now)
-        write = Write(actions=(self._record(game, game.v + 1, RESIGN, now),), result=result)
+        write = AppendActions((self._record(game, game.v + 1, RESIGN, now),), result)
         self.awaiting = _Change(
             command.reply_to, command.request_id, command.follower, game, None, None, write
         )
@@ -274,7 +274,7 @@ class GameRoom:
         if self.hinted:
             return [Reply(command.reply_to, HintSpot(self.game.v, self.game.layout()))]
         self.awaiting = _HintMark(command.reply_to, command.follower)
-        return [Commit(Write(hinted=self.id))]
+        return [Commit(MarkHinted(self.id))]
 
     def _remote(self, event: BusEvent) -> list[Effect]:
         """Follow a change another node committed: replay it here and push it to our followers. Events
@@ -292,7 +292,7 @@ class GameRoom:
             result = self._result(game, finished_at or self.clock()) if game.is_over() else None
             return self._announce(None, None, transfer, result)
         if event.v > game.v:
-            self.awaiting = _Reload(None, None)
+            self.awaiting = _Loading(None, None)
             return [Load()]
         return []
 
@@ -305,7 +305,7 @@ class GameRoom:
         assert isinstance(awaited, _Change), awaited
         if error is not None:
             if isinstance(error, WriteConflict):
-                self.awaiting = _Reload(awaited, awaited.follower)
+                self.awaiting = _Loading(awaited, awaited.follower)
                 return [Load()]
             return self._refused(awaited, error)
         self.awaiting = None
@@ -325,7 +325,7 @@ class GameRoom:
 
     def _hint_marked(self, mark: _HintMark, error: Exception | None) -> list[Effect]:
         if isinstance(error, WriteConflict):
-            self.awaiting = _Reload(mark, mark.follower)
+            self.awaiting = _Loading(mark, mark.follower)
             return [Load()]
         self.awaiting = None
         if error is not None:
@@ -338,8 +338,8 @@ class GameRoom:
         requester refused as stale) get a fresh snapshot without a request id; a game found finished
         ends here instead, with its game_over to everyone. If even the read failed, the room closes
         (its callers find the game again)."""
-        reload = self.awaiting
-        assert isinstance(reload, _Reload), reload
+        loading = self.awaiting
+        assert isinstance(loading, _Loading), loading
         self.awaiting = None
         effects: list[Effect] = []
         if loaded.error is not None:
@@ -350,8 +350,8 @@ class GameRoom:
             if loaded.game.is_over():
                 effects += self._end(self._result(loaded.game, loaded.finished_at or self.clock()))
             else:
-                effects += self._push(lambda: self.snapshot(None), skip=reload.skip)
-        refused = reload.refused
+                effects += self._push(lambda: self.snapshot(None), skip=loading.skip)
+        refused = loading.refused
         if isinstance(refused, _Change) and refused.transfer is not None and self.game is refused.game:
             # the stored game was not found or not read: the refused action is taken back all the same
             self.game = Game.replay(refused.game.deal, refused.game.log[:-1])
@@ -453,15 +453,15 @@ class GameRoom:
 
     def _record(self, game: Game, v: int, notation: str, at: dt.datetime | None = None) -> ActionRecord:
         """The row of an action; it carries the game's figures for its row (what ``live`` lists), as of
-        ``at`` (default now), when `PROGRESS_INTERVAL` has passed since the last ones: an update of the
+        ``at`` (default now), when `FIGURES_INTERVAL` has passed since the last ones: an update of the
         game's row with every action would cost the hot path a second statement per game per commit
         (and the clock is read only then)."""
         moment = time.monotonic()
-        if moment < self.progress_due:
+        if moment < self.figures_due:
             return ActionRecord(self.id, v, notation)
-        self.progress_due = moment + PROGRESS_INTERVAL
-        progress = GameProgress(game.score, game.moves, game.undos, at or self.clock())
-        return ActionRecord(self.id, v, notation, progress)
+        self.figures_due = moment + FIGURES_INTERVAL
+        figures = GameFigures(game.score, game.moves, game.undos, at or self.clock())
+        return ActionRecord(self.id, v, notation, figures)
 
     def _result(self, game: Game, finished_at: dt.datetime) -> GameResult:
         return GameResult(

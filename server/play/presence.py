@@ -23,7 +23,7 @@ from typing import Final
 
 from server.ids import new_id
 from server.storage import Database, StorageUnavailable, repository
-from server.storage.commit_backends import Write
+from server.storage.commit_backends import SetLiveRooms, Write
 from server.storage.records import LiveRoomsChange
 
 __all__ = ["Presence"]
@@ -102,7 +102,7 @@ class Presence:
                 released=tuple(game for game, held in batch.items() if not held),
             )
             try:
-                await self._store(Write(live_rooms=change))
+                await self._store(SetLiveRooms(change))
             except Exception:  # the database down, or a bug: the writer must outlive it
                 if not failing:
                     logger.warning("could not write the live rooms; retrying", exc_info=True)

@@ -34,7 +34,7 @@ from server.play.game_room import FinishedGame, GameRoom, PlayerRef
 from server.play.presence import Presence
 from server.play.replay import replay_stored
 from server.storage import Database, GameStart, StoredGame, races, repository
-from server.storage.committer import Committer, Write
+from server.storage.committer import AddGame, Committer
 
 __all__ = ["FINISHED_CACHE_SIZE", "GameRoomDriver", "RemoteCommits", "RoomRegistry"]
 
@@ -117,7 +117,7 @@ class RoomRegistry:
         started_at = utc_now()
         room = self._room(GameRoom(new_id(), Game(deal), owner, started_at))
         start = GameStart(room.id, owner.id, room.room.code, deal.cells, daily_date, started_at)
-        await self._committer.stored(Write(game=start))
+        await self._committer.stored(AddGame(start))
         self._add(room)
         return room
 

@@ -72,8 +72,8 @@ class Session:
         exceeded); the next one comes once this one is answered.
 
         A method, not the host's method bound to the session once (a ``partial`` in a field): that
-        made a reference cycle, and every closed connection's objects waited for the cyclic
-        collector, whose full passes then held the event loop for tens of ms (issue 20, botnet)."""
+        would make a reference cycle, and every closed connection's objects would wait for the cyclic
+        collector, whose full passes hold the event loop for tens of ms under a botnet's churn."""
         if self._host is None:
             _no_host()
         self._host.serve(self, message, within_rate)

@@ -4,10 +4,10 @@ Solving is CPU work of milliseconds to seconds, so it runs in a process pool (on
 default): the event loop only awaits its futures. ``eightoff serve`` starts the workers as it starts
 listening, and says it serves once they are up (`SolvingService.start`): a worker's start (a new
 interpreter importing the engine and the solver, some 50 MiB and a good part of a second of CPU)
-then happens before any player plays, not at the first hint, while others play (issue 20). Without
+then happens before any player plays, not at the first hint, while others play. Without
 ``start`` (tests, tools) the pool starts at its first job. The workers run at `SOLVER_NICENESS`:
-a hint may wait, a move's acknowledgement should not (issue 20: under a hint flood the solver took a
-core the server and its players needed, on a small machine). What it finds is cached, since the same
+a hint may wait, a move's acknowledgement should not (under a hint flood the solver would take a
+core the server and its players need, on a small machine). What it finds is cached, since the same
 question always gets the same answer: a hint per (game, position), a daily deal per (date, variant). A hint
 also keeps the rest of its winning line: a player who follows it asks about positions already on the
 line, answered without searching again. Random winnable deals come from the shipped tables of
@@ -51,7 +51,7 @@ SOLVER_NICENESS = 10
 #: How often a solver worker checks that the server that started it is still its parent.
 PARENT_CHECK_SECONDS = 1.0
 _HINT_CACHE = 4096
-#: Hints one player, and one source address, may have waiting or being solved (issue 20): one
+#: Hints one player, and one source address, may have waiting or being solved: one
 #: connection asks one at a time, so this is a few tabs' worth; an address holds a few players'.
 HINTS_PER_PLAYER = 2
 HINTS_PER_ADDRESS = 4
@@ -129,7 +129,7 @@ def _line_steps(layout: Layout, moves: tuple[Move, ...]) -> dict[Layout, Move]:
 class SolvingService:
     """Owned by the app; shared by every connection. ``close()`` stops the worker processes.
 
-    Hints are shared fairly (issue 20): a `FairQueue` holds at most ``hints_per_player`` hints per
+    Hints are shared fairly: a `FairQueue` holds at most ``hints_per_player`` hints per
     player, ``hints_per_address`` per source address and ``max_waiting_hints`` in all, and hands the
     solver's ``workers`` slots out in turn between the addresses that wait, then between their players.
     """

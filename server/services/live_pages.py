@@ -3,9 +3,9 @@ and process, whoever asks.
 
 Every client with the live list on screen asks for it again every few seconds (the browser client
 every 3 s), and a page costs the event loop milliseconds of database round trips: four connections
-asking as fast as the rate limit lets them took two thirds of the server's core (bench_attacks
-``live``, issue 20), and a thousand open lobbies would do the same. The list is the picture of a
-moment anyway (a game's figures lag by up to ``server.play.game_room.PROGRESS_INTERVAL``), so a page
+asking as fast as the rate limit lets them would take two thirds of the server's core unshared
+(bench_attacks ``live``), and a thousand open lobbies would do the same. The list is the picture of a
+moment anyway (a game's figures lag by up to ``server.play.game_room.FIGURES_INTERVAL``), so a page
 read is shared by everyone who asks for that page within ``LIVE_PAGE_SECONDS`` (short enough that a
 game closed on another node still leaves every list within the second the web client promises), and
 those who ask while it is being read wait for that one read. A change of this process's rooms (a game dealt, a

@@ -1,9 +1,9 @@
 """Quotas on games: new games per player and per source address in a time window, a cap on
 unfinished games per player, and the expiry of games left idle.
 
-`NewGames` meters ``new_game`` before it costs anything (issue 20): a loop of new_game, hint, resign
-from a few connections made a write, a read and a game in memory per loop, and the other players'
-moves waited behind them. A player may start ``per_player`` games a minute and the players of one
+`NewGames` meters ``new_game`` before it costs anything: a loop of new_game, hint, resign from a
+few connections makes a write, a read and a game in memory per loop, and the other players' moves
+wait behind them. A player may start ``per_player`` games a minute and the players of one
 address ``per_address``, a quarter of either at once; past that ``new_game`` is ``rate_limited``.
 
 A player keeps at most ``max_unfinished_games_per_player`` unfinished games. Starting one more
@@ -11,8 +11,8 @@ abandons the least recently active ones no connection here has open (and none pl
 two sweep intervals, which may be open on another node); when every one of them is, ``new_game`` is refused
 with ``rate_limited``. The player's unfinished games are read only when its remembered room has run
 out or lapsed (``COUNT_MEMORY``): a read finds how many more games fit under the cap, and the new
-games after it take from that room without a read (issue 20: a new_game loop read them at every
-game). Games that end only leave more room than remembered; games started where this process does
+games after it take from that room without a read (a new_game loop would otherwise read them at
+every game). Games that end only leave more room than remembered; games started where this process does
 not count them (another node, a race's seats) may pass the cap by what starts within the memory,
 until the next read abandons them. Every ``sweep_interval`` the sweeper abandons the unfinished games idle (by
 ``games.active_at``, which every commit of an action keeps current) for longer than ``abandon_after``,
@@ -40,7 +40,7 @@ from server.play.driver import RoomDriver
 from server.ratelimit import BucketsByKey
 from server.storage import Database
 from server.storage import unfinished as storage
-from server.storage.committer import Committer, Write
+from server.storage.committer import AbandonGames, Committer
 
 __all__ = ["NewGames", "UnfinishedGames"]
 
@@ -167,7 +167,7 @@ class UnfinishedGames:
         if len(idle) < excess:
             self._remember_full(player_id, now)
             raise self._refusal(cap)
-        await self._committer.stored(Write(abandoned=tuple(idle[:excess])))
+        await self._committer.stored(AbandonGames(tuple(idle[:excess])))
         logger.info("player %s over %d unfinished games: abandoned %s", player_id, cap, idle[:excess])
 
     @staticmethod
@@ -219,7 +219,7 @@ class UnfinishedGames:
         open_ids = self._open_ids()  # as they are now, just before the write (see make_room)
         abandoned = tuple(game for game in idle if game not in open_ids)
         if abandoned:
-            await self._committer.stored(Write(abandoned=abandoned))
+            await self._committer.stored(AbandonGames(abandoned))
             logger.info("abandoned %d unfinished games idle since %s", len(abandoned), idle_since.isoformat())
         return len(abandoned)
 

@@ -11,8 +11,8 @@ writer thread, and says how it failed:
   hinted, finish games played with hints (which rank nowhere) or change the live rooms
   (`server.play.presence`), straight through a plain ``sqlite3``
   connection owned by the writer thread (through aiosqlite a commit is about eight round trips
-  between the event loop and the driver's thread, each a turn of the loop; here it is none: issue 20,
-  a hint flood's new games, hinted marks and resignations held the loop); a batch with anything
+  between the event loop and the driver's thread, each a turn of the loop; here it is none: a hint
+  flood's new games, hinted marks and resignations would hold the loop); a batch with anything
   else goes to the SQLAlchemy backend whole (one whose result turns out to be a ranked game's is
   rolled back and handed over). The statements are the Core ones of
   `repository`, compiled for SQLite once, their parameters bound as the engine binds them (`_Bound`).
@@ -25,10 +25,10 @@ writer thread, and says how it failed:
   The actions of a batch go to the action journal (`repository.sqlite_journal_sql`), fenced by one
   compare-and-set on ``game_fences`` for all its games (`repository.sqlite_fence_sql`; docs/durability.md,
   The fence): a commit writes a page or two of journal and of fences instead of a page of ``actions``
-  per game, most of the writer's CPU (issue 23 item 2). After a batch's outcome is handed back, the
+  per game, most of the writer's CPU. After a batch's outcome is handed back, the
   pipeline calls `SqliteBackend.tidy`, which moves the journal's oldest rows into ``actions``
   (`compact_journal`), a slice at a time: the next batch, and every ack waiting for it, waits for
-  the slice, so a slice is small (`JOURNAL_ROWS_PER_SLICE`: the whole journal at once held the
+  the slice, so a slice is small (`JOURNAL_ROWS_PER_SLICE`: the whole journal at once holds the
   writer some 20 ms, bench/bench_sqlite_append.py), and commits without a flush of its own
   (``synchronous=NORMAL``: the next batch's flush makes it durable, and a slice lost with the
   machine leaves its rows in the journal, durable). The fence and the journal go in multi-row statements of
@@ -40,8 +40,8 @@ writer thread, and says how it failed:
   (bench/bench_sqlite_append.py).
 
   SQLite's automatic checkpoints fail without a word to the writer when the database file cannot be
-  written (made immutable mid-run, issue 20 item 8): the write-ahead log then grew by every commit,
-  acknowledged, for as long as the fault lasted. Once the log is past `SQLITE_WAL_SIZE_LIMIT` (where
+  written (made immutable mid-run): the write-ahead log would then grow by every commit,
+  acknowledged, for as long as the fault lasts. Once the log is past `SQLITE_WAL_SIZE_LIMIT` (where
   checkpoints keep it below), the writer checkpoints it itself, at most once per
   `LOG_CHECK_INTERVAL`: if that fails it logs one line and every write is refused ``unavailable``
   (nothing more goes into the log) until a checkpoint succeeds again.
@@ -57,7 +57,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
 
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.exc import IntegrityError
@@ -83,12 +83,23 @@ __all__ = [
     "JOURNAL_ROWS_PER_SLICE",
     "LOG_CHECK_INTERVAL",
     "ROWS_PER_INSERT",
+    "WRITER_KINDS",
+    "AbandonGames",
+    "AddGame",
+    "AddPlayer",
+    "AppendActions",
     "CommitBackend",
+    "MarkHinted",
+    "SetLiveRooms",
     "SqlAlchemyBackend",
     "SqliteBackend",
+    "StoreRace",
+    "StoreRatings",
     "Write",
     "WriteConflict",
+    "actions_of",
     "compact_journal",
+    "is_append_only",
 ]
 
 logger = logging.getLogger(__name__)
@@ -102,43 +113,81 @@ class WriteConflict(Exception):
     """The write breaks a constraint (a version of the game already stored, a game already finished)."""
 
 
-class Write(NamedTuple):
-    """What one request stores, atomically (a value: the pipeline may retry it alone; a tuple, not
-    a frozen dataclass: one is made per action, and a tuple costs a third of the time to make)."""
+class AddPlayer(NamedTuple):
+    """A new player."""
 
-    player: PlayerRecord | None = None
-    game: GameStart | None = None
-    actions: Sequence[ActionRecord] = ()
+    player: PlayerRecord
+
+
+class AddGame(NamedTuple):
+    """A new game."""
+
+    game: GameStart
+
+
+class AppendActions(NamedTuple):
+    """A game's actions, and the result they end it with (the hot path: one is made per action, on
+    the event loop)."""
+
+    actions: Sequence[ActionRecord]
     result: GameResult | None = None
-    #: A game whose player asked for a hint: marked so while it is still being played (else a conflict).
-    hinted: str | None = None
-    #: Unfinished games given up on (`server.services.quotas`): marked abandoned, those still unfinished.
-    abandoned: Sequence[str] = ()
-    #: A finished race's rating changes (`server.play.race.ratings.rate_race`), stored with its result;
-    #: a conflict when a player's rating changed since they were computed (read again, rate anew).
-    ratings: RatedRace | None = None
-    #: A race stored whole (`server.play.race.room`), with the games its seats start.
-    race: RaceWrite | None = None
-    #: The rooms this process now holds or let go (`server.play.presence`), for ``live``.
-    live_rooms: LiveRoomsChange | None = None
 
-    def is_for_the_writer(self) -> bool:
-        """Whether the SQLite writer's own connection may commit it: new players, new games, actions,
-        hinted marks, the live rooms and results (no race, rating nor abandonment). A result only if
-        its game was played with hints, which the writer finds out as it stores it (`_write`)."""
-        return self.race is None and not self.abandoned and self.ratings is None
 
-    def is_actions_only(self) -> bool:
-        return (
-            self.race is None
-            and self.player is None
-            and self.game is None
-            and self.result is None
-            and self.hinted is None
-            and not self.abandoned
-            and self.ratings is None
-            and self.live_rooms is None
-        )
+class MarkHinted(NamedTuple):
+    """A game whose player asked for a hint: marked so while it is still being played (else a conflict)."""
+
+    game_id: str
+
+
+class AbandonGames(NamedTuple):
+    """Unfinished games given up on (`server.services.quotas`): marked abandoned, those still unfinished."""
+
+    game_ids: Sequence[str]
+
+
+class StoreRace(NamedTuple):
+    """A race stored whole (`server.play.race.room`), with the games its seats start."""
+
+    race: RaceWrite
+
+
+class StoreRatings(NamedTuple):
+    """A finished race's rating changes (`server.play.race.ratings.rate_race`), stored with its seat's
+    result when there is one: a conflict when a player's rating changed since they were computed
+    (read again, rate anew)."""
+
+    ratings: RatedRace
+    result: GameResult | None = None
+
+
+class SetLiveRooms(NamedTuple):
+    """The rooms this process now holds or let go (`server.play.presence`), for ``live``."""
+
+    change: LiveRoomsChange
+
+
+#: What one request stores, atomically: one kind of write each, which the backends dispatch on (a
+#: value: the pipeline may retry it alone; named tuples, not frozen dataclasses: one is made per
+#: action, and a tuple costs a third of the time to make).
+Write = (
+    AddPlayer | AddGame | AppendActions | MarkHinted | AbandonGames | StoreRace | StoreRatings | SetLiveRooms
+)
+#: The kinds the SQLite writer's own connection may commit (`SqliteBackend`): all but races, ratings
+#: and abandonments. A result only if its game was played with hints, which the writer finds out as
+#: it stores it (`_write`).
+WRITER_KINDS: frozenset[type[Write]] = frozenset(
+    {AddPlayer, AddGame, AppendActions, MarkHinted, SetLiveRooms}
+)
+
+
+def actions_of(write: Write) -> Sequence[ActionRecord]:
+    """The action rows ``write`` appends (none but for `AppendActions`)."""
+    return write.actions if type(write) is AppendActions else ()
+
+
+def is_append_only(write: Write) -> bool:
+    """Whether ``write`` only appends actions: a batch of these takes the writer's shortest path."""
+    return type(write) is AppendActions and write.result is None
 
 
 class CommitBackend(Protocol):
@@ -192,47 +241,56 @@ class SqlAlchemyBackend:
     async def _commit(self, writes: Sequence[Write]) -> None:
         try:
             async with self._database.transaction() as conn:
-                for write in writes:
-                    if write.player is not None:
-                        await repository.insert_player(conn, write.player)
-                    if write.game is not None:
-                        await repository.insert_game(conn, write.game)
-                    if write.race is not None:
-                        await races.store_race(conn, write.race)
-                        await self._rate(conn, write)
-                rows = [row for write in writes for row in write.actions]
+                for write in writes:  # first the rows the actions need: players, games, races' games
+                    match write:
+                        case AddPlayer(player):
+                            await repository.insert_player(conn, player)
+                        case AddGame(game):
+                            await repository.insert_game(conn, game)
+                        case StoreRace(race):
+                            await races.store_race(conn, race)
+                            await self._rate(conn, race)
+                rows = [row for write in writes for row in actions_of(write)]
                 if rows:
                     await repository.append_actions(conn, rows)
-                for write in writes:
-                    if write.hinted is not None and not await repository.mark_hinted(conn, write.hinted):
-                        raise WriteConflict(f"game {write.hinted} is no longer being played")
-                    if write.result is not None and not await repository.finish_game(conn, write.result):
-                        raise WriteConflict(f"game {write.result.id} is no longer being played")
-                    if write.abandoned:
-                        await unfinished.abandon_games(conn, write.abandoned)
-                    if write.ratings is not None and not await ratings.store_rating_changes(
-                        conn, write.ratings
-                    ):
-                        raise WriteConflict(
-                            f"race {write.ratings.race_id}: a rating changed since it was rated"
-                        )
-                    if write.live_rooms is not None:
-                        await repository.set_live_rooms(conn, write.live_rooms)
+                for write in writes:  # then what reads or ends the games the actions reached
+                    match write:
+                        case AppendActions(_, result) if result is not None:
+                            await _finish_game(conn, result)
+                        case MarkHinted(game_id):
+                            if not await repository.mark_hinted(conn, game_id):
+                                raise WriteConflict(f"game {game_id} is no longer being played")
+                        case AbandonGames(game_ids):
+                            await unfinished.abandon_games(conn, game_ids)
+                        case StoreRatings(rated, result):
+                            if result is not None:
+                                await _finish_game(conn, result)
+                            if not await ratings.store_rating_changes(conn, rated):
+                                raise WriteConflict(
+                                    f"race {rated.race_id}: a rating changed since it was rated"
+                                )
+                        case SetLiveRooms(change):
+                            await repository.set_live_rooms(conn, change)
         except IntegrityError as exc:
             raise WriteConflict(str(exc.orig)) from None
         except races.RaceConflict as exc:
             raise WriteConflict(str(exc)) from None
 
-    async def _rate(self, conn: AsyncConnection, write: Write) -> None:
+    async def _rate(self, conn: AsyncConnection, write: RaceWrite) -> None:
         """Rate a race its write finishes (once: a race is finished by one write of its revisions)."""
-        if self._rater is None or write.race is None or write.ratings is not None:
+        if self._rater is None:
             return
-        race = write.race.race
-        if race.state != "finished" or write.race.rematch is not None:  # a rematch's link: rated before
+        race = write.race
+        if race.state != "finished" or write.rematch is not None:  # a rematch's link: rated before
             return
         current = await ratings.load_ratings(conn, race.cells, [seat.player_id for seat in race.seated])
         if not await ratings.store_rating_changes(conn, self._rater(race, current)):
             raise WriteConflict(f"race {race.id}: a rating changed while it was rated")
+
+
+async def _finish_game(conn: AsyncConnection, result: GameResult) -> None:
+    if not await repository.finish_game(conn, result):
+        raise WriteConflict(f"game {result.id} is no longer being played")
 
 
 _DIALECT = sqlite_dialect.dialect(paramstyle="qmark")
@@ -253,13 +311,13 @@ JOURNAL_ROWS_PER_COMPACTION = 4096
 #: Prepared statements the writer's connection keeps: the fence's and the journal's 64 shapes each,
 #: and the rest of its statements.
 WRITER_STATEMENTS = 256
-_PROGRESS_SQL = str(repository.RECORD_PROGRESS.compile(dialect=_DIALECT))
+_FIGURES_SQL = str(repository.RECORD_FIGURES.compile(dialect=_DIALECT))
 #: ``active_at`` as SQLAlchemy stores it on SQLite (UTC text that sorts in time order).
 _STORED_TIME = games.c.active_at.type.bind_processor(_DIALECT)
 
 
 class SqliteBackend:
-    """The writes `Write.is_for_the_writer` through the writer thread's own ``sqlite3`` connection;
+    """The writes of `WRITER_KINDS` through the writer thread's own ``sqlite3`` connection;
     other batches through ``others``. The connection is opened at the first commit and again after a
     failure (the file may have come back)."""
 
@@ -290,16 +348,17 @@ class SqliteBackend:
 
     def commit(self, writes: Sequence[Write]) -> None:
         self._check_log()
-        actions_only = all(write.is_actions_only() for write in writes)
-        if not actions_only and not all(write.is_for_the_writer() for write in writes):
+        append_only = all(map(is_append_only, writes))
+        if not append_only and not all(type(write) in WRITER_KINDS for write in writes):
             self._commit_elsewhere(writes)
             return
         try:
             self._conn = self._conn or self._connect()
-            rows = [row for write in writes for row in write.actions]
-            if actions_only:
+            if append_only:  # the hot path: no call per write to find its rows
+                rows = [row for write in cast(Sequence[AppendActions], writes) for row in write.actions]
                 _append(self._conn, rows)
             else:
+                rows = [row for write in writes for row in actions_of(write)]
                 _write(self._conn, writes)
             self._journaled(len(rows))
         except _RanksOnLeaderboards:  # rolled back: the engine commits the batch whole
@@ -313,7 +372,7 @@ class SqliteBackend:
     def _commit_elsewhere(self, writes: Sequence[Write]) -> None:
         """Through ``others``, which on SQLite journals the actions too: this writer's slices move them."""
         self._others.commit(writes)
-        self._journaled(sum(len(write.actions) for write in writes))
+        self._journaled(sum(len(actions_of(write)) for write in writes))
 
     def _journaled(self, rows: int) -> None:
         self._owed += rows
@@ -534,10 +593,10 @@ def _insert_actions(conn: sqlite3.Connection, rows: Sequence[ActionRecord]) -> N
     for sql, parameters, changes in statements:
         if conn.execute(sql, parameters).rowcount != changes and changes is not None:
             raise WriteConflict(repository.FENCE_MISSED)
-    last = {row.game_id: row.progress for row in rows if row.progress is not None}
+    last = {row.game_id: row.figures for row in rows if row.figures is not None}
     if last:
         conn.executemany(
-            _PROGRESS_SQL,
+            _FIGURES_SQL,
             [(p.score, p.moves, p.undos, _stored_time(p.at), game) for game, p in last.items()],
         )
 
@@ -549,8 +608,8 @@ class _RanksOnLeaderboards(Exception):
 
 
 def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
-    """The statements of `SqlAlchemyBackend._commit` for a batch the writer commits (each write
-    `Write.is_for_the_writer`), in its order, through the plain driver, in one transaction.
+    """The statements of `SqlAlchemyBackend._commit` for a batch the writer commits (each write of
+    `WRITER_KINDS`), in its order, through the plain driver, in one transaction.
 
     Raises:
         WriteConflict: a game to mark hinted is no longer being played (nothing is stored).
@@ -558,18 +617,22 @@ def _write(conn: sqlite3.Connection, writes: Sequence[Write]) -> None:
     """
     with immediate_transaction(conn):
         for write in writes:
-            if write.player is not None:
-                _execute(conn, repository.INSERT_PLAYER, repository.player_values(write.player))
-            if write.game is not None:
-                _execute(conn, repository.INSERT_GAME, repository.game_values(write.game))
-        _insert_actions(conn, [row for write in writes for row in write.actions])
+            match write:
+                case AddPlayer(player):
+                    _execute(conn, repository.INSERT_PLAYER, repository.player_values(player))
+                case AddGame(game):
+                    _execute(conn, repository.INSERT_GAME, repository.game_values(game))
+        _insert_actions(conn, [row for write in writes for row in actions_of(write)])
         for write in writes:
-            if write.hinted is not None and not _mark_hinted(conn, write.hinted):
-                raise WriteConflict(f"game {write.hinted} is no longer being played")
-            if write.result is not None and not _finish_hinted(conn, write.result):
-                raise _RanksOnLeaderboards(write.result.id)
-            if write.live_rooms is not None:
-                _set_live_rooms(conn, write.live_rooms)
+            match write:
+                case MarkHinted(game_id):
+                    if not _mark_hinted(conn, game_id):
+                        raise WriteConflict(f"game {game_id} is no longer being played")
+                case AppendActions(_, result) if result is not None:
+                    if not _finish_hinted(conn, result):
+                        raise _RanksOnLeaderboards(result.id)
+                case SetLiveRooms(change):
+                    _set_live_rooms(conn, change)
 
 
 def _set_live_rooms(conn: sqlite3.Connection, change: LiveRoomsChange) -> None:

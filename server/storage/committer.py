@@ -1,14 +1,15 @@
 """Group commit: the node's one write pipeline, with a backend per database.
 
-A request's ``Write`` is atomic (a new player, a new game, an action and the result it ends the game
-with commit together or not at all), and the callback ``submit()`` takes is called only after its
-transaction committed (or failed): that is what makes an ``ack`` mean "durable". The writes of one
-event-loop iteration are handed to the writer thread together; it takes everything queued, has the
-backend (`server.storage.commit_backends`) commit it as one transaction, and hands the whole batch back
-to the event loop in one callback, which calls each write's callback in batch order: no task and no
-future per write (an action's ack is written from its callback), and the thread is woken, and the GIL
-changes hands, about once per commit, not once per write. ``stored()`` wraps a write's outcome in a
-future, for the callers that await it (hello, new_game, resign, the hint mark, the presence writer).
+A request's ``Write`` (one of the kinds of `server.storage.commit_backends`) is atomic (an action and
+the result it ends the game with commit together or not at all), and the callback ``submit()`` takes is
+called only after its transaction committed (or failed): that is what makes an ``ack`` mean "durable".
+The writes of one event-loop iteration are handed to the writer thread together; it takes everything
+queued, has the backend (`server.storage.commit_backends`) commit it as one transaction, and hands the
+whole batch back to the event loop in one callback, which calls each write's callback in batch order: no
+task and no future per write (an action's ack is written from its callback), and the thread is woken,
+and the GIL changes hands, about once per commit, not once per write. ``stored()`` wraps a write's
+outcome in a future, for the callers that await it (hello, new_game, resign, the hint mark, the presence
+writer).
 
 While a commit is in flight the next batch gathers, so commits
 per second stay flat while writes per commit grow with the load, and the next batch starts as soon as
@@ -37,9 +38,37 @@ from collections.abc import Callable, Sequence
 
 from server.metrics import Metrics
 from server.storage import StorageUnavailable
-from server.storage.commit_backends import CommitBackend, Write, WriteConflict
+from server.storage.commit_backends import (
+    AbandonGames,
+    AddGame,
+    AddPlayer,
+    AppendActions,
+    CommitBackend,
+    MarkHinted,
+    SetLiveRooms,
+    StoreRace,
+    StoreRatings,
+    Write,
+    WriteConflict,
+    actions_of,
+)
 
-__all__ = ["ArrivalRate", "Committer", "Done", "Write", "WriteConflict", "settle_future"]
+__all__ = [
+    "AbandonGames",
+    "AddGame",
+    "AddPlayer",
+    "AppendActions",
+    "ArrivalRate",
+    "Committer",
+    "Done",
+    "MarkHinted",
+    "SetLiveRooms",
+    "StoreRace",
+    "StoreRatings",
+    "Write",
+    "WriteConflict",
+    "settle_future",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +240,7 @@ class Committer:
         stored = 0
         for (write, done), error in zip(batch, errors, strict=True):
             if error is None:
-                stored += len(write.actions)
+                stored += len(actions_of(write))
             try:
                 done(error)
             except Exception:  # one caller's bug must not leave the rest of the batch unanswered

@@ -46,7 +46,7 @@ Ranks
 -----
 A row's rank is ``1 + (rows of the scope with a smaller key)`` (+ the ties before it, for its place).
 Counting those rows is an index range as long as the rank: 25 ms p99 around a random player of the
-largest board (49,351 players) at 1M games (issue 23 item 4). So ``rank_buckets`` keeps, for the
+largest board (49,351 players) at 1M games. So ``rank_buckets`` keeps, for the
 scopes of ``board_bests`` and ``player_stats`` (board ``g``, ``w``, ``s``), how many rows have a key in
 each *bucket*, a fixed coarse function of the key (`bucket_floor`, the bucket's smallest key), and a
 rank is the sum of the buckets before the row's plus a count of its bucket's rows before it: one
@@ -728,10 +728,10 @@ def _around_template(board: _Board) -> Select[Any]:
     ``scope``, ``player``, ``before`` and ``after`` (`_around_parameters`).
 
     One statement, the own key a subquery of both sides: a read of the page around a player is two
-    round trips (this, then the rank count) where it was four, and each costs the event loop a
-    database call (issue 23 item 4: the around reads of the largest boards were the slowest reads).
+    round trips (this, then the rank count), not four, and each costs the event loop a database call
+    (the around reads of the largest boards are the slowest reads).
     Each side is a union of index ranges (`_keyset_ranges`). Built once per board
-    (`_AROUND_TEMPLATES`): building it anew took about 1.3 ms of the read's CPU, more than the rank's
+    (`_AROUND_TEMPLATES`): building it anew takes about 1.3 ms of the read's CPU, more than the rank's
     count.
     """
     scope: BindParameter[Any] = bindparam("scope")

@@ -1,7 +1,7 @@
 """Ratings as stored: each player's rating per variant, and what every race did to it.
 
 None of these functions commits. `store_rating_changes` runs in the transaction that stores a race's
-result (`Write.ratings` in `server.storage.commit_backends`), so a race's result and its rating
+result (`StoreRatings` in `server.storage.commit_backends`), so a race's result and its rating
 changes commit together or not at all. The ratings a race is computed from may be read earlier
 (`load_ratings`, on any connection): a change is stored only onto the very rating it was computed
 from (a stored row's ``races`` is its version), so two races finishing at once with one player in

@@ -56,7 +56,7 @@ class GameStart:
 
 
 @dataclass(frozen=True, slots=True)
-class GameProgress:
+class GameFigures:
     """A game's running figures after an action, for its row (``live`` reads them).
 
     Attributes:
@@ -78,14 +78,14 @@ class ActionRecord(NamedTuple):
         game_id: the game.
         v: the version the action produces (from 1); (game_id, v) is the fence between writers.
         action: its notation (``"t1-c5"``, ``"undo"``, ``"resign"``), opaque to storage.
-        progress: when set, the game's row takes these figures in the same commit (the writer sends
+        figures: when set, the game's row takes them in the same commit (the writer sends
             them now and then, not with every action: see `server.play.game_room`).
     """
 
     game_id: str
     v: int
     action: str
-    progress: GameProgress | None = None
+    figures: GameFigures | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +362,7 @@ class RatingChange:
 
 @dataclass(frozen=True, slots=True)
 class RatedRace:
-    """The rating changes of one finished race, stored with its result (`Write.ratings`).
+    """The rating changes of one finished race, stored with its result (`StoreRatings`).
 
     Attributes:
         race_id: the race (at most 32 characters); rated at most once.

@@ -114,7 +114,7 @@ SQLITE_JOURNAL_ROWS: Final = "SELECT coalesce(max(seq) - min(seq) + 1, 0) FROM a
 #: Why SQLite's fence refused a batch (`fence_spans`, `sqlite_fence_sql`), as every writer says it.
 FENCE_REPEATED: Final = "the batch holds a version of a game twice"
 FENCE_MISSED: Final = "a game of the batch has a version of its actions already, or ended, or is unknown"
-RECORD_PROGRESS: Final = (
+RECORD_FIGURES: Final = (
     update(games)
     .where(games.c.id == bindparam("p_game"))
     .values(
@@ -310,16 +310,16 @@ async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord])
             of work back.
     """
     await insert_actions(conn, [(record.game_id, record.v, record.action) for record in records])
-    await record_progress(conn, records)
+    await record_figures(conn, records)
 
 
-async def record_progress(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
+async def record_figures(conn: AsyncConnection, records: Sequence[ActionRecord]) -> None:
     """Set each game's running figures and ``active_at`` from its last record in ``records`` that
     carries them."""
-    last = {record.game_id: record.progress for record in records if record.progress is not None}
+    last = {record.game_id: record.figures for record in records if record.figures is not None}
     if last:
         await conn.execute(
-            RECORD_PROGRESS,
+            RECORD_FIGURES,
             [
                 {"p_game": game, "p_score": p.score, "p_moves": p.moves, "p_undos": p.undos, "p_at": p.at}
                 for game, p in last.items()

@@ -135,7 +135,7 @@ class GameRow(Base):
     won: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # When the game was last seen changing: its start, then the committed actions that carry the
     # game's figures (score, moves and undos, set by the same commit): at most one per
-    # `server.play.game_room.PROGRESS_INTERVAL`, so an unfinished game's row may lag its latest
+    # `server.play.game_room.FIGURES_INTERVAL`, so an unfinished game's row may lag its latest
     # action; the end writes the final figures. No action row is accepted once the status is final:
     # a trigger refuses it (PostgreSQL), or the game's `GameFenceRow` is gone with it (SQLite).
     active_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

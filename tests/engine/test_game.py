@@ -774,8 +774,8 @@ def expected_double_tap(game: Game, source: Column | Cell, count: int) -> Move |
 def test_a_long_game_holds_shared_moves_not_one_object_per_action() -> None:
     """Moves parsed one by one (as the server gets them from clients and from its log) are kept as the
     shared Move of each pile pair and count, so that the garbage collector's full passes, which stall the
-    event loop for as long as they take, do not grow with the length of the games in memory (issue 20:
-    some 100,000 Move objects of 100 games took 40-180 ms a pass under bench_prune)."""
+    event loop for as long as they take, do not grow with the length of the games in memory (some
+    100,000 Move objects of 100 games would take 40-180 ms a pass under bench_prune)."""
     game = base()
     for _ in range(1_000):
         game.play(parse_action("t2-c4"))

@@ -1,5 +1,5 @@
 """The race rating board and the ratings of a profile, over real WebSocket connections and the HTTP
-API, on SQLite and PostgreSQL: ratings stored as a finished race stores them (`Write.ratings`, through
+API, on SQLite and PostgreSQL: ratings stored as a finished race stores them (`StoreRatings`, through
 the server's own commit pipeline), read back in rank order, paged, around a player, per variant."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from server.app import App
 from server.play.race.ratings import Placement, rate_race
 from server.storage import ratings as stored_ratings
-from server.storage.committer import Write
+from server.storage.committer import StoreRatings
 from server.storage.records import RatedRace, Rating
 from tests.support.wsclient import WsClient, player
 
@@ -36,7 +36,7 @@ async def race(app: App, race_id: str, cells: int, places: dict[str, int]) -> No
     async with app.database.connection() as conn:
         current = await stored_ratings.load_ratings(conn, cells, places)
     changes = rate_race([Placement(player_id, place) for player_id, place in places.items()], current)
-    await app.services.committer.stored(Write(ratings=RatedRace(race_id, cells, changes, NOW)))
+    await app.services.committer.stored(StoreRatings(RatedRace(race_id, cells, changes, NOW)))
 
 
 async def ratings_of(app: App, cells: int, *players: str) -> dict[str, Rating]:

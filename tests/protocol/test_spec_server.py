@@ -172,7 +172,7 @@ def readme_example(code: str) -> dict[str, Any]:
 
 async def test_stale_example_is_what_the_server_sends(url: str) -> None:
     """The example's text, with its game id, is what the server says at the example's versions, and
-    its ``v`` is the game's current version (issue 22: a client needs no ``resume`` to learn it)."""
+    its ``v`` is the game's current version (a client needs no ``resume`` to learn it)."""
     example = readme_example("stale")
     numbers = re.fullmatch(r"game \S+ is at v (\d+), not (\d+)", example["message"])
     assert numbers is not None, example

@@ -190,9 +190,9 @@ async def test_watching_a_long_finished_game_replays_it_once_off_the_event_loop(
 
 
 async def test_live_lists_every_recently_active_followed_game_from_the_database(app: App, url: str) -> None:
-    """Issue 9 item 3: live listed only games some connection of this node followed; issue 21 item 9:
-    it listed games nobody was at any more (a closed browser's) for the whole live window. It lists the
-    unfinished games someone follows, on any node (``live_rooms``), active within the window."""
+    """Live lists the unfinished games someone follows, on any node (``live_rooms``), active within
+    the window: not only the games some connection of this node follows, and not a game nobody is at
+    any more (a closed browser's)."""
     owner = await player(url, name="Ann")
     unfollowed = (await owner.request("new_game", code=CODE))["game"]
     assert (await owner.request("move", game=unfollowed, **T1_C5))["type"] == "ack"

@@ -1,4 +1,4 @@
-"""Shared deals are sealed (issue 20, item 6), over real WebSocket connections: nobody who can still
+"""Shared deals are sealed, over real WebSocket connections: nobody who can still
 play today's daily sees another player's moves on it, live or finished (``watch`` is refused, ``live``
 marks it sealed), until they have finished it themselves or its UTC day is over; other games are
 unaffected. See docs/fair-play.md."""

@@ -1,4 +1,4 @@
-"""`FairQueue`, the hint solver's fair share (issue 20, item 5), without sockets or a solver."""
+"""`FairQueue`, the hint solver's fair share, without sockets or a solver."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ from server.play.effects import (
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
 from server.play.replay import RESIGN
 from server.storage import StorageUnavailable
-from server.storage.commit_backends import Write, WriteConflict
+from server.storage.commit_backends import AppendActions, MarkHinted, Write, WriteConflict, actions_of
 from solver import solve_deal
 from tests.support.rooms import Person
 
@@ -216,7 +216,7 @@ class Harness:
         return self.replies[-1][1]
 
     def stored_rows(self) -> list[tuple[int, str]]:
-        return [(row.v, row.action) for write in self.stored for row in write.actions]
+        return [(row.v, row.action) for write in self.stored for row in actions_of(write)]
 
 
 # ------------------------------------------------------------------------------ the room's promises
@@ -335,6 +335,7 @@ def test_resigning_is_a_row_at_the_next_version_with_the_result() -> None:
     assert room.is_open() and room.game.status.value == "playing", "resigned only once stored"
     assert harness.commit() == ["Publish", "Reply(owner: game_over)", "Leave"]
     write = harness.stored[-1]
+    assert isinstance(write, AppendActions)
     assert [(row.v, row.action) for row in write.actions] == [(2, RESIGN)]
     result = write.result
     assert result is not None and result.status == "resigned" and result.moves == 1 and not result.won
@@ -418,7 +419,7 @@ def test_the_action_bound_refuses_at_once_with_nothing_stored(monkeypatch: pytes
     assert harness.act("t2-c6", 1, "r4") == ["Reply(owner: Refusal illegal_move)"]
     refusal = harness.last_reply()
     assert isinstance(refusal, Refusal) and "resign" in refusal.message
-    assert harness.room.awaiting is None and [row.v for row in harness.submitted[0].actions] == [1]
+    assert harness.room.awaiting is None and [row.v for row in actions_of(harness.submitted[0])] == [1]
     assert len(harness.submitted) == 1
 
 
@@ -440,8 +441,8 @@ def test_other_nodes_commits_are_applied_in_order_old_ones_skipped_a_gap_reloade
 def test_an_action_whose_requester_left_follows_its_commit_kept_when_stored_rolled_back_when_not() -> None:
     """The requester's connection closed while its commit was in flight (it unfollows; the driver
     queues the `Unfollow` behind the outcome): the outcome alone decides. Stored, the action is kept
-    and announced; failed, it is taken back. (Before, the action's task was cancelled; there is no
-    task now: `test_room_driver.py` checks the same through the driver.)"""
+    and announced; failed, it is taken back. No task is cancelled: an action has none
+    (`test_room_driver.py` checks the same through the driver)."""
     harness = Harness()
     room, spectator = harness.room, harness.spectator
     harness.watch(spectator)
@@ -546,6 +547,7 @@ def test_a_winning_action_answers_its_ack_then_game_over_and_the_room_leaves() -
     assert isinstance(over, protocol.GameOver) and over.won and over.request_id is None
     assert harness.pushed_to(harness.spectator) == [("diff", len(line)), ("game_over", None)]
     (write,) = harness.stored
+    assert isinstance(write, AppendActions)
     assert write.result is not None and write.result.won and write.result.finished_at == NOW
     assert not harness.room.is_open() and harness.room.awaiting is None
 
@@ -553,7 +555,7 @@ def test_a_winning_action_answers_its_ack_then_game_over_and_the_room_leaves() -
 def test_the_hint_mark_is_stored_once() -> None:
     harness = Harness()
     assert harness.hint() == ["Commit"]
-    assert harness.submitted == [Write(hinted="g1")]
+    assert harness.submitted == [MarkHinted("g1")]
     assert harness.commit() == ["Reply(owner: HintSpot)"]
     assert harness.last_reply() == HintSpot(0, harness.room.game.layout())
     assert harness.hint() == ["Reply(owner: HintSpot)"], "marked already: nothing stored again"
@@ -608,7 +610,7 @@ def test_one_game_answers_and_pushes_as_it_always_did() -> None:
         ("diff", 2),
     ]
     assert {audience for audience, _ in harness.pushed} == {frozenset({"spectator", "tab"})}
-    assert [[(row.v, row.action) for row in write.actions] for write in harness.stored] == [
+    assert [[(row.v, row.action) for row in actions_of(write)] for write in harness.stored] == [
         [(1, "t1-c5")],
         [(2, "undo")],
         [(2, "t1-c5")],

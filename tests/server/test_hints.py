@@ -21,7 +21,8 @@ from server.services import hints
 from server.services.hints import SOLVER_NICENESS, Asker, SolverBusy, SolvingService
 from server.services.winnable import winnable_deals
 from server.storage import StorageUnavailable
-from server.storage.committer import Done, Write, WriteConflict
+from server.storage.commit_backends import actions_of
+from server.storage.committer import Done, MarkHinted, Write, WriteConflict
 from server.storage.tables import games
 from solver import Verdict, solve_deal, winnable_daily_deal
 from tests.server.test_workers import Node
@@ -446,9 +447,9 @@ class HeldActions:
         monkeypatch.setattr(app.committer, "submit", self._held)
 
     def _held(self, write: Write, done: Done) -> None:
-        if write.hinted is not None:
-            self.hinted.append(write.hinted)
-        if not write.actions:
+        if isinstance(write, MarkHinted):
+            self.hinted.append(write.game_id)
+        if not actions_of(write):
             self._submit(write, done)
             return
         self.reached.set()
@@ -593,6 +594,6 @@ async def test_a_game_is_marked_hinted_once_and_never_once_finished(
     other = (await client.request("new_game", code=deal.code()))["game"]
     assert (await client.request("resign", game=other))["type"] == "game_over"
     with pytest.raises(WriteConflict):
-        await fast_app.committer.stored(Write(hinted=other))
+        await fast_app.committer.stored(MarkHinted(other))
     assert not await stored_hinted(fast_app, other)
     await client.close()

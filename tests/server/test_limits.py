@@ -650,7 +650,7 @@ async def test_a_newcomer_s_hello_on_an_address_in_debt_is_refused_rate_limited_
     database_url: str,
 ) -> None:
     """A connection with no valid request yet is closed 1008 at the first frame its own bucket
-    refuses (a flood of tiny frames, issue 20), but not when the address's shared budget refuses
+    refuses (a flood of tiny frames), but not when the address's shared budget refuses
     it: a player opening a tab behind a busy address gets ``rate_limited`` for its ``hello``, may
     send it again, and its address is not penalised."""
     # a slow refill (the address: 3 a second, 30 at once), so that no load on the machine refills

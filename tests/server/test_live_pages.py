@@ -1,6 +1,6 @@
-"""``live`` pages are read from the database once per moment, whoever asks (issue 20: four connections
-asking ``live`` as fast as their rate limit allows took two thirds of the server's core, one database
-read each): one read answers every ask of the same page within ``LIVE_PAGE_SECONDS`` and every ask
+"""``live`` pages are read from the database once per moment, whoever asks (four connections
+asking ``live`` as fast as their rate limit allows would take two thirds of the server's core with a
+database read each): one read answers every ask of the same page within ``LIVE_PAGE_SECONDS`` and every ask
 made while it is in flight; a change of the process's rooms, a failed read or an older read is read
 again; the pages kept are bounded."""
 

@@ -34,7 +34,7 @@ def test_the_exposition_matches_prometheus_clients_histogram() -> None:
 
 
 def test_a_nodes_shared_directory_is_new_named_to_workers_and_removed() -> None:
-    """The supervisor's directory for its workers' metrics (issue 20, item 9): empty at the start,
+    """The supervisor's directory for its workers' metrics: empty at the start,
     named in the environment the workers inherit; a dead worker's gauges go (its counters stay in the
     node's sums); removed with the variable when the node stops."""
     shared = SharedMetricsDir()

@@ -1,4 +1,4 @@
-"""Quotas on what a guest can make, over real connections and a real database (issue 11): guests
+"""Quotas on what a guest can make, over real connections and a real database: guests
 per source address, unfinished games per player (the least recently active is abandoned), the size
 of welcome's list, and the expiry of abandoned games.
 

@@ -39,7 +39,7 @@ from server.play.race.places import Figures, places
 from server.play.race.room import TRIES, RaceRoom
 from server.play.race.value import LOBBY_TIMEOUT, Race, Seat
 from server.storage import StorageUnavailable
-from server.storage.commit_backends import WriteConflict
+from server.storage.commit_backends import StoreRace, WriteConflict
 from server.storage.records import RaceRecord, RaceSeatRecord
 from tests.support.rooms import Person
 
@@ -196,7 +196,7 @@ def test_a_race_runs_from_the_lobby_to_the_reveal() -> None:
     effects = harness.tick(1)
     assert effects == ["Commit"]
     (commit,) = harness.effects
-    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert isinstance(commit, Commit) and isinstance(commit.write, StoreRace)
     games = commit.write.race.games
     assert [(game.player_id, game.code, game.race_id) for game in games] == [
         ("p-ann", DEAL.code(), "r1"),
@@ -228,7 +228,7 @@ def test_a_winner_ends_the_race_and_the_boards_open() -> None:
     won.status = Status.WON  # what the seat's game room says of a winning commit
     effects = harness.play(2, won)
     (commit,) = harness.effects
-    assert effects == ["Commit"] and isinstance(commit, Commit) and commit.write.race is not None
+    assert effects == ["Commit"] and isinstance(commit, Commit) and isinstance(commit.write, StoreRace)
     assert commit.write.race.race.state == "finished" and harness.room.race.phase == "running"  # until stored
     # the finishing write rated the race: its changes are read before the result goes out, and
     # requests wait meanwhile (the driver holds them while the room awaits)
@@ -664,7 +664,7 @@ def test_a_rematch_is_stored_with_its_link_then_named_to_every_follower() -> Non
     harness = _finished()
     revision, v = harness.room.race.revision, harness.room.v
     (commit,) = _ask_rematch(harness, "bo")
-    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert isinstance(commit, Commit) and isinstance(commit.write, StoreRace)
     assert commit.write.race.race.rematch_id == "r2" and commit.write.race.race.revision == revision + 1
     assert commit.write.race.rematch is not None and commit.write.race.rematch.id == "r2"
     reply, push = harness.room.handle(Committed(None))
@@ -773,7 +773,7 @@ def test_an_end_that_lost_to_another_change_is_written_again() -> None:
     assert harness.room.race.seated[2].status == "won" and harness.room.race.seated[1].status == "left"
     assert harness.handle(Tick(harness.now)) == ["Commit"]
     (commit,) = harness.effects
-    assert isinstance(commit, Commit) and commit.write.race is not None
+    assert isinstance(commit, Commit) and isinstance(commit.write, StoreRace)
     assert (commit.write.race.race.state, commit.write.race.race.revision) == (
         "finished",
         stored.revision + 1,

@@ -1,4 +1,4 @@
-"""``replay`` (issue 21, item 7) over real WebSocket connections: a game move by move from its deal, the
+"""``replay`` over real WebSocket connections: a game move by move from its deal, the
 same positions the engine reaches, in pages; sealed like ``watch``; bad input refused; and the game
 page ``/g/GAME_ID`` over HTTP."""
 

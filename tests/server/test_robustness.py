@@ -28,7 +28,7 @@ async def test_refused_requests_leave_no_room_in_memory(app: App, url: str) -> N
             refused = await stranger.request(type_, game=game, **fields)
             assert refused["code"] == "forbidden"
     assert list(app.registry.rooms()) == [], "refused requests must not keep rooms loaded"
-    # Nobody follows the games, so none is live (issue 21 item 9): neither the owner's closed
+    # Nobody follows the games, so none is live: neither the owner's closed
     # connection nor the refusals' brief loads left a room recorded in the database.
     assert (await stranger.request("live"))["games"] == []
     async with app.database.connection() as conn:

@@ -24,7 +24,7 @@ from server.play.driver import Done, NoRaces, RoomDriver, RoomServices
 from server.play.effects import Observe, SeatProgress, Wake
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
 from server.storage import StorageUnavailable, StoredGame
-from server.storage.commit_backends import Write, WriteConflict
+from server.storage.commit_backends import Write, WriteConflict, actions_of
 from tests.support.rooms import Person
 
 CODE = "EO1-C8-AAAAAFA"
@@ -54,7 +54,7 @@ class HeldSink:
         done(error)
 
     def rows(self) -> list[tuple[int, str]]:
-        return [(row.v, row.action) for write in self.stored for row in write.actions]
+        return [(row.v, row.action) for write in self.stored for row in actions_of(write)]
 
 
 class Node:
@@ -143,7 +143,7 @@ async def test_a_free_room_handles_an_act_synchronously() -> None:
     node = Node()
     tasks = asyncio.all_tasks()
     node.driver.send(node.act("t1-c5", 0))
-    assert [write.actions[0].v for write, _ in node.sink.held] == [1], "submitted inside send()"
+    assert [actions_of(write)[0].v for write, _ in node.sink.held] == [1], "submitted inside send()"
     assert asyncio.all_tasks() == tasks, "no task of its own"
     assert node.driver.is_busy() and node.log == []
     node.sink.answer()
@@ -209,7 +209,7 @@ async def test_a_reply_that_sends_the_next_request_only_queues_it() -> None:
     node.sink.answer()
     assert inside == [(0, 0)], "inside the reply: neither handled nor the diff pushed yet"
     assert node.kinds("push") == [(["spectator"], "diff", 1)]
-    assert [write.actions[0].v for write, _ in node.sink.held] == [2], "handled after the diff"
+    assert [actions_of(write)[0].v for write, _ in node.sink.held] == [2], "handled after the diff"
     node.sink.answer()
     assert node.kinds("push") == [(["spectator"], "diff", 1), (["spectator"], "diff", 2)]
 
@@ -319,7 +319,7 @@ async def test_ask_cancelled_withdraws_nothing() -> None:
     resigning.cancel()
     watching.cancel()
     node.sink.answer()
-    assert [write.actions[0].action for write, _ in node.sink.held] == ["resign"], "not withdrawn"
+    assert [actions_of(write)[0].action for write, _ in node.sink.held] == ["resign"], "not withdrawn"
     node.sink.answer()
     assert node.kinds("left") == ["g1"] and not driver.is_open()
     assert node.kinds("push")[-1] == (["spectator"], "game_over", None)

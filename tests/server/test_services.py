@@ -26,8 +26,8 @@ from server.play.game_room import FinishedGame, PlayerRef
 from server.play.registry import GameRoomDriver
 from server.play.replay import RESIGN
 from server.play.session import Session
-from server.storage import ActionRecord, GameProgress, PlayerRecord, repository, upgrade_to_head
-from server.storage.committer import Write, WriteConflict
+from server.storage import ActionRecord, GameFigures, PlayerRecord, repository, upgrade_to_head
+from server.storage.committer import AddPlayer, AppendActions, WriteConflict
 
 CODE = "EO1-C8-AAAAAFA"
 OWNER = PlayerRef("p-owner", "Ann")
@@ -38,7 +38,7 @@ async def services(database_url: str) -> AsyncIterator[Services]:
     await asyncio.to_thread(upgrade_to_head, database_url)
     started = await Services.start(Settings(database_url=database_url, sqlite_synchronous="NORMAL"))
     now = dt.datetime.now(dt.UTC)
-    await started.committer.stored(Write(player=PlayerRecord(OWNER.id, OWNER.name, "3" * 64, now)))
+    await started.committer.stored(AddPlayer(PlayerRecord(OWNER.id, OWNER.name, "3" * 64, now)))
     try:
         yield started
     finally:
@@ -127,14 +127,14 @@ async def test_a_game_loaded_with_another_nodes_commit_on_the_way_stays_for_its_
     registry.forget_if_idle(room)
     now = dt.datetime.now(dt.UTC)
     await services.committer.stored(
-        Write(actions=(ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now)),))
+        AppendActions((ActionRecord(room.id, 1, "t1-c5", GameFigures(0, 1, 0, now)),))
     )
     real_load = repository.load_game
 
     async def load_then_hear_of_a_commit(*args: Any) -> Any:
         stored = await real_load(*args)
         registry.remote._on_event(BusEvent("node-other", room.id, 2, "c5-t1"))  # committed elsewhere
-        await services.committer.stored(Write(actions=(ActionRecord(room.id, 2, "c5-t1"),)))
+        await services.committer.stored(AppendActions((ActionRecord(room.id, 2, "c5-t1"),)))
         return stored
 
     monkeypatch.setattr(repository, "load_game", load_then_hear_of_a_commit)
@@ -170,10 +170,8 @@ async def test_writes_submitted_together_share_commits_and_a_conflict_fails_only
 ) -> None:
     rooms = [await new_room(services) for _ in range(8)]
     now = dt.datetime.now(dt.UTC)
-    writes = [
-        Write(actions=[ActionRecord(room.id, 1, "t1-c5", GameProgress(0, 1, 0, now))]) for room in rooms
-    ]
-    writes.append(Write(actions=[ActionRecord(rooms[0].id, 1, "c5-t1")]))  # v 1 of rooms[0] twice
+    writes = [AppendActions([ActionRecord(room.id, 1, "t1-c5", GameFigures(0, 1, 0, now))]) for room in rooms]
+    writes.append(AppendActions([ActionRecord(rooms[0].id, 1, "c5-t1")]))  # v 1 of rooms[0] twice
     outcomes = await asyncio.gather(*(services.committer.stored(w) for w in writes), return_exceptions=True)
     assert outcomes[:-1] == [None] * 8
     assert isinstance(outcomes[-1], WriteConflict)
@@ -187,7 +185,7 @@ async def test_the_database_refuses_an_action_after_the_resign_row(services: Ser
     room = await new_room(services)
     await resign(room, session())
     with pytest.raises(WriteConflict):
-        await services.committer.stored(Write(actions=[ActionRecord(room.id, 2, "t1-c5")]))
+        await services.committer.stored(AppendActions([ActionRecord(room.id, 2, "t1-c5")]))
     async with services.database.connection() as conn:
         stored = await repository.load_game(conn, room.id)
     assert stored is not None and stored.actions == (RESIGN,) and stored.status == "resigned"
@@ -468,8 +466,8 @@ async def test_an_action_on_a_room_in_memory_and_on_one_loaded_from_the_database
     services: Services,
 ) -> None:
     """The same script on a room in memory and on one the first move loads from the database: the
-    same replies, refusals and pushes. (Before, this compared the fast and the slow path of an action,
-    a split that is gone: an action takes one path, and only a room not in memory is found first.)"""
+    same replies, refusals and pushes: an action takes one path, and only a room not in memory is
+    found first."""
     in_memory, memory_pushes, memory_tasked = await scripted_game(services, loaded=False)
     from_database, database_pushes, database_tasked = await scripted_game(services, loaded=True)
     assert in_memory == from_database

@@ -260,7 +260,7 @@ async def test_an_immutable_shm_mid_run_is_reported_on_stderr_and_exits_non_zero
     workers: int, tmp_path: Path
 ) -> None:
     """SQLite maps the ``-shm`` file into memory: made immutable, the next access is a SIGBUS in
-    0.1 s. It used to end the process without a word; now the process's stderr says so, and with
+    0.1 s. The process's stderr says so (a signal ends the process without a word otherwise), and with
     workers the supervisor names the worker and stops the node (exit 1)."""
     path = tmp_path / "eightoff.db"
     node = Node(dbutil.sqlite_url(path), tmp_path / "stderr.log", workers=workers)

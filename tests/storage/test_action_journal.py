@@ -23,7 +23,15 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 
 from server.storage import ActionRecord, Database, repository
-from server.storage.commit_backends import SqliteBackend, Write, WriteConflict, compact_journal
+from server.storage.commit_backends import (
+    AbandonGames,
+    AppendActions,
+    SqliteBackend,
+    Write,
+    WriteConflict,
+    actions_of,
+    compact_journal,
+)
 from server.storage.records import GameResult
 from server.storage.unfinished import abandon_games
 from tests.storage.test_sqlite_backend import GAMES, NoOtherWrites, path
@@ -39,7 +47,7 @@ TRIES = 60
 
 
 def appended(game: str, *versions: int) -> Write:
-    return Write(actions=[ActionRecord(game, v, f"t{v % 8 + 1}-c5") for v in versions])
+    return AppendActions([ActionRecord(game, v, f"t{v % 8 + 1}-c5") for v in versions])
 
 
 def table_rows(path: Path, table: str) -> list[tuple[str, int]]:
@@ -461,7 +469,7 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from server.storage.commit_backends import SqliteBackend, Write, compact_journal
+from server.storage.commit_backends import AppendActions, SqliteBackend, compact_journal
 from server.storage.records import ActionRecord
 from tests.storage.test_sqlite_backend import GAMES, NoOtherWrites
 
@@ -470,7 +478,7 @@ path = Path(sys.argv[1])
 (start,) = sqlite3.connect(path).execute("SELECT min(v) FROM game_fences").fetchone()
 writer = SqliteBackend(path, NoOtherWrites(), synchronous="FULL")
 for v in range(start + 1, start + 10_000):
-    writer.commit([Write(actions=[ActionRecord(game, v, "t1-c5")]) for game in GAMES])
+    writer.commit([AppendActions([ActionRecord(game, v, "t1-c5")]) for game in GAMES])
     print(v, flush=True)
     if v % ROUND == 0:
         print("slice", flush=True)
@@ -532,7 +540,9 @@ class EngineJournal:
         self._path = path
 
     def commit(self, writes: Sequence[Write]) -> None:
-        statements = repository.sqlite_journal_statements([row for write in writes for row in write.actions])
+        statements = repository.sqlite_journal_statements(
+            [row for write in writes for row in actions_of(write)]
+        )
         assert statements is not None
         conn = sqlite3.connect(self._path, isolation_level=None)
         try:
@@ -558,10 +568,10 @@ def test_rows_the_engine_journals_for_the_writer_are_moved_by_its_slices(
     writer = SqliteBackend(path, EngineJournal(path))
     try:
         for v in range(1, 4):
-            writer.commit([Write(actions=[ActionRecord(GAMES[0], v, "t1-c5")], abandoned=["elsewhere"])])
+            writer.commit([AppendActions([ActionRecord(GAMES[0], v, "t1-c5")]), AbandonGames(["elsewhere"])])
             writer.tidy()
         assert len(table_rows(path, "action_journal")) == 3
-        writer.commit([Write(actions=[ActionRecord(GAMES[0], 4, "t1-c5")], abandoned=["elsewhere"])])
+        writer.commit([AppendActions([ActionRecord(GAMES[0], 4, "t1-c5")]), AbandonGames(["elsewhere"])])
         writer.tidy()
         assert table_rows(path, "action_journal") == []
         assert table_rows(path, "actions") == [(GAMES[0], v) for v in range(1, 5)]

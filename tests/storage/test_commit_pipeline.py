@@ -22,7 +22,7 @@ from server.metrics import Metrics
 from server.storage import (
     ActionRecord,
     Database,
-    GameProgress,
+    GameFigures,
     GameResult,
     GameStart,
     PlayerRecord,
@@ -31,7 +31,15 @@ from server.storage import (
     repository,
 )
 from server.storage.commit_backends import CommitBackend, SqlAlchemyBackend, SqliteBackend
-from server.storage.committer import ArrivalRate, Committer, Write, WriteConflict
+from server.storage.committer import (
+    AddGame,
+    AddPlayer,
+    AppendActions,
+    ArrivalRate,
+    Committer,
+    Write,
+    WriteConflict,
+)
 from server.storage.db import sqlite_file
 from server.storage.tables import games
 
@@ -91,7 +99,7 @@ async def committer(backend: RecordingBackend) -> AsyncIterator[Committer]:
 
 
 def appended(game: str, v: int, action: str = "t1-c5") -> Write:
-    return Write(actions=[ActionRecord(game, v, action)])
+    return AppendActions([ActionRecord(game, v, action)])
 
 
 async def stored_rows(database: Database) -> list[tuple[str, int, str]]:
@@ -117,16 +125,17 @@ async def test_concurrent_writes_are_grouped_into_few_commits(
 async def test_a_batch_of_every_kind_of_write_commits_atomically(
     committer: Committer, backend: RecordingBackend, seeded: Database
 ) -> None:
-    """A new player with a game, an action carrying the game's figures, and an action ending its game
+    """A new player, a game of theirs, an action carrying the game's figures, and an action ending its game
     with the result, submitted together: one commit on either backend."""
-    progress = GameProgress(score=7, moves=1, undos=0, at=NOW)
+    figures = GameFigures(score=7, moves=1, undos=0, at=NOW)
     new_player = PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)
     await asyncio.gather(
-        committer.stored(Write(player=new_player, game=GameStart("new", "newcomer", CODE, 8, None, NOW))),
-        committer.stored(Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5", progress)])),
-        committer.stored(Write(actions=[ActionRecord(GAMES[1], 1, "resign")], result=finished(GAMES[1]))),
+        committer.stored(AddPlayer(new_player)),
+        committer.stored(AddGame(GameStart("new", "newcomer", CODE, 8, None, NOW))),
+        committer.stored(AppendActions([ActionRecord(GAMES[0], 1, "t1-c5", figures)])),
+        committer.stored(AppendActions([ActionRecord(GAMES[1], 1, "resign")], finished(GAMES[1]))),
     )
-    assert backend.batches == [3]
+    assert backend.batches == [4]
     async with seeded.connection() as conn:
         rows = {row.id: row for row in await conn.execute(select(games))}
     assert rows["new"].status == "playing"
@@ -142,17 +151,17 @@ async def test_a_conflict_fails_only_its_own_write(
     exist, an action of a finished game, finishing a finished game. On SQLite a batch of appends only
     takes the plain driver, a batch with a new game the async engine: both isolate the conflict."""
     await committer.stored(appended(GAMES[0], 1))
-    await committer.stored(Write(actions=[ActionRecord(GAMES[3], 1, "resign")], result=finished(GAMES[3])))
+    await committer.stored(AppendActions([ActionRecord(GAMES[3], 1, "resign")], finished(GAMES[3])))
     writes = [
         appended(GAMES[1], 1),
         appended(GAMES[0], 1, "undo"),  # v 1 of GAMES[0] is stored
-        Write(actions=[ActionRecord(GAMES[2], 1, "t1-c5"), ActionRecord(GAMES[2], 2, "undo")]),
+        AppendActions([ActionRecord(GAMES[2], 1, "t1-c5"), ActionRecord(GAMES[2], 2, "undo")]),
         appended("no-such-game", 1),
         appended(GAMES[3], 2),  # GAMES[3] is finished
-        Write(result=finished(GAMES[3])),  # finished already
+        AppendActions((), finished(GAMES[3])),  # finished already
     ]
     if with_other_writes:
-        writes.append(Write(player=PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)))
+        writes.append(AddPlayer(PlayerRecord("newcomer", "newcomer", "1" * 64, NOW)))
     outcomes = await asyncio.gather(*(committer.stored(write) for write in writes), return_exceptions=True)
     assert outcomes[0] is None and outcomes[2] is None
     assert all(isinstance(outcome, WriteConflict) for outcome in outcomes[1:2] + outcomes[3:6]), outcomes

@@ -12,7 +12,7 @@ import pytest
 
 from server.metrics import Metrics
 from server.storage import Database, GameStart, PlayerRecord, races, repository
-from server.storage.commit_backends import SqlAlchemyBackend, Write, WriteConflict
+from server.storage.commit_backends import SqlAlchemyBackend, StoreRace, WriteConflict
 from server.storage.committer import Committer
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
 
@@ -47,13 +47,13 @@ def lobby() -> RaceRecord:
 async def test_a_race_is_stored_whole_and_its_seats_games_with_it(
     committer: Committer, database: Database
 ) -> None:
-    await committer.stored(Write(race=RaceWrite(lobby(), new=True)))
+    await committer.stored(StoreRace(RaceWrite(lobby(), new=True)))
     running = dataclasses.replace(
         lobby(), state="running", starts_at=NOW, ends_at=NOW + dt.timedelta(minutes=1), revision=1,
         seated=(seat(1, "ann", "g1"), seat(2, "bo", "g2")),
     )  # fmt: skip
     games = tuple(GameStart(g, p, CODE, 8, None, NOW, "r1") for g, p in (("g1", "ann"), ("g2", "bo")))
-    await committer.stored(Write(race=RaceWrite(running, games=games)))
+    await committer.stored(StoreRace(RaceWrite(running, games=games)))
     async with database.connection() as conn:
         assert await races.load_race(conn, "r1") == running
         assert await races.race_id_by_code(conn, "K7M2QX9P") == "r1"
@@ -67,11 +67,11 @@ async def test_a_race_is_stored_whole_and_its_seats_games_with_it(
 
 async def test_a_seats_ready_flag_is_stored(committer: Committer, database: Database) -> None:
     """A copy of the race on another node reads who is ready (a ready is a fenced write, as a join)."""
-    await committer.stored(Write(race=RaceWrite(lobby(), new=True)))
+    await committer.stored(StoreRace(RaceWrite(lobby(), new=True)))
     ready = dataclasses.replace(
         lobby(), revision=1, seated=(dataclasses.replace(seat(1, "ann"), ready=True), seat(2, "bo"))
     )
-    await committer.stored(Write(race=RaceWrite(ready)))
+    await committer.stored(StoreRace(RaceWrite(ready)))
     async with database.connection() as conn:
         stored = await races.load_race(conn, "r1")
     assert stored is not None and [s.ready for s in stored.seated] == [True, False]
@@ -97,7 +97,7 @@ async def test_the_sweep_finds_the_races_whose_timed_change_is_due(
         dataclasses.replace(lobby(), id="over", code="OVER2222", state="cancelled", created_at=NOW - hour),
     ]  # fmt: skip
     for race in made:
-        await committer.stored(Write(race=RaceWrite(race, new=True)))
+        await committer.stored(StoreRace(RaceWrite(race, new=True)))
     async with database.connection() as conn:
         due = await races.due_race_ids(conn, NOW, 3600.0)
     assert due == ["count-due", "lobby-old", "run-due"]
@@ -108,14 +108,14 @@ async def test_two_writers_of_one_race_revision_cannot_both_commit(
 ) -> None:
     """Refused writes tried: a second write of revision 1 (another room of the race), a write that
     skips a revision, and a new race whose invitation code is taken."""
-    await committer.stored(Write(race=RaceWrite(lobby(), new=True)))
+    await committer.stored(StoreRace(RaceWrite(lobby(), new=True)))
     first = dataclasses.replace(lobby(), seated=(seat(1, "ann"), seat(2, "bo")), revision=1)
-    await committer.stored(Write(race=RaceWrite(first)))
+    await committer.stored(StoreRace(RaceWrite(first)))
     with pytest.raises(WriteConflict):
-        await committer.stored(Write(race=RaceWrite(dataclasses.replace(first, state="cancelled"))))
+        await committer.stored(StoreRace(RaceWrite(dataclasses.replace(first, state="cancelled"))))
     with pytest.raises(WriteConflict):
-        await committer.stored(Write(race=RaceWrite(dataclasses.replace(first, revision=3))))
+        await committer.stored(StoreRace(RaceWrite(dataclasses.replace(first, revision=3))))
     with pytest.raises(WriteConflict):
-        await committer.stored(Write(race=RaceWrite(dataclasses.replace(lobby(), id="r2"), new=True)))
+        await committer.stored(StoreRace(RaceWrite(dataclasses.replace(lobby(), id="r2"), new=True)))
     async with database.connection() as conn:
         assert await races.load_race(conn, "r1") == first

@@ -1,5 +1,5 @@
 """`server.storage.ratings` on SQLite and PostgreSQL, directly and through the group-commit pipeline
-(`Write.ratings`): a race's changes are stored onto the ratings they were computed from, with the
+(`StoreRatings`): a race's changes are stored onto the ratings they were computed from, with the
 race's result in one transaction, and a race is rated once."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from server.play.race.ratings import NEWCOMER, Placement, rate_race
 from server.storage import Database, GameResult, GameStart, PlayerRecord, repository
 from server.storage import ratings as stored_ratings
 from server.storage.commit_backends import SqlAlchemyBackend
-from server.storage.committer import Committer, Write, WriteConflict
+from server.storage.committer import Committer, StoreRatings, WriteConflict
 from server.storage.records import RatedRace, Rating
 from server.storage.tables import games, race_rating_changes
 from server.storage.tables import ratings as ratings_table
@@ -156,7 +156,7 @@ async def test_the_pipeline_stores_a_result_and_its_ratings_together(
 ) -> None:
     result = GameResult("seat-game", "won", 500, 120, 0, NOW, 60_000, won=True)
     race = await rated(seeded, "race-1", {"ann": 1, "bo": 2})
-    await committer.stored(Write(result=result, ratings=race))
+    await committer.stored(StoreRatings(race, result))
     async with seeded.connection() as conn:
         assert await stored_ratings.load_race_rating_changes(conn, "race-1") == race
         assert await conn.scalar(select(games.c.status).where(games.c.id == "seat-game")) == "won"
@@ -168,16 +168,16 @@ async def test_the_pipeline_refuses_a_stale_rating_and_stores_none_of_its_write(
     """Bad input tried: a race result whose rating changes start from a rating another race changed
     meanwhile; the result of the same write must not be stored either."""
     stale = await rated(seeded, "race-2", {"ann": 1, "bo": 2})
-    await committer.stored(Write(ratings=await rated(seeded, "race-1", {"ann": 2, "bo": 1})))
+    await committer.stored(StoreRatings(await rated(seeded, "race-1", {"ann": 2, "bo": 1})))
     result = GameResult("seat-game", "won", 500, 120, 0, NOW, 60_000, won=True)
     with pytest.raises(WriteConflict):
-        await committer.stored(Write(result=result, ratings=stale))
+        await committer.stored(StoreRatings(stale, result))
     async with seeded.connection() as conn:
         assert await stored_ratings.load_race_rating_changes(conn, "race-2") is None
         assert await conn.scalar(select(games.c.status).where(games.c.id == "seat-game")) == "playing"
         assert {r.races for r in (await stored_ratings.load_ratings(conn, 8, ["ann", "bo"])).values()} == {1}
     fresh = await rated(seeded, "race-2", {"ann": 1, "bo": 2})
-    await committer.stored(Write(result=result, ratings=fresh))
+    await committer.stored(StoreRatings(fresh, result))
     async with seeded.connection() as conn:
         assert (await stored_ratings.load_ratings(conn, 8, ["ann"]))["ann"] == fresh.changes[0].after
 
@@ -193,12 +193,12 @@ async def test_two_races_of_one_player_committed_together_store_only_the_first(
     """Bad input tried: two races rated from the same stored ratings (ann in both) submitted in one
     batch: the batch is refused, each write is retried alone, the first one stores, the second one
     conflicts and stores nothing."""
-    await committer.stored(Write(ratings=await rated(seeded, "race-0", {"ann": 1, "bo": 2})))
+    await committer.stored(StoreRatings(await rated(seeded, "race-0", {"ann": 1, "bo": 2})))
     first = await rated(seeded, "race-1", {"ann": 1, "cy": 2})
     second = await rated(seeded, "race-2", {"ann": 2, "di": 1})
     outcomes = await asyncio.gather(
-        committer.stored(Write(ratings=first)),
-        committer.stored(Write(ratings=second)),
+        committer.stored(StoreRatings(first)),
+        committer.stored(StoreRatings(second)),
         return_exceptions=True,
     )
     assert outcomes[0] is None and isinstance(outcomes[1], WriteConflict)

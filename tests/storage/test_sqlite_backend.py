@@ -15,7 +15,18 @@ from pathlib import Path
 import pytest
 
 from server.storage import ActionRecord, Database, StorageUnavailable, commit_backends, repository
-from server.storage.commit_backends import ROWS_PER_INSERT, SqliteBackend, Write, WriteConflict
+from server.storage.commit_backends import (
+    ROWS_PER_INSERT,
+    AbandonGames,
+    AddGame,
+    AddPlayer,
+    AppendActions,
+    MarkHinted,
+    SetLiveRooms,
+    SqliteBackend,
+    Write,
+    WriteConflict,
+)
 from server.storage.db import SQLITE_WAL_SIZE_LIMIT, sqlite_file
 from server.storage.records import GameResult, GameStart, LiveRoomsChange, PlayerRecord
 from tests.server.test_startup import can_chattr, unwritable
@@ -102,7 +113,7 @@ def test_checkpoints_keep_every_committed_action_and_bound_the_log(path: Path, t
                 game = GAMES[(commit * ROWS_PER_COMMIT + index) % len(GAMES)]
                 versions[game] += 1
                 rows.append(ActionRecord(game, versions[game], "t1-c5"))
-            backend.commit([Write(actions=rows)])
+            backend.commit([AppendActions(rows)])
             backend.tidy()
             committed += [(row.game_id, row.v) for row in rows]
             largest_wal = max(largest_wal, wal_size(path))
@@ -144,16 +155,16 @@ def test_the_fence_refuses_a_batch_whole_for_a_stored_version_an_ended_game_or_a
         conn.execute("UPDATE games SET status = 'won' WHERE id = ?", [GAMES[1]])
     conn.close()
     assert "WITHOUT ROWID" in table
-    backend.commit([Write(actions=[ActionRecord(GAMES[0], 1, "t1-c5")])])
+    backend.commit([AppendActions([ActionRecord(GAMES[0], 1, "t1-c5")])])
     for row in (
         ActionRecord(GAMES[0], 1, "undo"),
         ActionRecord(GAMES[1], 1, "t1-c5"),
         ActionRecord("no-such-game", 1, "t1-c5"),
     ):
         with pytest.raises(WriteConflict, match="a game of the batch"):
-            backend.commit([Write(actions=[ActionRecord(GAMES[2], 1, "t1-c5"), row])])
+            backend.commit([AppendActions([ActionRecord(GAMES[2], 1, "t1-c5"), row])])
     assert stored_actions(path) == [(GAMES[0], 1)]
-    backend.commit([Write(actions=[ActionRecord(GAMES[2], 1, "t1-c5")])])
+    backend.commit([AppendActions([ActionRecord(GAMES[2], 1, "t1-c5")])])
     assert stored_actions(path) == [(GAMES[0], 1), (GAMES[2], 1)]
 
 
@@ -165,15 +176,15 @@ def test_a_batch_of_several_statements_commits_whole_or_not_at_all(
     stored) takes the earlier statements' changes with it; the same batch without it is stored whole."""
     rows = [ActionRecord(game, v, "t1-c5") for v in (1, 2) for game in GAMES[:90]]
     assert len(rows) > 2 * ROWS_PER_INSERT
-    backend.commit([Write(actions=[ActionRecord(GAMES[95], 1, "undo")])])
+    backend.commit([AppendActions([ActionRecord(GAMES[95], 1, "undo")])])
 
     with pytest.raises(WriteConflict, match="a game of the batch"):
         backend.commit(
-            [Write(actions=rows[:100]), Write(actions=[*rows[100:], ActionRecord(GAMES[95], 1, "x")])]
+            [AppendActions(rows[:100]), AppendActions([*rows[100:], ActionRecord(GAMES[95], 1, "x")])]
         )
     assert stored_actions(path) == [(GAMES[95], 1)]
 
-    backend.commit([Write(actions=rows[:100]), Write(actions=rows[100:])])
+    backend.commit([AppendActions(rows[:100]), AppendActions(rows[100:])])
     assert stored_actions(path) == sorted([(row.game_id, row.v) for row in rows] + [(GAMES[95], 1)])
 
 
@@ -222,10 +233,12 @@ async def test_new_players_games_and_hinted_marks_are_stored_by_the_writer_as_th
 
     try:
         writer.commit(
-            [Write(player=PlayerRecord("pw", "w", "hw", at, bot=True)), Write(game=start("gw", "pw", at))]
+            [AddPlayer(PlayerRecord("pw", "w", "hw", at, bot=True)), AddGame(start("gw", "pw", at))]
         )
-        writer.commit([Write(game=start("gw2", "pw", on_time), actions=[ActionRecord("gw2", 1, "t1-c5")])])
-        writer.commit([Write(hinted="gw")])
+        writer.commit(
+            [AddGame(start("gw2", "pw", on_time)), AppendActions([ActionRecord("gw2", 1, "t1-c5")])]
+        )
+        writer.commit([MarkHinted("gw")])
         assert others.batches == []
         database = Database.create(f"sqlite+aiosqlite:///{path}")
         try:
@@ -247,9 +260,9 @@ async def test_new_players_games_and_hinted_marks_are_stored_by_the_writer_as_th
         raw.commit()
         raw.close()
         with pytest.raises(WriteConflict, match="gw2 is no longer being played"):
-            writer.commit([Write(game=start("gw3", "pw", at)), Write(hinted="gw2")])
+            writer.commit([AddGame(start("gw3", "pw", at)), MarkHinted("gw2")])
         assert rows(path, "games", ["gw3"]) == {}  # the whole batch or nothing
-        batch = [Write(game=start("gw4", "pw", at)), Write(abandoned=("gw",))]
+        batch: list[Write] = [AddGame(start("gw4", "pw", at)), AbandonGames(("gw",))]
         writer.commit(batch)
         assert others.batches == [batch] and rows(path, "games", ["gw4"]) == {}
     finally:
@@ -279,8 +292,8 @@ async def test_the_live_rooms_are_stored_by_the_writer_as_the_engine_stores_them
     at = dt.datetime(2026, 12, 6, 17, 0, tzinfo=dt.UTC)
     changes = [(("g1", "g2", "g3"), ()), (("g1",), ("g2",)), (("g2", "g4"), ("g3", "g5"))]  # held, released
     try:
-        first, *rest = [Write(live_rooms=LiveRoomsChange("node/w", *change)) for change in changes]
-        writer.commit([Write(player=PlayerRecord("pw", "w", "hw", at)), first])  # one batch with a player's
+        first, *rest = [SetLiveRooms(LiveRoomsChange("node/w", *change)) for change in changes]
+        writer.commit([AddPlayer(PlayerRecord("pw", "w", "hw", at)), first])  # one batch with a player's
         for write in rest:
             writer.commit([write])
         assert others.batches == []
@@ -292,10 +305,10 @@ async def test_the_live_rooms_are_stored_by_the_writer_as_the_engine_stores_them
         finally:
             await database.dispose()
         assert live_rooms(path) == {"node/w": {"g1", "g2", "g4"}, "node/e": {"g1", "g2", "g4"}}
-        writer.commit([Write(live_rooms=LiveRoomsChange("node/w", held=(), released=("g1", "g2", "g4")))])
+        writer.commit([SetLiveRooms(LiveRoomsChange("node/w", held=(), released=("g1", "g2", "g4")))])
         assert live_rooms(path) == {"node/e": {"g1", "g2", "g4"}}
-        assert Write(live_rooms=LiveRoomsChange("node/w", (), ())).is_for_the_writer()
-        assert not Write(live_rooms=LiveRoomsChange("node/w", (), ())).is_actions_only()
+        assert SetLiveRooms in commit_backends.WRITER_KINDS
+        assert not commit_backends.is_append_only(SetLiveRooms(LiveRoomsChange("node/w", (), ())))
     finally:
         writer.close()
 
@@ -332,20 +345,20 @@ async def test_a_game_played_with_hints_is_finished_by_the_writer_as_the_engine_
                 assert await repository.finish_game(conn, result(hinted_by_engine))
         finally:
             await database.dispose()
-        writer.commit([Write(hinted=hinted_by_writer), Write(result=result(hinted_by_writer))])
+        writer.commit([MarkHinted(hinted_by_writer), AppendActions((), result(hinted_by_writer))])
         assert others.batches == []
         games = rows(path, "games", [hinted_by_engine, hinted_by_writer])
         assert games[hinted_by_writer] == games[hinted_by_engine]
         assert game_column(path, hinted_by_writer, "status") == "resigned"
 
-        batch = [
-            Write(game=GameStart("gw", "p", "EO1-C8-AAAAAFA", 8, None, ended)),
-            Write(result=result(ranked)),
+        batch: list[Write] = [
+            AddGame(GameStart("gw", "p", "EO1-C8-AAAAAFA", 8, None, ended)),
+            AppendActions((), result(ranked)),
         ]
         writer.commit(batch)  # a game that ranks: the engine's (its leaderboard summaries)
-        again = [Write(result=result(hinted_by_writer))]  # over already: the engine says it conflicts
+        again = [AppendActions((), result(hinted_by_writer))]  # over already: the engine says it conflicts
         writer.commit(again)
-        not_final = [Write(hinted=GAMES[3], result=result(GAMES[3], status="playing"))]
+        not_final: list[Write] = [MarkHinted(GAMES[3]), AppendActions((), result(GAMES[3], status="playing"))]
         writer.commit(not_final)  # the engine refuses it (ValueError)
         assert others.batches == [batch, again, not_final]
         assert rows(path, "games", ["gw"]) == {}
@@ -370,7 +383,7 @@ def test_a_database_file_that_cannot_be_written_refuses_writes_instead_of_growin
 
     def commit() -> None:
         rows = [ActionRecord(game, versions[game] + 1, "t1-c5") for game in GAMES[:ROWS_PER_COMMIT]]
-        writer.commit([Write(actions=rows)])
+        writer.commit([AppendActions(rows)])
         for row in rows:
             versions[row.game_id] = row.v
             committed.append((row.game_id, row.v))

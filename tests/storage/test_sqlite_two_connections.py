@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import func, select
 
 from server.storage import ActionRecord, Database, repository, upgrade_to_head
-from server.storage.commit_backends import SqlAlchemyBackend, SqliteBackend, Write
+from server.storage.commit_backends import AddPlayer, AppendActions, SqlAlchemyBackend, SqliteBackend
 from server.storage.db import sqlite_file
 from server.storage.records import PlayerRecord
 from server.storage.tables import players
@@ -111,7 +111,7 @@ async def test_the_writer_opens_its_connection_while_another_holds_the_write_loc
         holder.execute(GAME_SQL, ["g", "p"])
         async with both_paths(path) as (database, writer):
             appended = asyncio.get_running_loop().run_in_executor(
-                None, writer.commit, [Write(actions=[ActionRecord("g", 1, "t1-c5")])]
+                None, writer.commit, [AppendActions([ActionRecord("g", 1, "t1-c5")])]
             )
             await asyncio.to_thread(opened.wait)
             holder.execute("COMMIT")
@@ -152,7 +152,7 @@ async def test_both_paths_open_a_fresh_database_at_once_and_every_write_is_store
         path = await fresh_file(tmp_path, f"round-{round_}.db")
         async with both_paths(path) as (database, writer):
             await asyncio.gather(
-                asyncio.to_thread(writer.commit, [Write(player=new_player("by-writer"))]),
+                asyncio.to_thread(writer.commit, [AddPlayer(new_player("by-writer"))]),
                 *(write_player(database, f"by-engine-{index}") for index in range(ENGINE_WRITES)),
                 *(count_players(database) for _ in range(ENGINE_WRITES)),
             )

@@ -96,7 +96,7 @@ async def test_play_reload_resume_and_spectate(chromium: Any, site: str) -> None
     await expect(page.locator("#message")).to_have_attribute("data-kind", "error")
     await expect_board(page, mirror)  # nothing changed
 
-    # A card inside a column picks up the run above it, only if it is one (issue 21): here 5♥ under
+    # A card inside a column picks up the run above it, only if it is one: here 5♥ under
     # 8♥ is not, and the board says so; a double tap asks the server, which refuses it as a group (`n`).
     with pytest.raises(IllegalMoveError, match="not a same-suit run"):
         mirror.copy().play(Move.parse("t3-t8:2"))

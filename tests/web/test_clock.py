@@ -1,4 +1,4 @@
-"""The game's clock shows the time the server will record (issue 21, item 2), within a second, on
+"""The game's clock shows the time the server will record, within a second, on
 every path, in a real Chromium against the real server: a new deal, a resume of a game dealt ten
 minutes before (without moves, then with), a reload, a spectator, and the end (the over screen shows
 the stored duration); each browser's own clock is minutes off (one ahead, one behind).

@@ -1,4 +1,4 @@
-"""What a hint costs is said once, plainly, before the first hint of a game (issue 21, item 6), in a
+"""What a hint costs is said once, plainly, before the first hint of a game, in a
 real Chromium against the real server and its solver, with a finger (no hover, so no tooltip).
 
 Bad input tried: the question declined (no hint is asked of the server), a second hint of the same

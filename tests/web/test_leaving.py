@@ -1,5 +1,5 @@
 """A game in progress is left only when the player says so, and unfinished games can be abandoned from
-the list (issue 21, item 4), in a real Chromium against the real server, which is asked what became
+the list, in a real Chromium against the real server, which is asked what became
 of each game.
 
 Bad input tried: "Deal" and "Resume" while a game is in progress (answered "Stay", Esc, "Keep it for

@@ -1,4 +1,4 @@
-"""A page load must not spend its address's connection budget (issue 20, hardening), in a real Chromium
+"""A page load must not spend its address's connection budget (hardening), in a real Chromium
 against a server at its default limits (20 new connections a second per address, 40 at once): a first
 load and then reloads in quick succession, and five users behind one address (a school's or a café's
 NAT) loading the page at once, all get in and play.
@@ -7,8 +7,8 @@ Every TCP connection the server accepts is counted at its gate: a first load ope
 HTTP side closes after each answer, so a browser cannot reuse one), 20 in all (the page, its
 stylesheet, 14 modules, three samples of the clock, the WebSocket), of which only the WebSocket counts
 toward the address's budget; a reload opens 5 (the page, revalidated, the clock's and the
-WebSocket's), the files being cached for good under their versioned URLs. Before, a reload opened 20
-too, and every connection counted: the third page load in two seconds from one address got 503.
+WebSocket's), the files being cached for good under their versioned URLs. Were a reload to open 20
+too, each counted, the third page load in two seconds from one address would get 503.
 """
 
 from __future__ import annotations

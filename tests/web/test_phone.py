@@ -1,4 +1,4 @@
-"""The phone (issue 21, item 5), in a real Chromium with a touch screen against the real server: the
+"""The phone, in a real Chromium with a touch screen against the real server: the
 board fits the screen in portrait and landscape, every card is a comfortable target (a covered card
 shows a strip of at least 30 px), and the leaderboards, the live games and the profile are one tap
 away (tabs), in portrait and landscape; a tap still sends a card home.

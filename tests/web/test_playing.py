@@ -281,7 +281,7 @@ async def test_a_phone_plays_by_touch(chromium: Any, site: str) -> None:
     for control in ("#undo", "#restart", "#resign", "#board", "#tabs"):
         box = await page.locator(control).bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (control, box)
-    # The panels are tabs (issue 21: they were stacked ~1,000 px below the board): hidden while the
+    # The panels are tabs (stacked, they would sit ~1,000 px below the board): hidden while the
     # board shows, and the board alone on the screen (tests/web/test_phone.py measures it).
     await expect(page.locator("#side")).to_be_hidden()
     await page.locator('#tabs [data-tab="games"]').tap()

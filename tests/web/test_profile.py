@@ -1,4 +1,4 @@
-"""The profile shows what the protocol's `profile` reply returns (issue 21, item 8): the figures, the
+"""The profile shows what the protocol's `profile` reply returns: the figures, the
 best won game of each variant and the recent games, each with a button that deals it again; in a real
 Chromium against the real server, the reply read alongside by another client.
 

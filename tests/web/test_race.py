@@ -1,5 +1,5 @@
 """The browser client races in a real Chromium against a scripted client (a raw WebSocket client) on a
-real server (issue 19, items 1, 3, 4 and 7): joined by its /r/CODE link or created from the form, the
+real server: joined by its /r/CODE link or created from the form, the
 lobby's seats and ready, the countdown, the seat's own game on the ordinary board, the rival's
 progress bar moving as the scripted client plays, a reload mid-race, and the result (a win by the
 rival; a time-out). The page never receives nor shows a rival's board before the race is over. A race

@@ -16,7 +16,7 @@ from playwright.async_api import expect
 from server.app import App
 from server.play.race.ratings import Placement, rated_race
 from server.storage import ratings as stored_ratings
-from server.storage.committer import Write
+from server.storage.committer import StoreRatings
 from tests.support import serverutil
 from tests.support.wsclient import WsClient, player
 from tests.web.pages import open_client
@@ -45,7 +45,7 @@ async def test_the_rating_board_and_the_profile_show_the_ratings(
     for race_id in ("race-1", "race-2"):
         async with web_app.database.connection() as conn:
             current = await stored_ratings.load_ratings(conn, 4, [ann, bo.player["id"]])
-        await web_app.services.committer.stored(Write(ratings=rated_race(race_id, 4, seats, current, NOW)))
+        await web_app.services.committer.stored(StoreRatings(rated_race(race_id, 4, seats, current, NOW)))
     page_reply = await bo.request("leaderboard", board="rating", cells=4)
     own = await bo.request("profile", player=ann)
     await bo.close()

@@ -1,4 +1,4 @@
-"""The game page ``/g/GAME_ID`` in Debian Chromium (issue 21, item 7): a won game stepped through with
+"""The game page ``/g/GAME_ID`` in Debian Chromium: a won game stepped through with
 the buttons, the slider and the keyboard, each position compared with the engine's; reached from the
 win screen, a leaderboard row and the profile; a live game followed on the same page; a sealed daily game,
 an unknown id and a malformed one each give a clear page. Screenshots for desktop and phone."""

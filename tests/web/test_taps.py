@@ -1,4 +1,4 @@
-"""One gesture is one action (issue 21, item 1), and only a run a move could take is picked up
+"""One gesture is one action, and only a run a move could take is picked up
 (item 3), in a real Chromium against the real server: a double
 tap, with a mouse or a finger, 60 to 250 ms between its taps, with the server's replies on time and
 late (300 ms, so that the second tap lands before the first reply), makes exactly the one move the

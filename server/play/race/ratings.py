@@ -99,7 +99,7 @@ def rate_race(placements: Sequence[Placement], current: Mapping[str, Rating]) ->
 def rated_race(
     race_id: str, cells: int, placements: Sequence[Placement], current: Mapping[str, Rating], at: dt.datetime
 ) -> RatedRace:
-    """`rate_race`, as the value a race's result stores (`server.storage.commit_backends.Write.ratings`).
+    """`rate_race`, as the value a race's result stores (`server.storage.commit_backends.StoreRatings`).
 
     Raises:
         ValueError: as `rate_race`.

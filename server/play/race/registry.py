@@ -45,7 +45,7 @@ from server.play.race.value import LOBBY_TIMEOUT, Phase, Race, Seat, SeatStatus
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
 from server.storage import Database, StoredGame, races, ratings, repository
-from server.storage.committer import Committer, Write
+from server.storage.committer import Committer, StoreRace
 from server.storage.records import RaceRecord, RaceWrite
 
 __all__ = ["KEEP_AFTER_END", "SWEEP_GRACE", "SWEEP_INTERVAL", "RaceRegistry", "RaceRoomDriver", "invite_code"]
@@ -147,7 +147,7 @@ class RaceRegistry:
 
     async def _open(self, race: Race) -> RaceRoomDriver:
         """Store the new race, then hold it here."""
-        await self._committer.stored(Write(race=RaceWrite(race.record(), new=True)))
+        await self._committer.stored(StoreRace(RaceWrite(race.record(), new=True)))
         self._metrics.races_made.inc()
         return self._add(self._room(race))
 

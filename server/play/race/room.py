@@ -66,7 +66,7 @@ from server.play.race.commands import (
     SeatChanged,
 )
 from server.play.race.value import Phase, Race, SeatStatus
-from server.storage.commit_backends import Write, WriteConflict
+from server.storage.commit_backends import StoreRace, WriteConflict
 from server.storage.records import RaceWrite
 
 __all__ = ["TRIES", "RaceRoom"]
@@ -337,7 +337,7 @@ class RaceRoom:
         )
         made = proposal.request.made if isinstance(proposal.request, RaceRematch) else None
         self.awaiting = proposal
-        return [Commit(Write(race=RaceWrite(race.record(), games=games, rematch=made)))]
+        return [Commit(StoreRace(RaceWrite(race.record(), games=games, rematch=made)))]
 
     def _committed(self, error: Exception | None) -> list[Effect]:
         proposal = self.awaiting
