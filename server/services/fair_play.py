@@ -49,10 +49,12 @@ class FairPlay:
             if daily is None:
                 return
             self._remember(game_id, daily)
-        if daily.race_id is not None and daily.player_id != viewer:
-            await self._check_race_watch(viewer, game_id, daily, now)
+        if daily.player_id == viewer:
             return
-        if daily.day is None or daily.player_id == viewer:
+        if daily.race_id is not None:
+            await self._check_race_watch(viewer, game_id, daily, now)
+        await self.check_racing_deal(viewer, daily.code, f"game {game_id}")
+        if daily.day is None or daily.race_id is not None:
             return
         async with self._database.connection() as conn:
             standing = await _standing(conn, viewer, daily.day, daily.cells)
@@ -87,6 +89,23 @@ class FairPlay:
                 ErrorCode.FORBIDDEN,
                 f"game {game_id} is a seat of race {race.race_id}, not over yet: its moves are sealed;"
                 " race_watch the race (boards shown late to spectators)",
+            )
+
+    async def check_racing_deal(self, viewer: str, code: str, what: str) -> None:
+        """Refuse ``viewer`` another player's moves on deal ``code`` while it races that deal: the seal
+        is per deal, not per race (a deal drawn by two races, or played by a friend as an ordinary
+        game once the race revealed it, must not show its line to a racer).
+
+        Raises:
+            Refusal: ``forbidden``. StorageUnavailable: the database cannot be read.
+        """
+        async with self._database.connection() as conn:
+            racing = await races.racing_deal(conn, viewer, code)
+        if racing:
+            raise Refusal(
+                ErrorCode.FORBIDDEN,
+                f"{what}: you are racing deal {code}; other players' moves on it are sealed until your"
+                " race is over",
             )
 
     async def check_daily_start(

@@ -29,6 +29,7 @@ __all__ = [
     "race_id_by_code",
     "race_seating",
     "races_not_over",
+    "racing_deal",
     "store_race",
 ]
 
@@ -149,6 +150,19 @@ async def race_seating(conn: AsyncConnection, race_id: str) -> GameRace:
     race = (await conn.execute(select(races.c.state, races.c.ends_at).where(races.c.id == race_id))).one()
     seated = await conn.scalars(select(race_seats.c.player_id).where(race_seats.c.race_id == race_id))
     return GameRace(race_id, race.state, frozenset(seated), race.ends_at)
+
+
+async def racing_deal(conn: AsyncConnection, player_id: str, deal_code: str) -> bool:
+    """``player_id`` holds a seat in a running race of deal ``deal_code`` (its deal revealed to them)."""
+    found = await conn.scalar(
+        select(races.c.id)
+        .join(race_seats, race_seats.c.race_id == races.c.id)
+        .where(
+            race_seats.c.player_id == player_id, races.c.state == "running", races.c.deal_code == deal_code
+        )
+        .limit(1)
+    )
+    return found is not None
 
 
 async def race_ends_at(conn: AsyncConnection, race_id: str) -> dt.datetime | None:

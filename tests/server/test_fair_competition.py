@@ -12,13 +12,14 @@ from sqlalchemy import select
 
 from engine import Deal
 from server.app import App
-from server.storage.tables import games
+from server.storage.tables import games, races
 from solver import solve_deal
 from tests.server.test_quotas import one_address_and_another
 from tests.server.test_races import RACE_SETTINGS, close_all, follow_until, lobby, race_app, start
 from tests.support import serverutil
+from tests.support.waiting import eventually
 from tests.support.wire import move_fields
-from tests.support.wsclient import WsClient
+from tests.support.wsclient import WsClient, player
 
 __all__ = ["race_app"]  # the fixture, shared with tests/server/test_races.py
 
@@ -111,3 +112,39 @@ async def test_lobbies_are_capped_per_address(database_url: str) -> None:
         assert (await other.request("race_create", seats=2, time_limit=60))["type"] == "race"
         for client in (*crowd, other):
             await client.close()
+
+
+async def test_a_racers_deal_is_sealed_whole_while_the_race_runs(race_app: App) -> None:
+    """Bad input tried: a friend who follows the race sees the deal at the reveal, starts an ordinary
+    game of it and plays the solver's line; the racer asks `watch` and `replay` of that game. Both are
+    refused while the race runs (the seal is per deal, not per race), and open once it is over; the
+    racer's rival, no friend of anyone, is refused too; a player in no race watches the game freely."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await lobby(url, 2, time_limit=600)
+    friend = await player(url, name="friend")
+    stranger = await player(url, name="stranger")
+    await friend.request("race_watch", race=copies[0].race["race"])
+    await start(clients, copies)
+    code = copies[0].race["deal"]
+    game = (await friend.request("new_game", code=code))["game"]
+    for index, move in enumerate(solve_deal(Deal.from_code(code)).moves[:5]):
+        assert (await friend.request("move", game=game, **move_fields(move), v=index))["type"] == "ack"
+    for racer in clients:
+        for kind in ("watch", "replay"):
+            refused = await racer.request(kind, game=game)
+            assert (refused["type"], refused["code"]) == ("error", "forbidden"), refused
+            assert f"you are racing deal {code}" in refused["message"]
+    assert (await stranger.request("watch", game=game))["type"] == "snapshot"
+    ann, bo = clients
+    assert (await ann.request("race_leave", race=copies[0].race["race"]))["type"] == "ok"
+    assert (await bo.request("race_leave", race=copies[1].race["race"]))["type"] == "ok"
+    await eventually(lambda: _race_over(race_app, copies[0].race["race"]), "the race over")
+    assert (await ann.request("replay", game=game))["type"] == "replay"
+    assert (await bo.request("watch", game=game))["type"] == "snapshot"
+    await close_all(*clients, friend, stranger)
+
+
+async def _race_over(app: App, race_id: str) -> bool:
+    async with app.database.connection() as conn:
+        state = await conn.scalar(select(races.c.state).where(races.c.id == race_id))
+    return state == "finished"
