@@ -148,3 +148,41 @@ async def _race_over(app: App, race_id: str) -> bool:
     async with app.database.connection() as conn:
         state = await conn.scalar(select(races.c.state).where(races.c.id == race_id))
     return state == "finished"
+
+
+async def test_every_seat_has_a_final_board_live_and_from_storage(database_url: str) -> None:
+    """Ann plays the solver's line to a win; Bo never moves. A spectator gets both seats' final boards
+    at the end (Bo's is the deal as dealt), and so does a `race_watch` of the finished race after a
+    restart, read from storage (the winner's board with every card home)."""
+    async with serverutil.running_app(database_url, **RACE_SETTINGS) as app:
+        url = serverutil.ws_url(app)
+        clients, copies = await lobby(url, 2, time_limit=600)
+        spectator = await player(url, name="spectator")
+        race_id = copies[0].race["race"]
+        await spectator.request("race_watch", race=race_id)
+        await start(clients, copies)
+        ann = clients[0]
+        game_id = copies[0].of(ann)["game"]
+        line = solve_deal(Deal.from_code(copies[0].race["deal"])).moves
+        for index, move in enumerate(line):
+            assert (await ann.request("move", game=game_id, **move_fields(move), v=index))["type"] == "ack"
+        finals: dict[int, dict[str, Any]] = {}
+        while len(finals) < 2:  # the boards released late before the end, then the final ones
+            push = await spectator.next_push()
+            if push["type"] == "race_board" and (push["seat"], push["board"]["v"]) in (
+                (1, len(line)),
+                (2, 0),
+            ):
+                finals[push["seat"]] = push["board"]
+        assert finals[2]["moves"] == 0 and finals[1]["status"] == "won"
+        tokens = [client.token for client in clients]
+        await close_all(*clients, spectator)
+    async with serverutil.running_app(database_url, **RACE_SETTINGS) as app:
+        again = await player(serverutil.ws_url(app), token=tokens[1])
+        await again.send({"type": "race_watch", "id": 7, "race": race_id})
+        snapshot = await again.recv()
+        assert snapshot["type"] == "race" and snapshot["state"] == "finished"
+        boards = {(push := await again.recv())["seat"]: push["board"] for _ in range(2)}
+        assert sorted(boards) == [1, 2] and boards[2]["v"] == 0
+        assert all(top is not None and top[0] == "K" for top in boards[1]["foundations"].values())
+        await again.close()

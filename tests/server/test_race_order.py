@@ -83,7 +83,7 @@ class Node:
             ends_at=T0 + dt.timedelta(seconds=600),
             revision=4,
         )
-        self.race = RoomDriver(RaceRoom(race, clock=lambda: T0), self._services(NoRaces()))
+        self.race = RoomDriver(RaceRoom(race, clock=lambda: T0), self._services(_Rated()))
         room = GameRoom("g1", game, ANN, T0, clock=lambda: T0, race="r1", closes_at=race.ends_at)
         self.game = RoomDriver(room, self._services(_Races(self.race)))
 
@@ -143,6 +143,13 @@ class _Races(NoRaces):
         self._race.send(SeatChanged(progress))
 
 
+class _Rated(NoRaces):
+    """The node's races as a race's room meets them: its end rated nobody."""
+
+    async def load_ratings(self, race_id: str) -> dict[str, tuple[int, int]]:
+        return {}
+
+
 async def _no_load(game_id: str) -> StoredGame | None:
     raise AssertionError("no room here loads a game")
 
@@ -179,13 +186,15 @@ ORDER: list[tuple[Callable[[Node], Awaitable[None]], Callable[[], Game], list[st
         a_winning_move,
         _one_short,
         # the game's own order first (ack, game_over, diff, game_over); the race's end is a write of
-        # its own, so its diff and the boards, open to everyone now, come once that is stored
+        # its own, so its diff and every seat's board, open to everyone now, come once that is stored
+        # (Bo never moved: his board is the deal)
         [
             "ack -> ann (reply)",
             "game_over -> ann (reply)",
             "diff -> ann2",
             "game_over -> ann2",
             "race_diff -> ann, bo, spec",
+            "race_board -> ann, bo, spec",
             "race_board -> ann, bo, spec",
         ],
     ),

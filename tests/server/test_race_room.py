@@ -237,8 +237,14 @@ def test_a_winner_ends_the_race_and_the_boards_open() -> None:
     assert harness.handle(RatingsLoaded({BO.id: (1000, 1021), ANN.id: (1000, 990)})) == [
         "Push(race_diff -> ann, ann2, bo, spec)",
         "Push(race_board -> ann, ann2, bo, spec)",
+        "Push(race_board -> ann, ann2, bo, spec)",
         "Leave",
     ]
+    # every seat's final board, Ann's too though she never moved: the deal as dealt
+    boards = {
+        message["seat"]: message["board"] for _, message in harness.pushed if message["type"] == "race_board"
+    }
+    assert sorted(boards) == [1, 2] and boards[1]["v"] == 0 and boards[1]["game"] == "g1"
     rows = {row.seat: row for row in harness.room.snapshot(None).rows}
     assert (rows[2].place, rows[2].status, rows[1].place) == (1, "won", 2)
     final = next(message for _, message in reversed(harness.pushed) if message["type"] == "race_diff")

@@ -413,32 +413,32 @@ class RaceRegistry:
         return {change.player_id: (change.before.display, change.after.display) for change in rated.changes}
 
     async def _race_of(self, record: RaceRecord) -> Race:
-        """The race as stored; a finished one's seats with its rating changes, a running one's playing
-        seats with their games' figures as stored (the race stores none per action)."""
-        if record.state == Phase.FINISHED:
-            shifts = await self.load_ratings(record.id)
-            return Race.of(record, {player: RatingShift(*shift) for player, shift in shifts.items()})
-        race = Race.of(record)
-        if race.phase is not Phase.RUNNING or race.starts_at is None:
+        """The race as stored, with what its seats' games say: a running race's playing seats take
+        their games' figures (the race stores none per action); a finished race's seats their games'
+        final boards (what `race_watch` of it shows) and its rating changes."""
+        finished = record.state == Phase.FINISHED
+        shifts = await self.load_ratings(record.id) if finished else {}
+        race = Race.of(record, {player: RatingShift(*shift) for player, shift in shifts.items()})
+        if race.starts_at is None or race.phase not in (Phase.RUNNING, Phase.FINISHED):
             return race
         seated = dict(race.seated)
         for number, seat in race.seated.items():
-            if seat.game is None or seat.status is not SeatStatus.PLAYING:
+            if seat.game is None or (not finished and seat.status is not SeatStatus.PLAYING):
                 continue
             async with self._database.connection() as conn:
                 stored = await repository.load_game(conn, seat.game)
-            if stored is not None:
-                seated[number] = await _caught_up(seat, stored, race.starts_at)
+            if stored is None:
+                continue
+            game = await asyncio.to_thread(replay_stored, stored)
+            # the time of a game's last action is not stored: the seat's time, as the race stored it
+            progress = SeatProgress.of(
+                seat.game, game, race.starts_at + dt.timedelta(milliseconds=seat.time_ms)
+            )
+            if finished:
+                seated[number] = dataclasses.replace(seat, progress=progress)
+            else:
+                seated[number] = seat.progressed(progress, race.starts_at)
         return dataclasses.replace(race, seated=seated)
-
-
-async def _caught_up(seat: Seat, stored: StoredGame, starts_at: dt.datetime) -> Seat:
-    """A playing seat with its game's figures as stored, its time as the race last stored it (the
-    time of the game's last action is not stored)."""
-    game = await asyncio.to_thread(replay_stored, stored)
-    at = starts_at + dt.timedelta(milliseconds=seat.time_ms)
-    assert seat.game is not None
-    return seat.progressed(SeatProgress.of(seat.game, game, at), starts_at)
 
 
 async def _no_game(game_id: str) -> StoredGame | None:

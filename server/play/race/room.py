@@ -27,9 +27,11 @@ only; a spectator who holds none gets each seat's board ``board_delay`` seconds 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine import Game
 from protocol import Foundations, Ok, RaceBoard, RaceLink, RatingShift, ServerMessage, Snapshot
 from protocol import Player as PlayerRef
 from protocol import Race as RaceMessage
@@ -219,7 +221,9 @@ class RaceRoom:
     def _watch(self, command: RaceWatch) -> list[Effect]:
         self.followers[command.follower] = command.player.id
         replies: list[ServerMessage] = [self.snapshot(command.request_id)]
-        if self.race.phase.over or self.race.seat_of(command.player.id) is None:
+        if self.race.phase is Phase.FINISHED:
+            replies += self.final_boards()
+        elif self.race.seat_of(command.player.id) is None:  # a spectator: the boards shown so far
             replies += self._boards.values()
         return [Reply(command.reply_to, replies)]
 
@@ -293,20 +297,37 @@ class RaceRoom:
     # ------------------------------------------------------------------ boards
 
     def _delay_board(self, number: int, progress: SeatProgress) -> list[Effect]:
-        due = self._held.keep(number, progress)
-        return self._arm(due) if due is not None else []
+        self._held.keep(number, progress)
+        return self._arm_boards()
 
     def _release_boards(self, now: dt.datetime) -> list[Effect]:
-        released = self._held.release(now)
         effects: list[Effect] = []
-        for number, progress in released.items():
+        for number, progress in self._held.release(now).items():
             effects += self._show_board(number, progress, self.spectators)
+        return effects + self._arm_boards()
+
+    def _arm_boards(self) -> list[Effect]:
+        """A Wake for the next board due, after every change of what is held: a timer that fired
+        early, or a board held back a second, is woken for again."""
         due = self._held.next_due()
-        if released and due is not None:
-            effects += self._arm(due)
-        return effects
+        return self._arm(due) if due is not None else []
+
+    def final_boards(self) -> list[RaceBoard]:
+        """Every seat's last board once the race is over; a seat that never moved shows the deal."""
+        race = self.race
+        boards = []
+        for number, seat in race.seated.items():
+            if seat.game is None or race.starts_at is None:
+                continue
+            progress = seat.progress or SeatProgress.of(seat.game, Game(race.deal), race.starts_at)
+            boards.append(self._board(number, progress))
+        return boards
 
     def _show_board(self, number: int, progress: SeatProgress, audience: set[Follower]) -> list[Effect]:
+        message = self._boards[number] = self._board(number, progress)
+        return [Push(tuple(audience), lambda: message)] if audience else []
+
+    def _board(self, number: int, progress: SeatProgress) -> RaceBoard:
         race = self.race
         seat = race.seated[number]
         assert seat.game is not None and race.starts_at is not None
@@ -324,8 +345,7 @@ class RaceRoom:
             progress.status,
             race.starts_at,
         )
-        message = self._boards[number] = RaceBoard(self.id, number, board)
-        return [Push(tuple(audience), lambda: message)] if audience else []
+        return RaceBoard(self.id, number, board)
 
     # ------------------------------------------------------------------ stored changes
 
@@ -444,10 +464,11 @@ class RaceRoom:
         effects += self._arm_next()
         effects += self._hold()
         if race.phase.over and not before.phase.over:
-            if race.phase is Phase.FINISHED:  # the boards open to everyone
-                for number, seat in race.seated.items():
-                    if seat.progress is not None:
-                        effects += self._show_board(number, seat.progress, set(self.followers))
+            if race.phase is Phase.FINISHED and self.followers:  # the boards open to everyone
+                audience = tuple(self.followers)
+                for board in self.final_boards():
+                    self._boards[board.seat] = board
+                    effects.append(Push(audience, functools.partial(_same, board)))
             effects.append(Leave())
         return effects
 
@@ -459,6 +480,10 @@ class RaceRoom:
             assert self.race.rematch is not None
             return Rematch(self.race.rematch.race, self.race.rematch.code, made=True)
         return [Ok(request_id=request.request_id)]
+
+
+def _same(board: RaceBoard) -> RaceBoard:
+    return board
 
 
 def _stale(race_id: str) -> Refusal:
