@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import BrowserContext, Page, WebSocketRoute, expect
 
 from engine import Deal, Game, Move
@@ -46,7 +47,7 @@ RACE_SETTINGS = {
 }
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")
 async def race_app(tmp_path: Path) -> AsyncIterator[App]:
     async with serverutil.running_app(f"sqlite+aiosqlite:///{tmp_path}/db.sqlite3", **RACE_SETTINGS) as app:
         yield app
