@@ -27,7 +27,6 @@ only; a spectator who holds none gets each seat's board ``board_delay`` seconds 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -313,15 +312,19 @@ class RaceRoom:
         return self._arm(due) if due is not None else []
 
     def final_boards(self) -> list[RaceBoard]:
-        """Every seat's last board once the race is over; a seat that never moved shows the deal."""
+        """Every seat's last board once the race is over (what `race_watch` of it shows)."""
+        return [self._board(number, progress) for number, progress in self._final_positions()]
+
+    def _final_positions(self) -> list[tuple[int, SeatProgress]]:
+        """Each seat's last committed position; a seat that never moved shows the deal as dealt."""
         race = self.race
-        boards = []
-        for number, seat in race.seated.items():
-            if seat.game is None or race.starts_at is None:
-                continue
-            progress = seat.progress or SeatProgress.of(seat.game, Game(race.deal), race.starts_at)
-            boards.append(self._board(number, progress))
-        return boards
+        if race.starts_at is None:
+            return []
+        return [
+            (number, seat.progress or SeatProgress.of(seat.game, Game(race.deal), race.starts_at))
+            for number, seat in race.seated.items()
+            if seat.game is not None
+        ]
 
     def _show_board(self, number: int, progress: SeatProgress, audience: set[Follower]) -> list[Effect]:
         message = self._boards[number] = self._board(number, progress)
@@ -464,11 +467,9 @@ class RaceRoom:
         effects += self._arm_next()
         effects += self._hold()
         if race.phase.over and not before.phase.over:
-            if race.phase is Phase.FINISHED and self.followers:  # the boards open to everyone
-                audience = tuple(self.followers)
-                for board in self.final_boards():
-                    self._boards[board.seat] = board
-                    effects.append(Push(audience, functools.partial(_same, board)))
+            if race.phase is Phase.FINISHED:  # the boards open to everyone
+                for number, progress in self._final_positions():
+                    effects += self._show_board(number, progress, set(self.followers))
             effects.append(Leave())
         return effects
 
@@ -480,10 +481,6 @@ class RaceRoom:
             assert self.race.rematch is not None
             return Rematch(self.race.rematch.race, self.race.rematch.code, made=True)
         return [Ok(request_id=request.request_id)]
-
-
-def _same(board: RaceBoard) -> RaceBoard:
-    return board
 
 
 def _stale(race_id: str) -> Refusal:
