@@ -31,7 +31,6 @@ from server.metrics import Metrics
 from server.origins import OriginPolicy, TrustedProxies
 from server.play.bus import Bus, LocalBus, RedisBus
 from server.play.race.quick_match import QuickMatch
-from server.play.race.ratings import rate_finished_race
 from server.play.race.registry import RaceRegistry
 from server.play.registry import RoomRegistry
 from server.ratelimit import BucketsByKey
@@ -56,7 +55,7 @@ HARD_FRAME_FACTOR = 16
 def _commit_backend(settings: Settings, database: Database) -> CommitBackend:
     """The group-commit backend for the configured database: on SQLite, action appends skip the async
     engine (see `server.storage.commit_backends`)."""
-    engine_backend = SqlAlchemyBackend(database, asyncio.get_running_loop(), rate_finished_race)
+    engine_backend = SqlAlchemyBackend(database, asyncio.get_running_loop(), settings.farm_guard())
     sqlite_path = sqlite_file(settings.database_url)
     if sqlite_path is None:
         return engine_backend

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from protocol.limits import MAX_PAGE_SIZE
 from server.origins import OriginPolicy, TrustedProxies
 from server.play.race.matchmaking import MatchRules
+from server.play.race.ratings import ESTABLISHED_NETWORKS, MEETINGS_PER_DAY, FarmGuard
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -107,6 +108,13 @@ def _parses(parse: Callable[[str], object]) -> Check:
         except ValueError as exc:
             return str(exc)
         return None
+
+    return check
+
+
+def _one_of(*choices: str) -> Check:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"{value!r} is not one of {', '.join(choices)}"
 
     return check
 
@@ -414,6 +422,31 @@ class Settings:
             "check": _at_least(1),
         },
     )
+    rated_networks: str = field(
+        default="distinct",
+        metadata={
+            "help": "who of a race is rated: 'distinct', only seats whose network (the per-address "
+            "limits' address: an IPv6 client's --ipv6-prefix network) no other seat of the race "
+            "shares, or 'any' (a LAN of friends behind one address); docs/ratings.md, Farming",
+            "check": _one_of("distinct", "any"),
+        },
+    )
+    rated_meetings_per_day: int | None = field(
+        default=MEETINGS_PER_DAY,
+        metadata={
+            "help": "rated races a day in which two networks may both have a rated seat (more of "
+            "their races rate the rest of the seats only), or off",
+            "check": _at_least(1),
+        },
+    )
+    established_networks: int | None = field(
+        default=ESTABLISHED_NETWORKS,
+        metadata={
+            "help": "networks other than its own a player must have finished races against before "
+            "its races rate (a race rates when two of its rated seats are established), or off",
+            "check": _at_least(1),
+        },
+    )
     race_joins_per_player_per_minute: int | None = field(
         default=30,
         metadata={
@@ -471,6 +504,14 @@ class Settings:
             enough=self.quick_match_enough,
             max_players=self.quick_match_max_players,
             wait=self.quick_match_wait,
+        )
+
+    def farm_guard(self) -> FarmGuard:
+        """Who of a finished race is rated (`server.play.race.ratings`)."""
+        return FarmGuard(
+            distinct_networks=self.rated_networks == "distinct",
+            meetings_per_day=self.rated_meetings_per_day,
+            established_networks=self.established_networks,
         )
 
     def worker_node(self, index: int) -> str:

@@ -42,7 +42,9 @@ from server.play.race.commands import (
     Rematch,
 )
 from server.play.race.quick_match import QuickMatch
+from server.play.race.ratings import network_of
 from server.play.race.registry import RaceRegistry, RaceRoomDriver
+from server.play.race.value import Entrant
 from server.play.registry import GameRoomDriver, RoomRegistry
 from server.play.replay import replay_page, replay_whole
 from server.play.session import Session
@@ -274,7 +276,7 @@ class RequestHandler:
     async def _new_game(self, session: Session, request: protocol.NewGameRequest) -> Replies:
         player = _player(session)
         self._check_games_limit(session, None)
-        self._new_games.check(player.id, _address(session))  # first: a refused new_game costs nothing
+        self._new_games.check(player.id, session.address)  # first: a refused new_game costs nothing
         await self._unfinished.make_room(player.id)  # the cap on a player's unfinished games
         deal = request.deal
         daily_date = None
@@ -300,7 +302,7 @@ class RequestHandler:
         if not isinstance(spot, HintSpot):
             raise spot
         try:
-            asker = Asker(room.owner.id, _address(session))
+            asker = Asker(room.owner.id, session.address)
             verdict, move = await self._solving.hint(room.id, spot.v, spot.layout, asker)
         except SolverBusy as exc:
             raise Refusal(exc.code, str(exc)) from None
@@ -441,7 +443,7 @@ class RequestHandler:
         """A request the database answers, within its address's ``reads_per_address_per_second``: each
         costs the process about a millisecond of CPU even on a small database, and the frame budget
         alone lets one address ask a thousand a second (bench_attacks ``boards``)."""
-        if self._reads is not None and not self._reads.allow(_address(session)):
+        if self._reads is not None and not self._reads.allow(session.address):
             raise Refusal(ErrorCode.RATE_LIMITED, "too many reads from this address a second; wait a little")
 
     # ------------------------------------------------------------------ races (docs/races.md)
@@ -451,7 +453,7 @@ class RequestHandler:
         self._check_reads(session)
         self._check_race_creation(session, player)
         race = await self._races.create(
-            player,
+            _entrant(session, player),
             cells=request.cells,
             seats=request.seats,
             time_limit=request.time_limit,
@@ -468,7 +470,7 @@ class RequestHandler:
         return await self._ask_race(
             session,
             lambda: self._races.find_by_code(request.code),
-            lambda to: RaceJoin(session, player, request.request_id, to),
+            lambda to: RaceJoin(session, player, request.request_id, to, _network(session)),
         )
 
     async def _race_watch(self, session: Session, request: protocol.RaceWatchRequest) -> Replies:
@@ -526,7 +528,7 @@ class RequestHandler:
         return await self._ask_race(
             session,
             lambda: self._races.find_by_code(rematch.code),
-            lambda to: RaceJoin(session, player, request.request_id, to),
+            lambda to: RaceJoin(session, player, request.request_id, to, _network(session)),
         )
 
     async def _rematch_of(
@@ -539,7 +541,9 @@ class RequestHandler:
             if self._races.would_make_rematch(race, player.id):  # a refused ask spends nothing
                 self._check_race_creation(session, player)
             try:
-                rematch = await self._races.rematch(race, session, player, request.request_id)
+                rematch = await self._races.rematch(
+                    race, session, _entrant(session, player), request.request_id
+                )
             except Refusal as refused:
                 if refused.code != ErrorCode.STALE:
                     raise
@@ -552,7 +556,7 @@ class RequestHandler:
         """A race made, within its player's allowance and its address's (many guests of one address)."""
         _check_rate(self._race_creations, player.id, "races created an hour")
         _check_rate(
-            self._race_creations_by_address, _address(session), "races created from this address an hour"
+            self._race_creations_by_address, session.address, "races created from this address an hour"
         )
 
     async def _quick_race(self, session: Session, request: protocol.QuickRaceRequest) -> Replies:
@@ -592,7 +596,7 @@ class RequestHandler:
 
     def _check_guest_quota(self, session: Session) -> None:
         """At most ``guests_per_address_per_minute`` new guests from one source address."""
-        address = _address(session)
+        address = session.address
         if self._guests is not None and not self._guests.allow(address):
             raise Refusal(
                 ErrorCode.RATE_LIMITED,
@@ -621,9 +625,13 @@ class RequestHandler:
         return found
 
 
-def _address(session: Session) -> str:
-    """The source address of ``session``'s connection (the client's, behind a trusted proxy)."""
-    return str(getattr(session.transport, "client_address", ""))
+def _network(session: Session) -> str | None:
+    """What a seat taken from ``session`` keeps of its network (docs/ratings.md, Farming)."""
+    return network_of(session.address)
+
+
+def _entrant(session: Session, player: PlayerRef) -> Entrant:
+    return Entrant(player, _network(session))
 
 
 def _check_rate(buckets: BucketsByKey | None, key: str, what: str) -> None:

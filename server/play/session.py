@@ -65,6 +65,12 @@ class Session:
         self.request: Any = None
         self.started = 0.0
 
+    @property
+    def address(self) -> str:
+        """The source address its per-address limits count (the client's, behind a trusted proxy; an
+        IPv6 client's network): ``""`` for a session with no transport."""
+        return str(getattr(self.transport, "client_address", ""))
+
     # The transport's Channel
 
     def serve(self, message: bytes | str, within_rate: bool) -> None:

@@ -51,11 +51,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import functools
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, cast
 
@@ -209,9 +210,28 @@ class CommitBackend(Protocol):
         """Release what the backend holds (on the writer thread, after its last commit)."""
 
 
-#: Rates a finished race from its places and the players' stored ratings (the services' OpenSkill,
-#: `server.play.race.ratings.rate_finished_race`, given by the composition root).
-RaceRater = Callable[[RaceRecord, Mapping[str, Rating]], RatedRace]
+class RaceRater(Protocol):
+    """Rates a finished race from its places, the players' stored ratings and how often its seats'
+    networks met in rated races lately (`server.play.race.ratings.FarmGuard`, given by the
+    composition root: storage knows no rating rule)."""
+
+    @property
+    def established_networks(self) -> int | None:
+        """The rivals' networks that establish a player (None: every player is)."""
+
+    def meetings_since(self, race: RaceRecord) -> dt.datetime | None:
+        """Since when the rated races of ``race``'s networks count (None: they don't)."""
+
+    def __call__(
+        self,
+        race: RaceRecord,
+        current: Mapping[str, Rating],
+        recent: Sequence[Sequence[str]],
+        networks_met: Mapping[str, int],
+    ) -> RatedRace:
+        """``recent``: for each race rated since `meetings_since`, which of ``race``'s networks had
+        a rated seat in it (`server.storage.ratings.rated_networks_since`); ``networks_met``: each
+        seated person's count (`server.storage.ratings.networks_met`)."""
 
 
 class SqlAlchemyBackend:
@@ -283,8 +303,16 @@ class SqlAlchemyBackend:
         race = write.race
         if race.state != "finished" or write.rematch is not None:  # a rematch's link: rated before
             return
-        current = await ratings.load_ratings(conn, race.cells, [seat.player_id for seat in race.seated])
-        if not await ratings.store_rating_changes(conn, self._rater(race, current)):
+        recent: list[list[str]] = []
+        since = self._rater.meetings_since(race)
+        if since is not None:
+            networks = (seat.network for seat in race.seated if seat.network is not None)
+            recent = await ratings.rated_networks_since(conn, networks, since)
+        seated = [seat.player_id for seat in race.seated]
+        enough = self._rater.established_networks
+        met = {} if enough is None else await ratings.networks_met(conn, seated, enough)
+        current = await ratings.load_ratings(conn, race.cells, seated)
+        if not await ratings.store_rating_changes(conn, self._rater(race, current, recent, met)):
             raise WriteConflict(f"race {race.id}: a rating changed while it was rated")
 
 

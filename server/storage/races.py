@@ -93,6 +93,7 @@ async def store_race(conn: AsyncConnection, write: RaceWrite) -> None:
                     "score": seat.score,
                     "time_ms": seat.time_ms,
                     "place": seat.place,
+                    "network": seat.network,
                 }
                 for seat in race.seated
             ],
@@ -250,4 +251,5 @@ def _seat(row: Row[Any]) -> RaceSeatRecord:
         time_ms=row.time_ms,
         place=row.place,
         ready=row.ready,
+        network=row.network,
     )

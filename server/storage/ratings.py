@@ -15,16 +15,18 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import insert, literal, select, tuple_, update
+from sqlalchemy import func, insert, literal, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage.records import RatedRace, Rating, RatingChange
-from server.storage.tables import race_rating_changes, ratings
+from server.storage.tables import players, race_rating_changes, race_seats, races, ratings
 
 __all__ = [
     "load_race_rating_changes",
     "load_ratings",
+    "networks_met",
     "player_ratings",
+    "rated_networks_since",
     "rated_races_after",
     "rating_histories_after",
     "store_rating_changes",
@@ -43,6 +45,79 @@ async def load_ratings(conn: AsyncConnection, cells: int, player_ids: Iterable[s
         )
     )
     return {row.player_id: Rating(row.mu, row.sigma, row.races) for row in rows}
+
+
+async def rated_networks_since(
+    conn: AsyncConnection, networks: Iterable[str], since: dt.datetime
+) -> list[list[str]]:
+    """For each race rated at or after ``since`` in which one of ``networks`` had a rated seat, those
+    of ``networks`` that had one (what `server.play.race.ratings.meetings_of` counts).
+
+    On PostgreSQL the transaction first takes a lock per network (in one order: no deadlock), held to
+    its end, so that two races of the same networks finishing at once on two nodes are rated one
+    after the other, the second seeing the first's meeting; SQLite's one writer does so already.
+    """
+    wanted = sorted(set(networks))
+    if not wanted:
+        return []
+    if conn.dialect.name == "postgresql":
+        for network in wanted:
+            await conn.execute(select(func.pg_advisory_xact_lock(int(network[:15], 16))))
+    rows = await conn.execute(
+        select(race_seats.c.race_id, race_seats.c.network)
+        .join(
+            race_rating_changes,
+            (race_rating_changes.c.race_id == race_seats.c.race_id)
+            & (race_rating_changes.c.player_id == race_seats.c.player_id),
+        )
+        .where(race_seats.c.network.in_(wanted), race_rating_changes.c.at >= since)
+    )
+    by_race: dict[str, list[str]] = {}
+    for row in rows:
+        by_race.setdefault(row.race_id, []).append(row.network)
+    return list(by_race.values())
+
+
+async def networks_met(conn: AsyncConnection, player_ids: Iterable[str], enough: int) -> dict[str, int]:
+    """How many networks other than their own ``player_ids`` finished races against (people's seats
+    only, up to ``enough``): stored per player, counted again and stored for a player below
+    ``enough`` (the race being finished in this transaction counts). Bots have none."""
+    wanted = sorted(set(player_ids))
+    if not wanted:
+        return {}
+    rows = await conn.execute(
+        select(players.c.id, players.c.networks_met).where(players.c.id.in_(wanted), players.c.bot.is_(False))
+    )
+    met = {row.id: row.networks_met for row in rows}
+    for player_id, stored in met.items():
+        if stored < enough:
+            counted = await _count_networks_met(conn, player_id, enough)
+            if counted > stored:
+                await conn.execute(
+                    update(players).where(players.c.id == player_id).values(networks_met=counted)
+                )
+                met[player_id] = counted
+    return met
+
+
+async def _count_networks_met(conn: AsyncConnection, player_id: str, enough: int) -> int:
+    mine, theirs = race_seats.alias("mine"), race_seats.alias("theirs")
+    rivals = (
+        select(theirs.c.network)
+        .select_from(mine)
+        .join(races, (races.c.id == mine.c.race_id) & (races.c.state == "finished"))
+        .join(theirs, (theirs.c.race_id == mine.c.race_id) & (theirs.c.player_id != player_id))
+        .join(players, (players.c.id == theirs.c.player_id) & players.c.bot.is_(False))
+        .where(
+            mine.c.player_id == player_id,
+            theirs.c.network.is_not(None),
+            (mine.c.network.is_(None)) | (theirs.c.network != mine.c.network),
+        )
+        .distinct()
+        .limit(enough)
+        .subquery()
+    )
+    return int(await conn.scalar(select(func.count()).select_from(rivals)) or 0)
 
 
 async def store_rating_changes(conn: AsyncConnection, race: RatedRace) -> bool:

@@ -409,6 +409,8 @@ class RaceSeatRecord:
     time_ms: int
     place: int | None
     ready: bool = False
+    #: The digest of the network the seat joined from (docs/ratings.md, Farming); None: unknown.
+    network: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

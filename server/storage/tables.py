@@ -96,6 +96,9 @@ class PlayerRow(Base):
     #: boards only (`server.storage.leaderboards`). No Python default: an insert names it or the
     #: database's default (false) applies, so rows written by older code are people.
     bot: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    #: Networks other than its own it finished races against, counted up to what establishes a
+    #: player for ratings (`server.play.race.ratings.FarmGuard`): its races rate only once it is.
+    networks_met: Mapped[int] = mapped_column(SmallInteger, server_default=text("0"))
 
     games: Mapped[list[GameRow]] = relationship(back_populates="player", lazy="raise")
 
@@ -371,6 +374,8 @@ class RaceSeatRow(Base):
         CheckConstraint("status IN ('waiting', 'playing', 'won', 'resigned', 'left')", name="status"),
         # A player's races (their results, and the seats they hold).
         Index("ix_race_seats_player_id", "player_id"),
+        # A network's rated races of the last day (docs/ratings.md, Farming).
+        Index("ix_race_seats_network", "network"),
     )
 
     race_id: Mapped[str] = mapped_column(String(32), ForeignKey("races.id"), primary_key=True)
@@ -386,6 +391,9 @@ class RaceSeatRow(Base):
     score: Mapped[int] = mapped_column(Integer)
     time_ms: Mapped[int] = mapped_column(BigInteger)
     place: Mapped[int | None] = mapped_column(SmallInteger)
+    #: A digest of the network the seat joined from (`server.play.race.ratings.network_of`), never the
+    #: address: ratings rate only seats of distinct networks. None for a seat stored without one.
+    network: Mapped[str | None] = mapped_column(String(16))
 
 
 class LiveRoomRow(Base):

@@ -26,7 +26,7 @@ from server.storage import Database, races, ratings
 from server.storage.records import RaceRecord
 from solver import solve_deal
 from tests.server.conftest import RACE_SETTINGS
-from tests.server.test_races import Standings, follow_until
+from tests.server.test_races import Standings, follow_until, racer_address
 from tests.server.test_workers import Node, one_client_per_worker
 from tests.support import dbutil, serverutil
 from tests.support.waiting import eventually
@@ -174,6 +174,8 @@ class ServerProcess:
                     *("--database-url", database_url, "--redis-url", redis_url),
                     *("--race-countdown", str(RACE_SETTINGS["race_countdown"])),
                     *("--rate-per-second", "100000", "--rate-burst", "100000"),
+                    *("--trusted-proxies", "127.0.0.1"),  # racers on networks of their own: rated
+                    *("--established-networks", "off"),  # two newcomers' race rates
                 ],
                 cwd=ROOT,
                 env=env,
@@ -215,7 +217,8 @@ async def test_a_race_whose_node_is_killed_ends_at_its_time_limit_on_another_nod
     database_url, redis_url = postgres_and_redis
     killed = ServerProcess(database_url, redis_url, tmp_path / "killed.log")
     try:
-        ann, bo = await player(killed.url, name="ann"), await player(killed.url, name="bo")
+        ann = await player(killed.url, forwarded_for=racer_address(0), name="ann")
+        bo = await player(killed.url, forwarded_for=racer_address(1), name="bo")
         made = Standings(await ann.request("race_create", seats=2, time_limit=30))
         race_id = made.race["race"]
         await bo.request("race_join", code=made.race["code"])
@@ -231,7 +234,9 @@ async def test_a_race_whose_node_is_killed_ends_at_its_time_limit_on_another_nod
         await close_all(ann, bo)
     finally:
         killed.kill()
-    async with serverutil.running_app(database_url, redis_url=redis_url, node="node-sweeper") as survivor:
+    async with serverutil.running_app(
+        database_url, redis_url=redis_url, node="node-sweeper", established_networks=None
+    ) as survivor:
         assert survivor.races.room(race_id) is None  # not due yet: not taken up at start
         ends_at = made.race["ends_at"]
         await eventually(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -9,15 +10,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from server.play.race.ratings import (
+    ESTABLISHED_NETWORKS,
+    MEETINGS_PER_DAY,
     NEWCOMER,
+    FarmGuard,
     Placement,
     RatedRace,
     Rating,
     RatingChange,
+    meetings_of,
+    network_of,
     rate_race,
+    rated_players,
     rated_race,
     shown_rating,
 )
+from server.storage.records import RaceRecord, RaceSeatRecord
 
 
 def by_player(changes: tuple[RatingChange, ...]) -> dict[str, RatingChange]:
@@ -180,3 +188,145 @@ def test_rate_race_sigma_never_grows(seats: list[tuple[Rating, int, bool]]) -> N
         assert change.before == current[change.player_id]
         assert change.after.sigma <= change.before.sigma
         assert change.after.races == change.before.races + 1
+
+
+# ---------------------------------------------------------------------- farming (FarmGuard)
+
+
+def seat(
+    number: int, network: str | None, place: int | None = None, bot: bool = False, unplaced: bool = False
+) -> RaceSeatRecord:
+    """Seat ``number`` of player ``p<number>`` on ``network``, placed ``place`` (its number if not
+    said), or without a place."""
+    placed = None if unplaced else number if place is None else place
+    return RaceSeatRecord(
+        number, f"p{number}", f"p{number}", bot, None, "won", 0, 0, 0, 0, placed, network=network
+    )
+
+
+OPEN = FarmGuard(distinct_networks=False, meetings_per_day=None, established_networks=None)
+
+
+@pytest.mark.parametrize(
+    ("seats", "meetings", "guard", "networks_met", "rated"),
+    [
+        ([seat(1, "a"), seat(2, "b")], {}, FarmGuard(established_networks=None), {}, {"p1", "p2"}),
+        # one network: nobody of it is rated, whatever its place
+        ([seat(1, "a"), seat(2, "a")], {}, FarmGuard(established_networks=None), {}, set()),
+        (
+            [seat(1, "a"), seat(2, "a"), seat(3, "b"), seat(4, "c")],
+            {},
+            FarmGuard(established_networks=None),
+            {},
+            {"p3", "p4"},
+        ),
+        # an unknown network could be anyone's
+        (
+            [seat(1, None), seat(2, "b"), seat(3, "c")],
+            {},
+            FarmGuard(established_networks=None),
+            {},
+            {"p2", "p3"},
+        ),
+        # "any": one network rates
+        ([seat(1, "a"), seat(2, "a")], {}, OPEN, {}, {"p1", "p2"}),
+        # bots are never rated, and share no network with anyone
+        (
+            [seat(1, "a"), seat(2, "a", bot=True), seat(3, "b")],
+            {},
+            FarmGuard(established_networks=None),
+            {},
+            {"p1", "p3"},
+        ),
+        # a seat without a place (none is stored for a race not finished) is not rated
+        ([seat(1, "a"), seat(2, "b", unplaced=True), seat(3, "c")], {}, OPEN, {}, {"p1", "p3"}),
+        # the day's meetings: a and b met 3 times, b is dropped, c is rated against a
+        (
+            [seat(1, "a"), seat(2, "b"), seat(3, "c")],
+            {frozenset("ab"): 3},
+            FarmGuard(established_networks=None),
+            {},
+            {"p1", "p3"},
+        ),
+        (
+            [seat(1, "a"), seat(2, "b")],
+            {frozenset("ab"): 2},
+            FarmGuard(established_networks=None),
+            {},
+            {"p1", "p2"},
+        ),
+        # best place first: with b placed first, it is a that is dropped
+        (
+            [seat(1, "a", place=2), seat(2, "b", place=1), seat(3, "c", place=3)],
+            {frozenset("ab"): 3},
+            FarmGuard(established_networks=None),
+            {},
+            {"p2", "p3"},
+        ),
+        ([seat(1, "a"), seat(2, "b")], {frozenset("ab"): 30}, OPEN, {}, {"p1", "p2"}),
+        # established: two players of at least 5 networks met, or nobody is rated
+        ([seat(1, "a"), seat(2, "b")], {}, FarmGuard(), {"p1": 5, "p2": 4}, set()),
+        ([seat(1, "a"), seat(2, "b")], {}, FarmGuard(), {"p1": 5, "p2": 9}, {"p1", "p2"}),
+        ([seat(1, "a"), seat(2, "b"), seat(3, "c")], {}, FarmGuard(), {"p1": 5, "p3": 5}, {"p1", "p2", "p3"}),
+        # the established pair must survive the other rules
+        ([seat(1, "a"), seat(2, "a"), seat(3, "c")], {}, FarmGuard(), {"p1": 5, "p2": 5, "p3": 0}, set()),
+    ],
+)
+def test_rated_players(
+    seats: list[RaceSeatRecord],
+    meetings: dict[frozenset[str], int],
+    guard: FarmGuard,
+    networks_met: dict[str, int],
+    rated: set[str],
+) -> None:
+    assert rated_players(seats, meetings, guard, networks_met) == rated
+
+
+def test_the_guards_defaults_are_the_documented_numbers() -> None:
+    guard = FarmGuard()
+    assert (guard.distinct_networks, guard.meetings_per_day, guard.established_networks) == (True, 3, 5)
+    assert (MEETINGS_PER_DAY, ESTABLISHED_NETWORKS) == (3, 5)
+
+
+def test_meetings_count_each_pair_of_networks_once_a_race() -> None:
+    assert meetings_of([["a", "b", "c"], ["b", "a", "a"], ["c"], []]) == {
+        frozenset("ab"): 2,
+        frozenset("ac"): 1,
+        frozenset("bc"): 1,
+    }
+
+
+def test_a_network_is_kept_as_a_digest() -> None:
+    digest = network_of("203.0.113.7")
+    assert digest is not None and len(digest) == 16 and int(digest, 16) >= 0
+    assert "203" not in digest and digest == network_of("203.0.113.7") != network_of("203.0.113.8")
+    assert network_of("") is None
+
+
+def test_the_guard_rates_the_race_of_its_rated_players_only() -> None:
+    at = dt.datetime(2026, 12, 7, tzinfo=dt.UTC)
+    race = RaceRecord(
+        id="r1",
+        code="CODE",
+        creator_id="p1",
+        cells=8,
+        seats=3,
+        time_limit_s=60,
+        public=True,
+        state="finished",
+        deal_code="unused",
+        created_at=at,
+        starts_at=at,
+        ends_at=at,
+        finished_at=at,
+        seated=(seat(1, "a"), seat(2, "b"), seat(3, "b")),
+        revision=9,
+    )
+    rated = FarmGuard(established_networks=None)(race, {}, [], {})
+    assert [change.player_id for change in rated.changes] == []  # b twice: only a is left
+    rated = FarmGuard(established_networks=None)(
+        dataclasses.replace(race, seated=(seat(1, "a"), seat(2, "b"), seat(3, "c"))), {}, [["a", "c"]] * 3, {}
+    )
+    assert rated.changes == rate_race([Placement("p1", 1), Placement("p2", 2)], {})
+    assert FarmGuard().meetings_since(race) == at - dt.timedelta(days=1)
+    assert OPEN.meetings_since(race) is None

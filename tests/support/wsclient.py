@@ -84,8 +84,13 @@ class WsClient:
         await self.ws.close()
 
 
-async def player(url: str, subprotocol: str = SUBPROTOCOLS[0], **hello: Any) -> WsClient:
-    """A connection to ``url`` that said hello with ``hello``'s fields (a name, a token ...)."""
-    client = await WsClient.open(url, subprotocol)
+async def player(
+    url: str, subprotocol: str = SUBPROTOCOLS[0], *, forwarded_for: str | None = None, **hello: Any
+) -> WsClient:
+    """A connection to ``url`` that said hello with ``hello``'s fields (a name, a token ...); with
+    ``forwarded_for``, as the client a proxy on 127.0.0.1 names (a server that trusts it counts the
+    connection under that address: its per-address limits, a seat's network for ratings)."""
+    headers = {} if forwarded_for is None else {"X-Forwarded-For": forwarded_for}
+    client = await WsClient.open(url, subprotocol, additional_headers=headers)
     await client.hello(**hello)
     return client

@@ -44,6 +44,10 @@ RACE_SETTINGS = {
     "shutdown_grace": 2.0,
     "new_connections_per_address_per_second": 500.0,
     "race_board_delay": 1.0,  # a spectator's boards, late: long enough to see, short for a test
+    # The protocol clients come through a "proxy" on 127.0.0.1 from networks of their own (as rated
+    # racers must be: docs/ratings.md, Farming); the browser's page from 127.0.0.1 itself.
+    "trusted_proxies": "127.0.0.1",
+    "established_networks": None,  # two newcomers' race rates (as on a server of established players)
 }
 
 
@@ -131,7 +135,7 @@ async def test_a_race_joined_by_link_and_won_by_the_rival(chromium: Any, site: s
     errors: list[str] = []
     frames = Frames()
     url = serverutil.ws_url(race_app)
-    bo = await player(url, name="Bo")
+    bo = await player(url, forwarded_for="198.51.100.2", name="Bo")
     race = await bo.request("race_create", seats=2, time_limit=300)
     race_id, code = race["race"], race["code"]
 

@@ -28,12 +28,14 @@ __all__ = [
 
 
 class RaceJoin(NamedTuple):
-    """``player`` takes a seat (or, holding one, follows the race again)."""
+    """``player`` takes a seat (or, holding one, follows the race again); ``network`` is the digest of
+    where it joins from (`server.play.race.ratings.network_of`), what its rating is judged by."""
 
     follower: Follower
     player: PlayerRef
     request_id: RequestId | None
     reply_to: ReplyTo
+    network: str | None = None
 
 
 class RaceWatch(NamedTuple):

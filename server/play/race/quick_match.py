@@ -22,8 +22,9 @@ from server.errors import ErrorCode, Refusal
 from server.play.game_room import PlayerRef
 from server.play.race.commands import RaceWatch
 from server.play.race.matchmaking import FormRace, Matchmaker, MatchRules
-from server.play.race.ratings import shown_rating
+from server.play.race.ratings import network_of, shown_rating
 from server.play.race.registry import RaceRegistry
+from server.play.race.value import Entrant
 from server.play.session import Session
 from server.storage import Database
 from server.storage.ratings import load_ratings
@@ -118,7 +119,9 @@ class QuickMatch:
         """Open the race and have each seat's connection follow it: its ``race`` snapshot pushed."""
         try:
             race = await self._races.open_quick(
-                tuple(player for _, player in seats), cells=cells, time_limit=self._time_limit
+                tuple(Entrant(player, network_of(session.address)) for session, player in seats),
+                cells=cells,
+                time_limit=self._time_limit,
             )
         except Exception:
             logger.exception("a quick race of %s could not be opened", [p.id for _, p in seats])

@@ -38,10 +38,10 @@ from server.play.bus import Event, RaceEvent
 from server.play.commands import Follower, Tick
 from server.play.driver import Pusher, RoomDriver, RoomServices
 from server.play.effects import SeatProgress
-from server.play.game_room import FinishedGame, PlayerRef
+from server.play.game_room import FinishedGame
 from server.play.race.commands import RaceChanged, RaceRematch, Rematch, SeatChanged
 from server.play.race.room import RaceRoom
-from server.play.race.value import LOBBY_TIMEOUT, Phase, Race, Seat, SeatStatus
+from server.play.race.value import LOBBY_TIMEOUT, Entrant, Phase, Race, Seat, SeatStatus
 from server.play.registry import RoomRegistry
 from server.play.replay import replay_stored
 from server.storage import Database, StoredGame, races, ratings, repository
@@ -123,14 +123,14 @@ class RaceRegistry:
         return self._rooms.get(race_id)
 
     async def create(
-        self, creator: PlayerRef, *, cells: int, seats: int, time_limit: int, public: bool
+        self, creator: Entrant, *, cells: int, seats: int, time_limit: int, public: bool
     ) -> RaceRoomDriver:
         """A new race with ``creator`` in seat 1; returns once it is stored."""
         race = self._new_race(creator, cells=cells, seats=seats, time_limit_s=time_limit, public=public)
         return await self._open(race)
 
     async def open_quick(
-        self, players: tuple[PlayerRef, ...], *, cells: int, time_limit: int
+        self, players: tuple[Entrant, ...], *, cells: int, time_limit: int
     ) -> RaceRoomDriver:
         """A public race formed by quick match: ``players`` seated and ready, its countdown begun;
         returns once it is stored (its players then race_watch it: `server.play.race.quick_match`)."""
@@ -139,7 +139,10 @@ class RaceRegistry:
         )
         race = dataclasses.replace(
             race,
-            seated={number: Seat(player, ready=True) for number, player in enumerate(players, 1)},
+            seated={
+                number: Seat(player, ready=True, network=network)
+                for number, (player, network) in enumerate(players, 1)
+            },
             phase=Phase.COUNTDOWN,
             starts_at=race.created_at + dt.timedelta(seconds=self._countdown),
         )
@@ -151,21 +154,20 @@ class RaceRegistry:
         self._metrics.races_made.inc()
         return self._add(self._room(race))
 
-    def _new_race(
-        self, creator: PlayerRef, *, cells: int, seats: int, time_limit_s: int, public: bool
-    ) -> Race:
+    def _new_race(self, creator: Entrant, *, cells: int, seats: int, time_limit_s: int, public: bool) -> Race:
         """A new race in its lobby with ``creator`` in seat 1: this registry's deal, code and clock."""
+        player, network = creator
         return Race(
             id=new_id(),
             code=invite_code(),
-            creator=creator,
+            creator=player,
             cells=cells,
             seats=seats,
             time_limit_s=time_limit_s,
             public=public,
             deal=self._winnable(cells),
             created_at=self.clock(),
-            seated={1: Seat(creator)},
+            seated={1: Seat(player, network=network)},
         )
 
     def _room(self, race: Race) -> RaceRoom:
@@ -190,7 +192,7 @@ class RaceRegistry:
         )
 
     async def rematch(
-        self, race: RaceRoomDriver, follower: Follower, asker: PlayerRef, request_id: RequestId | None
+        self, race: RaceRoomDriver, follower: Follower, asker: Entrant, request_id: RequestId | None
     ) -> Rematch | None:
         """Ask finished ``race`` for its rematch on behalf of ``asker``: the race's `Rematch` (made by
         this ask: the new race, ``asker`` seated, is stored and taken up here before anyone is told of
@@ -200,6 +202,7 @@ class RaceRegistry:
             Refusal: not a player of the race, the race not finished, stale (another node linked it).
         """
         value = race.room.race
+        player = asker.player
         made = self._new_race(
             asker, cells=value.cells, seats=value.seats, time_limit_s=value.time_limit_s, public=value.public
         )
@@ -212,7 +215,7 @@ class RaceRegistry:
 
         outcome = await race.ask(
             lambda reply_to: RaceRematch(
-                follower, asker, made.record(), request_id, lambda outcome: take_up(outcome, reply_to)
+                follower, player, made.record(), request_id, lambda outcome: take_up(outcome, reply_to)
             )
         )
         if isinstance(outcome, BaseException):

@@ -194,10 +194,10 @@ class RaceRoom:
         race, now = self.race, self.clock()
         try:
             match request:
-                case RaceJoin(follower, player, request_id, reply_to):
+                case RaceJoin(follower, player, request_id, reply_to, network):
                     if race.seat_of(player.id) is not None:  # its seat again (another connection)
                         return self._watch(RaceWatch(follower, player, request_id, reply_to))
-                    proposed = race.join(player)
+                    proposed = race.join(player, network)
                 case RaceReady(_, player, ready):
                     proposed = race.ready(player, ready)
                 case RaceStart(_, player):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
+from typing import NamedTuple
 
 from engine import Deal, Status
 from protocol import Player as PlayerRef
@@ -30,7 +31,7 @@ from server.play.race.places import Figures, places
 from server.storage import GameStart
 from server.storage.records import RaceRecord, RaceSeatRecord
 
-__all__ = ["LOBBY_TIMEOUT", "Phase", "Race", "Seat", "SeatStatus"]
+__all__ = ["LOBBY_TIMEOUT", "Entrant", "Phase", "Race", "Seat", "SeatStatus"]
 
 #: Seconds a race may stay in its lobby: then it is cancelled. A race made and never started holds
 #: memory, a row and a timer, and players who join and never ready hold its seats: ten minutes bound
@@ -51,6 +52,14 @@ class Phase(StrEnum):
     @property
     def over(self) -> bool:
         return self in (Phase.FINISHED, Phase.CANCELLED)
+
+
+class Entrant(NamedTuple):
+    """Who takes a seat, and the digest of the network it comes from
+    (`server.play.race.ratings.network_of`; None: unknown), which its rating is judged by."""
+
+    player: PlayerRef
+    network: str | None
 
 
 class SeatStatus(StrEnum):
@@ -78,6 +87,7 @@ class Seat:
     place: int | None = None
     progress: SeatProgress | None = None  # the game's last commit seen (its board)
     rating: RatingShift | None = None  # shown rating before and after, once the race rated it
+    network: str | None = None  # the digest of the network it joined from (`ratings.network_of`)
 
     @classmethod
     def of(cls, stored: RaceSeatRecord) -> Seat:
@@ -92,6 +102,7 @@ class Seat:
             score=stored.score,
             time_ms=stored.time_ms,
             place=stored.place,
+            network=stored.network,
         )
 
     def row(self, number: int) -> RaceSeat:
@@ -124,6 +135,7 @@ class Seat:
             self.time_ms,
             self.place,
             self.ready,
+            self.network,
         )
 
     def progressed(self, progress: SeatProgress, starts_at: dt.datetime) -> Seat:
@@ -333,15 +345,16 @@ class Race:
 
     # ------------------------------------------------------------------ stored transitions
 
-    def join(self, player: PlayerRef) -> Race:
-        """``player`` takes the lowest free seat."""
+    def join(self, player: PlayerRef, network: str | None) -> Race:
+        """``player``, from ``network`` (`server.play.race.ratings.network_of`), takes the lowest free
+        seat."""
         self._check_not_over()
         if self.phase is not Phase.LOBBY:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} has started: race_watch it")
         if len(self.seated) >= self.seats:
             raise Refusal(ErrorCode.ILLEGAL_MOVE, f"race {self.id} is full ({self.seats} seats)")
         number = min(set(range(1, self.seats + 1)) - set(self.seated))
-        return self._stored(seated={**self.seated, number: Seat(player)})
+        return self._stored(seated={**self.seated, number: Seat(player, network=network)})
 
     def ready(self, player: PlayerRef, ready: bool) -> Race:
         number = self._own_seat(player)
