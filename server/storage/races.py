@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Row, and_, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Row, and_, delete, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from server.storage import repository
@@ -127,17 +127,43 @@ async def open_race_ids(conn: AsyncConnection) -> list[str]:
 
 
 async def due_race_ids(conn: AsyncConnection, now: dt.datetime, lobby_timeout: float) -> list[str]:
-    """The races not over whose next timed change was due at ``now``: a lobby made ``lobby_timeout``
-    seconds before, a countdown's start, a running race's time limit (what a node's sweep takes up:
-    `server.play.race.registry`). The state index narrows it to the races not over."""
+    """The races not over whose next change was due at ``now`` (what a node's sweep takes up:
+    `server.play.race.registry`): a lobby made ``lobby_timeout`` seconds before, a countdown's start,
+    a running race's time limit, and a running race decided by its seats' stored games by ``now``
+    (one won, or none still playing) whose finishing write never came (its node died between the
+    two). The state index narrows it to the races not over."""
     lobby_made_by = now - dt.timedelta(seconds=lobby_timeout)
     due = or_(
         and_(races.c.state == "lobby", races.c.created_at <= lobby_made_by),
         and_(races.c.state == "countdown", races.c.starts_at <= now),
-        and_(races.c.state == "running", races.c.ends_at <= now),
+        and_(races.c.state == "running", or_(races.c.ends_at <= now, _decided_by(now))),
     )
     query = select(races.c.id).where(races.c.state.in_(_OPEN_STATES), due).order_by(races.c.id)
     return list(await conn.scalars(query))
+
+
+def _decided_by(now: dt.datetime) -> ColumnElement[bool]:
+    """A running race's seats' games, as stored, decided it by ``now``: one won, or every seat's game
+    over (a seat that left plays no more either), the last of them ended by ``now`` (a race with no
+    seat's game ended is not decided by its games)."""
+    seat_games = race_seats.join(games, games.c.id == race_seats.c.game_id)
+    of_the_race = race_seats.c.race_id == races.c.id
+    won = exists(
+        select(1)
+        .select_from(seat_games)
+        .where(of_the_race, games.c.status == "won", games.c.finished_at <= now)
+    )
+    playing = exists(
+        select(1)
+        .select_from(seat_games)
+        .where(
+            of_the_race,
+            race_seats.c.status != "left",
+            or_(games.c.status == "playing", games.c.finished_at > now),
+        )
+    )
+    ended = exists(select(1).select_from(seat_games).where(of_the_race, games.c.finished_at <= now))
+    return or_(won, and_(ended, ~playing))
 
 
 async def game_race(conn: AsyncConnection, game_id: str) -> GameRace | None:

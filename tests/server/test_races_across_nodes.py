@@ -18,9 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from engine import Deal, Foundation, Game, Move
 from server.app import App
+from server.clock import utc_now
 from server.play.race.registry import SWEEP_GRACE, SWEEP_INTERVAL
 from server.storage import Database, races, ratings
 from server.storage.records import RaceRecord
@@ -255,6 +258,62 @@ async def test_a_race_whose_node_is_killed_ends_at_its_time_limit_on_another_nod
             stored = await ratings.load_ratings(conn, 8, [seat.player_id for seat in record.seated])
         assert rated is not None and len(rated.changes) == 2
         assert [rating.races for rating in stored.values()] == [1, 1]  # rated once
+
+
+async def test_a_race_whose_node_dies_between_the_win_and_the_finish_ends_at_the_next_sweep(
+    postgres_and_redis: tuple[str, str], tmp_path: Path
+) -> None:
+    """The node that holds a running race stores a seat's winning move and is killed (SIGKILL) before
+    the race's finishing write: the test holds that write back with a lock on the race's row (the
+    game's commit takes none), so the node dies with the win stored and the race running, its time
+    limit ten minutes away. Another node's sweep finds the race decided by its seats' stored games
+    and ends it within seconds, the winner first, rated once."""
+    database_url, redis_url = postgres_and_redis
+    killed = ServerProcess(database_url, redis_url, tmp_path / "killed.log")
+    locker = create_async_engine(database_url)
+    try:
+        ann = await player(killed.url, forwarded_for=racer_address(0), name="ann")
+        bo = await player(killed.url, forwarded_for=racer_address(1), name="bo")
+        made = Standings(await ann.request("race_create", seats=2, time_limit=600))
+        race_id = made.race["race"]
+        await bo.request("race_join", code=made.race["code"])
+        for racer in (ann, bo):
+            assert (await racer.request("race_ready", race=race_id))["type"] == "ok"
+        assert (await ann.request("race_start", race=race_id))["type"] == "ok"
+        await follow_until(ann, made, lambda s: s.race["state"] == "running")
+        game = made.of(ann)["game"]
+        *line, last = solve_deal(Deal.from_code(made.race["deal"])).moves
+        for v, move in enumerate(line):
+            assert (await ann.request("move", game=game, **move_fields(move), v=v))["type"] == "ack"
+        async with locker.connect() as lock:
+            await lock.execute(text("SELECT 1 FROM races WHERE id = :id FOR UPDATE"), {"id": race_id})
+            assert (await ann.request("move", game=game, **move_fields(last), v=len(line)))["type"] == "ack"
+            await asyncio.sleep(0.5)  # the room has proposed the finish; its write waits for the lock
+            killed.kill()
+            await lock.rollback()
+        for client in (ann, bo):  # the node is gone: no close handshake to wait for
+            client.ws.transport.abort()
+    finally:
+        killed.kill()
+        await locker.dispose()
+    async with serverutil.running_app(
+        database_url, redis_url=redis_url, node="node-sweeper", established_networks=None
+    ) as survivor:
+        up_at = utc_now()
+        died_with = await stored_race(survivor.database, race_id)
+        assert died_with.state == "running"  # the case this test is about: the finish never written
+        await eventually(lambda: _finished(survivor, race_id), "the decided race is finished", timeout=20)
+        record = await stored_race(survivor.database, race_id)
+        assert record.finished_at is not None and record.ends_at is not None
+        took = (record.finished_at - up_at).total_seconds()
+        assert took < SWEEP_GRACE + 2 * SWEEP_INTERVAL + 3, took  # a sweep or two, not the time limit
+        assert (record.ends_at - record.finished_at).total_seconds() > 500
+        print(f"\nthe race decided on the killed node was finished {took:.2f} s after a node came up")
+        places = {seat.player_name: (seat.place, seat.status) for seat in record.seated}
+        assert places == {"ann": (1, "won"), "bo": (2, "playing")}
+        async with survivor.database.connection() as conn:
+            rated = await ratings.load_race_rating_changes(conn, race_id)
+        assert rated is not None and len(rated.changes) == 2
 
 
 async def _finished(app: App, race_id: str) -> bool:

@@ -9,12 +9,14 @@ import datetime as dt
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import update
 
 from server.metrics import Metrics
 from server.storage import Database, GameStart, PlayerRecord, races, repository
 from server.storage.commit_backends import SqlAlchemyBackend, StoreRace, WriteConflict
 from server.storage.committer import Committer
 from server.storage.records import RaceRecord, RaceSeatRecord, RaceWrite
+from server.storage.tables import games
 
 NOW = dt.datetime(2026, 12, 2, 5, 0, tzinfo=dt.UTC)
 SECOND = dt.timedelta(seconds=1)
@@ -119,3 +121,39 @@ async def test_two_writers_of_one_race_revision_cannot_both_commit(
         await committer.stored(StoreRace(RaceWrite(dataclasses.replace(lobby(), id="r2"), new=True)))
     async with database.connection() as conn:
         assert await races.load_race(conn, "r1") == first
+
+
+async def test_the_sweep_finds_running_races_their_seats_games_decided(
+    committer: Committer, database: Database
+) -> None:
+    """A node that dies between a seat's stored win and its race's finishing write leaves a running
+    race that its time limit would end an hour late: the sweep finds it once the seats' stored games
+    decide it by then. Due: a game won; every game over (resigned, or its seat left). Not due: a game
+    won after ``now``, a game still playing beside a resigned one."""
+    hour = dt.timedelta(hours=1)
+    cases = {  # race: (ann's seat and game, bo's seat and game), each (seat status, game status, ended)
+        "won": (("playing", "won", NOW - SECOND), ("playing", "playing", None)),
+        "won-late": (("playing", "won", NOW + SECOND), ("playing", "playing", None)),
+        "resigned": (("playing", "resigned", NOW - SECOND), ("playing", "resigned", NOW - hour)),
+        "one-plays": (("playing", "resigned", NOW - SECOND), ("playing", "playing", None)),
+        "left": (("left", "playing", None), ("playing", "resigned", NOW - SECOND)),
+    }
+    for race_id, seats in cases.items():
+        seated = tuple(
+            dataclasses.replace(seat(n, p, f"{race_id}-{p}"), status=seat_status)
+            for n, (p, (seat_status, _, _)) in enumerate(zip(("ann", "bo"), seats, strict=True), 1)
+        )
+        running = dataclasses.replace(
+            lobby(), id=race_id, code=f"{race_id:X<8}"[:8].upper(), state="running", starts_at=NOW - hour,
+            ends_at=NOW + hour, seated=seated,
+        )  # fmt: skip
+        starts = tuple(GameStart(s.game_id or "", s.player_id, CODE, 8, None, NOW, race_id) for s in seated)
+        await committer.stored(StoreRace(RaceWrite(running, new=True, games=starts)))
+        async with database.transaction() as conn:
+            for s, (_, status, ended) in zip(seated, seats, strict=True):
+                await conn.execute(
+                    update(games).where(games.c.id == s.game_id).values(status=status, finished_at=ended)
+                )
+    async with database.connection() as conn:
+        due = await races.due_race_ids(conn, NOW, 3600.0)
+    assert due == ["left", "resigned", "won"]
