@@ -664,4 +664,4 @@ def _check_bot(said: bool | None, record: PlayerRecord) -> None:
 
 def _check_owner(session: Session, owner_id: str, game_id: str) -> None:
     if _player(session).id != owner_id:
-        raise Refusal(ErrorCode.FORBIDDEN, f"game {game_id} is not yours: spectators may only watch")
+        raise Refusal(ErrorCode.FORBIDDEN, f"game {game_id} is not yours: only its player acts on it")

@@ -177,13 +177,14 @@ class RoomServices:
 class RoomDriver(Generic[Room]):
     """Runs one room: the node's handle on it (what the registry holds and sessions follow)."""
 
-    __slots__ = ("_draining", "_queue", "_task", "room", "services")
+    __slots__ = ("_answered", "_draining", "_queue", "_task", "room", "services")
 
     def __init__(self, room: Room, services: RoomServices) -> None:
         self.room = room
         self.services = services
         self._queue: collections.deque[_Command] = collections.deque()
         self._draining = False
+        self._answered = False  # a command's effects resolved an `ask`: its awaiting caller goes next
         self._task: asyncio.Task[None] | None = None  # a load or a rebuild under way
 
     @property
@@ -224,6 +225,7 @@ class RoomDriver(Generic[Room]):
         def reply_to(outcome: Any) -> None:
             if not future.done():
                 future.set_result(outcome)
+                self._answered = True
 
         self.send(make(reply_to))
         return future
@@ -239,16 +241,21 @@ class RoomDriver(Generic[Room]):
 
     def _drain(self, first: _Command | None = None) -> None:
         """Hand the room ``first`` (a request it may take now, or the outcome it waits for), then what
-        is queued, until it waits for an outcome or nothing is left."""
+        is queued, until it waits for an outcome or nothing is left.
+
+        After a command whose effects answered an awaited request (`ask`), the rest waits for the
+        next turn of the loop, so that the caller's reply is written first: a connection's reply
+        (the snapshot of a ``watch``, the ``race`` of a ``race_join``) then comes before every push
+        the room makes after it, which the connection, following the room from its reply on, gets
+        too (protocol section 4, Order)."""
         if self._draining:
             return  # sent from one of our effects: the loop below takes it in turn
         self._draining = True
         room, queue = self.room, self._queue
         command = first
+        paused = False
         try:
-            while command is not None or (
-                queue and (room.awaiting is None or isinstance(queue[0], _OUTCOMES))
-            ):
+            while command is not None or self._may_take(queue):
                 if command is None:
                     command = queue.popleft()
                 try:
@@ -257,11 +264,26 @@ class RoomDriver(Generic[Room]):
                     logger.exception("game %s failed on %s", room.id, type(command).__name__)
                     effects = _answer_bug(command, bug)
                 command = None
+                self._answered = False
                 self._run(effects)
+                if self._answered and self._may_take(queue):
+                    paused = True  # still draining, for `send` and `_outcome`: they only queue
+                    asyncio.get_running_loop().call_soon(self._resume)
+                    return
         finally:
-            self._draining = False
+            self._answered = False
+            self._draining = paused
         if not queue and room.awaiting is None and not room.is_followed():
             self.services.idle(self)
+
+    def _may_take(self, queue: collections.deque[_Command]) -> bool:
+        """The room may take the first queued command now: it waits for nothing, or it is the outcome."""
+        return bool(queue) and (self.room.awaiting is None or isinstance(queue[0], _OUTCOMES))
+
+    def _resume(self) -> None:
+        """Drain on, the awaiting caller having run (see `_drain`)."""
+        self._draining = False
+        self._drain()
 
     def _run(self, effects: list[Effect]) -> None:
         services = self.services

@@ -159,7 +159,7 @@ class GameRoom:
     figures_due: float = 0.0  # monotonic time after which an action row carries the game's figures
     clock: Callable[[], dt.datetime] = utc_now
     race: str | None = None  # the race this game is a seat of: its commits feed the standings
-    closes_at: dt.datetime | None = None  # the race's time limit: no action after it (resign still)
+    closes_at: dt.datetime | None = None  # its race's end: no action after it (resign still)
 
     @property
     def code(self) -> str:
@@ -216,7 +216,9 @@ class GameRoom:
             if command.expected_v is not None and command.expected_v != game.v:
                 self._check_version(command.expected_v)
             if self.closes_at is not None and self.clock() >= self.closes_at:
-                raise Refusal(ErrorCode.ILLEGAL_MOVE, f"game {self.id}: its race's time is up")
+                raise Refusal(
+                    ErrorCode.ILLEGAL_MOVE, f"game {self.id}: its race is over (time is up, or a seat won)"
+                )
             if game.v >= MAX_GAME_ACTIONS:
                 raise Refusal(
                     ErrorCode.ILLEGAL_MOVE,

@@ -100,6 +100,12 @@ class RoomRegistry:
         if room is not None:
             self.forget_if_idle(room)
 
+    def close_at(self, game_id: str, at: dt.datetime) -> None:
+        """A race seat's game in memory here takes no action from ``at`` on (its race ended then)."""
+        room = self._rooms.get(game_id)
+        if room is not None and (room.room.closes_at is None or at < room.room.closes_at):
+            room.room.closes_at = at
+
     def rooms(self) -> list[GameRoomDriver]:
         return list(self._rooms.values())
 

@@ -193,8 +193,15 @@ async def racing_deal(conn: AsyncConnection, player_id: str, deal_code: str) -> 
 
 
 async def race_ends_at(conn: AsyncConnection, race_id: str) -> dt.datetime | None:
-    """When race ``race_id`` ends (None before its reveal): what a seat's game closes at."""
-    return await conn.scalar(select(races.c.ends_at).where(races.c.id == race_id))
+    """When race ``race_id`` ends (None before its reveal): what a seat's game closes at; a race
+    finished before its time limit (a win, every seat done) ended when it finished."""
+    row = (
+        await conn.execute(select(races.c.ends_at, races.c.finished_at).where(races.c.id == race_id))
+    ).first()
+    if row is None or row.ends_at is None:
+        return None
+    ends_at: dt.datetime = row.ends_at if row.finished_at is None else min(row.ends_at, row.finished_at)
+    return ends_at
 
 
 async def races_not_over(conn: AsyncConnection, race_ids: Iterable[str]) -> frozenset[str]:

@@ -186,3 +186,34 @@ async def test_every_seat_has_a_final_board_live_and_from_storage(database_url: 
         assert sorted(boards) == [1, 2] and boards[2]["v"] == 0
         assert all(top is not None and top[0] == "K" for top in boards[1]["foundations"].values())
         await again.close()
+
+
+async def test_a_racer_acts_on_its_own_game_only_and_no_game_plays_on_past_the_race(race_app: App) -> None:
+    """Bad input tried: a seat's move on its rival's game (refused ``forbidden``, in words for a
+    racer, not a spectator); a seat that left plays on (accepted, the race's standings unchanged);
+    once a seat has won, the others' moves (refused ``illegal_move``: its race is over, the
+    winner's line now watchable could be copied), their resignation still taken."""
+    url = serverutil.ws_url(race_app)
+    clients, copies = await lobby(url, 3, time_limit=600)
+    await start(clients, copies)
+    ann, bo, cy = clients
+    games = {client: copies[0].of(client)["game"] for client in clients}
+    deal = Deal.from_code(copies[0].race["deal"])
+    line = list(solve_deal(deal).moves)
+    refused = await bo.request("move", game=games[ann], **move_fields(line[0]), v=0)
+    assert (refused["type"], refused["code"]) == ("error", "forbidden"), refused
+    assert "only its player" in refused["message"] and "spectator" not in refused["message"]
+
+    assert (await cy.request("race_leave", race=copies[0].race["race"]))["type"] == "ok"
+    await follow_until(ann, copies[0], lambda s: s.of(cy)["status"] == "left")
+    played = await cy.request("move", game=games[cy], **move_fields(line[0]), v=0)
+    assert played["type"] == "ack", played  # an ordinary game of its player's now
+    for v, move in enumerate(line):
+        assert (await ann.request("move", game=games[ann], **move_fields(move), v=v))["type"] == "ack"
+    await follow_until(ann, copies[0], lambda s: s.race["state"] == "finished")
+    assert copies[0].of(cy)["moves"] == 0  # the left seat's move counted in no standings
+
+    late = await bo.request("move", game=games[bo], **move_fields(line[0]), v=0)
+    assert (late["type"], late["code"]) == ("error", "illegal_move") and "race is over" in late["message"]
+    assert (await bo.request("resign", game=games[bo]))["type"] == "game_over"
+    await close_all(*clients)

@@ -235,7 +235,7 @@ def test_a_race_seats_game_tells_its_race_of_each_commit_after_its_followers() -
     assert observe.progress.at == NOW and observe.progress.layout == harness.room.game.layout()
     harness.room.closes_at = NOW
     assert harness.act("c5-t1", 1) == ["Reply(owner: Refusal illegal_move)"]
-    assert "time is up" in str(harness.replies[-1][1]) and harness.room.game.v == 1
+    assert "race is over" in str(harness.replies[-1][1]) and harness.room.game.v == 1
 
 
 def test_a_race_seats_game_tells_its_race_of_a_resignation_or_a_reload_from_another_node() -> None:

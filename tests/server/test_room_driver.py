@@ -305,6 +305,33 @@ async def test_an_action_whose_connection_closed_follows_its_commit() -> None:
     assert not driver.is_busy() and node.kinds("idle") == []
 
 
+async def test_an_awaited_reply_is_written_before_the_rooms_next_push() -> None:
+    """A watch asked while an action's commit is held, and another node's commit of v 2 queued
+    behind it: once the action is stored, the watch's caller gets the snapshot (v 1) and writes it
+    before the room, drained on at the next turn of the loop, pushes the diff of v 2 to the new
+    spectator (the order a connection relies on: its reply, then the pushes that follow it)."""
+    node = Node()
+    driver = node.driver
+    driver.send(node.act("t1-c5", 0))
+    watching = driver.ask(lambda reply_to: Watch(node.spectator, None, reply_to))
+
+    async def caller() -> None:  # as dispatch does: the reply is written as soon as the future is done
+        node.log.append(("written", shown(await watching)))
+
+    written = asyncio.create_task(caller())
+    driver.send(RemoteCommit(BusEvent("node-x", "g1", 2, "t2-c6")))
+    node.sink.answer()
+    assert node.kinds("push") == [], "the rest waits for the caller"
+    await written
+    await asyncio.sleep(0)
+    assert node.log[-3:] == [
+        ("reply", ("owner", [("ack", 1)])),
+        ("written", [("snapshot", 1)]),
+        ("push", (["owner", "spectator"], "diff", 2)),
+    ]
+    assert not driver.is_busy() and driver.room.game.v == 2
+
+
 async def test_ask_cancelled_withdraws_nothing() -> None:
     """A resignation asked while an action's commit is held, its future cancelled (its caller left):
     the room still takes it in turn, the resignation is stored, the room ends and leaves; a watch

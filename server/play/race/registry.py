@@ -375,6 +375,7 @@ class RaceRegistry:
 
     def _left(self, driver: RaceRoomDriver) -> None:
         room = driver.room
+        self._close_seats_games(room.race)
         for game_id in self._held.pop(room.id, ()):
             self._games().unpin(game_id)
         if self._rooms.get(room.id) is driver:
@@ -387,6 +388,16 @@ class RaceRegistry:
                 self._keep(driver)
                 return
         self._let_go(driver)
+
+    def _close_seats_games(self, race: Race) -> None:
+        """A race that finished closes its seats' games held here: no game of its deal plays on past
+        it (a seat that lost could otherwise copy the winner's line, watchable now, into its game)."""
+        if race.phase is not Phase.FINISHED or race.finished_at is None:
+            return
+        games = self._games()
+        for seat in race.seated.values():
+            if seat.game is not None:
+                games.close_at(seat.game, race.finished_at)
 
     def _keep(self, driver: RaceRoomDriver) -> None:
         """A race finished here stays for its followers, `KEEP_AFTER_END` seconds at most."""
