@@ -521,7 +521,7 @@ _SCHEMAS: dict[str, tuple[dict[str, _Check], frozenset[str], Callable[[dict[str,
             "public": _boolean,
             "board_delay_ms": _count,
         },
-        frozenset({"rematch", "board_delay_ms"}),
+        frozenset({"rematch"}),
         None,
     ),
     "race_diff": (

@@ -733,10 +733,10 @@ class Race(_Value):
     ends_at: dt.datetime | None
     deal: str | None
     rows: tuple[RaceSeat, ...]
+    #: How late a spectator's boards come (`RaceBoard`), in milliseconds: the server's setting.
+    board_delay_ms: int
     request_id: RequestId | None = None
     rematch: RaceLink | None = None
-    #: How late a spectator's boards come (`RaceBoard`), in milliseconds: the server's setting.
-    board_delay_ms: int | None = None
 
 
 @_wire_value

@@ -389,3 +389,31 @@ async def test_race_join_and_leave_floods_are_rate_limited(database_url: str) ->
         refused = await flooder.request("race_join", code=race["code"])
         assert refused["code"] == "rate_limited" and "joins and leaves" in refused["message"]
         await close_all(creator, flooder)
+
+
+async def test_race_ready_as_the_spec_says(race_app: App) -> None:
+    """protocol/README.md, race_create and race_ready. Bad input tried: a ready from a player with no
+    seat, for a race id that does not exist, and after the start; the creator's seat starts not
+    ready; a ready said twice is ok, its diff changing no row."""
+    url = serverutil.ws_url(race_app)
+    ann, bo, eve = [await player(url, name=name) for name in ("ann", "bo", "eve")]
+    made = Standings(await ann.request("race_create", seats=2))
+    race_id = made.race["race"]
+    assert made.of(ann)["ready"] is False
+    stranger = await eve.request("race_ready", race=race_id)
+    assert (stranger["type"], stranger["code"]) == ("error", "illegal_move"), stranger
+    missing = await ann.request("race_ready", race="NoSuchRace000000")
+    assert (missing["type"], missing["code"]) == ("error", "not_found"), missing
+    joined = Standings(await bo.request("race_join", code=made.race["code"]))
+    for _ in range(2):
+        assert (await ann.request("race_ready", race=race_id))["type"] == "ok"
+    await follow_until(ann, made, lambda s: s.race["v"] == 2)  # bo's join, ann's ready
+    assert made.of(ann)["ready"] is True
+    again = await ann.next_push()
+    assert (again["type"], again["v"], again["rows"], again["gone"]) == ("race_diff", 3, [], [])
+    assert (await bo.request("race_ready", race=race_id))["type"] == "ok"
+    assert (await ann.request("race_start", race=race_id))["type"] == "ok"
+    await follow_until(bo, joined, lambda s: s.race["state"] != "lobby")
+    late = await bo.request("race_ready", race=race_id, ready=False)
+    assert (late["type"], late["code"]) == ("error", "illegal_move"), late
+    await close_all(ann, bo, eve)

@@ -218,7 +218,8 @@ def sample_race_values(player: protocol.Player, started: dt.datetime) -> list[pr
     won = protocol.RaceSeat(2, player, True, "g_2", "won", 52, 120, 935, 95_000, 1)
     lobby = protocol.Race(
         race="r_1", v=3, code="K7M2QX9P", creator=player.id, cells=8, seats=8, time_limit=300,
-        public=False, state="lobby", starts_at=None, ends_at=None, deal=None, rows=(waiting,), request_id=1,
+        public=False, state="lobby", starts_at=None, ends_at=None, deal=None, rows=(waiting,),
+        board_delay_ms=30_000, request_id=1,
     )  # fmt: skip
     ends = started + dt.timedelta(minutes=5)
     board = protocol.Snapshot.of("g_2", Game.from_code("EO1-C8-AAAAAFA"), player=player, started_at=started)
