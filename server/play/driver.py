@@ -54,9 +54,10 @@ from server.play.effects import (
 from server.play.replay import replay_stored
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
+from server.storage.committer import Done
 from server.storage.records import RaceRecord
 
-__all__ = ["NO_RACES", "Done", "NoRaces", "Pusher", "RaceHooks", "RoomDriver", "RoomServices", "WriteSink"]
+__all__ = ["NO_RACES", "NoRaces", "Pusher", "RaceHooks", "RoomDriver", "RoomServices", "WriteSink"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +66,6 @@ logger = logging.getLogger(__name__)
 _Command = Any
 _OUTCOMES = (Committed, Loaded, Rebuilt, RatingsLoaded, RaceLoaded)
 _STORED = Committed(None)  # a value: one for every commit that stored its write
-
-#: Told a write's outcome, on the event loop: None once it is committed, else why nothing was stored.
-Done = Callable[[Exception | None], None]
 
 
 class WriteSink(Protocol):

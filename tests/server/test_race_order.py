@@ -21,7 +21,7 @@ import pytest
 from engine import Deal, Game, parse_action
 from protocol import ServerMessage
 from server.play.commands import Act, Resign, View
-from server.play.driver import Done, NoRaces, RoomDriver, RoomServices
+from server.play.driver import NoRaces, RoomDriver, RoomServices
 from server.play.effects import SeatProgress
 from server.play.game_room import GameRoom, PlayerRef
 from server.play.race.commands import RaceWatch, SeatChanged
@@ -29,6 +29,7 @@ from server.play.race.room import RaceRoom
 from server.play.race.value import Phase, Race, Seat, SeatStatus
 from server.storage import StoredGame
 from server.storage.commit_backends import Write
+from server.storage.committer import Done
 from solver import solve_deal
 from tests.support.rooms import Person
 

@@ -20,11 +20,12 @@ import protocol
 from engine import Deal, Game, parse_action
 from server.play.bus import BusEvent, Event
 from server.play.commands import Act, RemoteCommit, Request, Resign, Tick, Unfollow, View, Watch
-from server.play.driver import Done, NoRaces, RoomDriver, RoomServices
+from server.play.driver import NoRaces, RoomDriver, RoomServices
 from server.play.effects import Observe, SeatProgress, Wake
 from server.play.game_room import REPLAY_INLINE_ACTIONS, GameRoom, PlayerRef
 from server.storage import StorageUnavailable, StoredGame
 from server.storage.commit_backends import Write, WriteConflict, actions_of
+from server.storage.committer import Done
 from tests.support.rooms import Person
 
 CODE = "EO1-C8-AAAAAFA"
