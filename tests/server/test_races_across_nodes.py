@@ -211,6 +211,21 @@ def postgres_and_redis() -> Iterator[tuple[str, str]]:
         dbutil.drop_postgres_database(server_url, database_url)
 
 
+async def a_running_race(url: str, time_limit: int) -> tuple[WsClient, WsClient, Standings]:
+    """Ann and Bo (each on a network of its own) in a 2-seat race on the node at ``url``, past its
+    reveal: their clients and Ann's copy of the race."""
+    ann = await player(url, forwarded_for=racer_address(0), name="ann")
+    bo = await player(url, forwarded_for=racer_address(1), name="bo")
+    made = Standings(await ann.request("race_create", seats=2, time_limit=time_limit))
+    race_id = made.race["race"]
+    await bo.request("race_join", code=made.race["code"])
+    for racer in (ann, bo):
+        assert (await racer.request("race_ready", race=race_id))["type"] == "ok"
+    assert (await ann.request("race_start", race=race_id))["type"] == "ok"
+    await follow_until(ann, made, lambda s: s.race["state"] == "running")
+    return ann, bo, made
+
+
 async def test_a_race_whose_node_is_killed_ends_at_its_time_limit_on_another_node(
     postgres_and_redis: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -220,15 +235,8 @@ async def test_a_race_whose_node_is_killed_ends_at_its_time_limit_on_another_nod
     database_url, redis_url = postgres_and_redis
     killed = ServerProcess(database_url, redis_url, tmp_path / "killed.log")
     try:
-        ann = await player(killed.url, forwarded_for=racer_address(0), name="ann")
-        bo = await player(killed.url, forwarded_for=racer_address(1), name="bo")
-        made = Standings(await ann.request("race_create", seats=2, time_limit=30))
+        ann, bo, made = await a_running_race(killed.url, time_limit=30)
         race_id = made.race["race"]
-        await bo.request("race_join", code=made.race["code"])
-        for racer in (ann, bo):
-            assert (await racer.request("race_ready", race=race_id))["type"] == "ok"
-        assert (await ann.request("race_start", race=race_id))["type"] == "ok"
-        await follow_until(ann, made, lambda s: s.race["state"] == "running")
         deal = Deal.from_code(made.race["deal"])
         game = made.of(ann)["game"]
         assert (await ann.request("resume", game=game))["v"] == 0
@@ -272,15 +280,8 @@ async def test_a_race_whose_node_dies_between_the_win_and_the_finish_ends_at_the
     killed = ServerProcess(database_url, redis_url, tmp_path / "killed.log")
     locker = create_async_engine(database_url)
     try:
-        ann = await player(killed.url, forwarded_for=racer_address(0), name="ann")
-        bo = await player(killed.url, forwarded_for=racer_address(1), name="bo")
-        made = Standings(await ann.request("race_create", seats=2, time_limit=600))
+        ann, bo, made = await a_running_race(killed.url, time_limit=600)
         race_id = made.race["race"]
-        await bo.request("race_join", code=made.race["code"])
-        for racer in (ann, bo):
-            assert (await racer.request("race_ready", race=race_id))["type"] == "ok"
-        assert (await ann.request("race_start", race=race_id))["type"] == "ok"
-        await follow_until(ann, made, lambda s: s.race["state"] == "running")
         game = made.of(ann)["game"]
         *line, last = solve_deal(Deal.from_code(made.race["deal"])).moves
         for v, move in enumerate(line):
