@@ -137,8 +137,26 @@ class Services:
             countdown=settings.race_countdown,
             board_delay=settings.race_board_delay,
         )
+        # The bus tells quick match of the races other processes formed (the pool is one for the
+        # deployment); it names its rows by the process's one name, the presence's.
         registry = RoomRegistry(
-            database, committer, metrics, fanout, node=settings.node, bus=bus, races=races
+            database,
+            committer,
+            metrics,
+            fanout,
+            node=settings.node,
+            bus=bus,
+            races=races,
+            quick_races=lambda event: quick_match.seated_elsewhere(event),
+        )
+        quick_match = QuickMatch(
+            database,
+            races,
+            settings.match_rules(),
+            time_limit=DEFAULT_RACE_TIME_LIMIT,
+            holder=registry.presence.holder,
+            publish=bus.publish,
+            node=settings.node,
         )
         with needs("redis_url", what="cannot reach Redis"):
             await registry.remote.start()
@@ -165,9 +183,7 @@ class Services:
             live_pages=LivePages(
                 database, registry.presence, dt.timedelta(minutes=settings.live_window_minutes)
             ),
-            quick_match=QuickMatch(
-                database, races, settings.match_rules(), time_limit=DEFAULT_RACE_TIME_LIMIT
-            ),
+            quick_match=quick_match,
             limits=_request_limits(settings),
         )
         connections = Connections(settings, handler, registry, metrics, fanout)

@@ -567,7 +567,7 @@ class RequestHandler:
         return [protocol.Ok(request_id=request.request_id)]
 
     async def _quick_race_leave(self, session: Session, request: protocol.QuickRaceLeaveRequest) -> Replies:
-        if not self.quick_match.leave(_player(session).id):
+        if not await self.quick_match.leave(_player(session).id):
             raise Refusal(ErrorCode.NOT_FOUND, "you do not wait for a quick race")
         return [protocol.Ok(request_id=request.request_id)]
 

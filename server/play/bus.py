@@ -14,6 +14,9 @@ give two nodes the same name (or none), and the node name is for display and log
 A race's stored change (`RaceEvent`: its id and the revision stored) goes on ``eightoff:race:<id>``
 (a second pattern subscription) or the same relay: a node holding a copy of the race at an older
 revision reads the race again from the database, the one authority (docs/races.md, Across nodes).
+Quick match's seating (`QuickRaceEvent`: a race formed from the deployment's one pool, and the
+waits it seated) goes on the same channel: the processes holding those waits' connections have them
+follow the race (`server.play.race.quick_match`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "Event",
     "FrameReader",
     "LocalBus",
+    "QuickRaceEvent",
     "RaceEvent",
     "RedisBus",
     "RelayBus",
@@ -71,14 +75,27 @@ class RaceEvent:
     revision: int
 
 
+@dataclass(frozen=True, slots=True)
+class QuickRaceEvent:
+    """Quick match formed race ``race`` (stored) from the waits ``waits`` (their ids), some of them
+    held by other processes (`server.play.race.quick_match`)."""
+
+    node: str
+    race: str
+    waits: tuple[str, ...]
+
+
 #: What goes on the bus.
-Event = BusEvent | RaceEvent
+Event = BusEvent | RaceEvent | QuickRaceEvent
 
 
 def _fields(event: Event) -> list[object]:
-    """``event`` as the list it is packed as: five fields for a game's, three for a race's."""
+    """``event`` as the list it is packed as: five fields for a game's, three for a race's change
+    (the third an int) and three for a quick race's seating (the third a list)."""
     if isinstance(event, RaceEvent):
         return [event.node, event.race, event.revision]
+    if isinstance(event, QuickRaceEvent):
+        return [event.node, event.race, list(event.waits)]
     return [event.node, event.game, event.v, event.action, event.finished_at_ms]
 
 
@@ -92,6 +109,14 @@ def _event(fields: object) -> Event:
         node, race, revision = fields
         if isinstance(node, str) and isinstance(race, str) and type(revision) is int:
             return RaceEvent(node, race, revision)
+        waits = revision
+        if (
+            isinstance(node, str)
+            and isinstance(race, str)
+            and isinstance(waits, list)
+            and all(isinstance(wait, str) for wait in waits)
+        ):
+            return QuickRaceEvent(node, race, tuple(waits))
     elif isinstance(fields, list) and len(fields) == 5:
         node, game, v, action, finished_at_ms = fields
         if (
@@ -259,7 +284,7 @@ class RedisBus:
 
 
 def _channel(event: Event) -> str:
-    if isinstance(event, RaceEvent):
+    if isinstance(event, RaceEvent | QuickRaceEvent):
         return RACE_CHANNEL_PREFIX + event.race
     return CHANNEL_PREFIX + event.game
 

@@ -7,8 +7,8 @@ a long game never stalls the event loop; finished games' final positions are kep
 so watching one again costs no replay.
 
 `RemoteCommits` hands the other nodes' commits (from the bus), in arrival order, to the room of this
-node that holds the game (or keeps them until a load in progress finishes), and their races' stored
-changes to the node's races.
+node that holds the game (or keeps them until a load in progress finishes), their races' stored
+changes to the node's races, and quick match's seatings to the node's quick match.
 
 A running race held on this node pins its seats' games (`pin`): their rooms stay though nobody
 follows them here, so the other nodes' commits replay through them and reach the race.
@@ -20,6 +20,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Final, TypeAlias
 
 from engine import Deal, Game, Status
@@ -27,7 +28,7 @@ from server.clock import utc_now
 from server.errors import ErrorCode, Refusal
 from server.ids import new_id
 from server.metrics import Metrics
-from server.play.bus import Bus, BusEvent, Event, LocalBus, RaceEvent
+from server.play.bus import Bus, BusEvent, Event, LocalBus, QuickRaceEvent, RaceEvent
 from server.play.commands import RemoteCommit
 from server.play.driver import NO_RACES, Pusher, RaceHooks, RoomDriver, RoomServices
 from server.play.game_room import FinishedGame, GameRoom, PlayerRef
@@ -59,7 +60,10 @@ class RoomRegistry:
         node: str = "node-1",
         bus: Bus | None = None,
         races: RaceHooks = NO_RACES,
+        quick_races: Callable[[QuickRaceEvent], None] | None = None,
     ) -> None:
+        """``quick_races``: told of the quick races other processes formed (the node's quick match,
+        `server.play.race.quick_match`; None: a node without one ignores them)."""
         self._database = database
         self._committer = committer
         self._metrics = metrics
@@ -81,7 +85,7 @@ class RoomRegistry:
         self._finished: OrderedDict[str, FinishedGame] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameRoomDriver | FinishedGame]] = {}
         self._awaiting: dict[str, int] = {}  # finds of a game waiting on its load (or about to resume)
-        self.remote = RemoteCommits(self, bus, races)
+        self.remote = RemoteCommits(self, bus, races, quick_races)
         self.presence = Presence(committer.stored, database, node)  # the map below, mirrored for `live`
 
     @property
@@ -238,10 +242,17 @@ class RoomRegistry:
 class RemoteCommits:
     """Hands the changes other nodes commit (from the bus) to this node's rooms, in arrival order."""
 
-    def __init__(self, registry: RoomRegistry, bus: Bus, races: RaceHooks) -> None:
+    def __init__(
+        self,
+        registry: RoomRegistry,
+        bus: Bus,
+        races: RaceHooks,
+        quick_races: Callable[[QuickRaceEvent], None] | None = None,
+    ) -> None:
         self._registry = registry
         self._bus = bus
         self._races = races
+        self._quick_races = quick_races
         self._early: dict[str, list[BusEvent]] = {}  # events of games being loaded
 
     async def start(self) -> None:
@@ -253,6 +264,10 @@ class RemoteCommits:
     def _on_event(self, event: Event) -> None:
         if isinstance(event, RaceEvent):
             self._races.race_changed(event)
+            return
+        if isinstance(event, QuickRaceEvent):
+            if self._quick_races is not None:
+                self._quick_races(event)
             return
         room = self._registry.room(event.game)
         if room is not None:

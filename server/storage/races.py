@@ -30,6 +30,7 @@ __all__ = [
     "race_seating",
     "races_not_over",
     "racing_deal",
+    "seated_in_open_race",
     "store_race",
 ]
 
@@ -187,6 +188,17 @@ async def racing_deal(conn: AsyncConnection, player_id: str, deal_code: str) -> 
         .where(
             race_seats.c.player_id == player_id, races.c.state == "running", races.c.deal_code == deal_code
         )
+        .limit(1)
+    )
+    return found is not None
+
+
+async def seated_in_open_race(conn: AsyncConnection, player_id: str) -> bool:
+    """``player_id`` holds a seat in a race not over, on any node (quick match refuses it)."""
+    found = await conn.scalar(
+        select(races.c.id)
+        .join(race_seats, race_seats.c.race_id == races.c.id)
+        .where(race_seats.c.player_id == player_id, races.c.state.in_(_OPEN_STATES))
         .limit(1)
     )
     return found is not None

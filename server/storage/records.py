@@ -453,6 +453,26 @@ class RaceWrite:
 
 
 @dataclass(frozen=True, slots=True)
+class QuickWait:
+    """A row of quick match's pool (``quick_waits``): a player (its id, name, bot flag and network) waiting
+    for a quick race of ``cells`` at ``rating`` since ``since``, its connection held by process
+    ``holder`` until ``expires_at`` at least; ``race_id`` once a race claimed it."""
+
+    wait_id: str
+    player_id: str
+    player_name: str
+    bot: bool
+    cells: int
+    rating: float
+    since: datetime
+    holder: str
+    expires_at: datetime
+    race_id: str | None = None
+    #: The digest of the network it waits from (a seat's `RaceSeatRecord.network`); None: unknown.
+    network: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GameRace:
     """Whom a race seat's game is sealed from: the race's state and players."""
 

@@ -411,6 +411,37 @@ class LiveRoomRow(Base):
     holder: Mapped[str] = mapped_column(String(80), primary_key=True)
 
 
+class QuickWaitRow(Base):
+    """A player waiting for a quick race: the deployment's one pool, read by every process that holds
+    a waiting connection (`server.play.race.quick_match`). ``holder`` names the process holding the
+    connection (as ``live_rooms`` does), which pushes ``expires_at`` forward while it lives; a row
+    past it is no wait (its process died) and is swept. ``race_id`` is set by the transaction that
+    claims the row for the race it is seated in (the race is stored in the same one), until its
+    holder has its connection follow the race and deletes the row. ``since`` is wall time: the
+    processes share no other clock. No foreign key: nothing else's writes check a wait, and the
+    race it is seated in checks its player (``race_seats``).
+    """
+
+    __tablename__ = "quick_waits"
+    __table_args__ = (CheckConstraint("cells IN (8, 4, 2)", name="cells"),)
+
+    wait_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    #: One wait per player in the whole deployment: a second ``quick_race`` anywhere is refused.
+    player_id: Mapped[str] = mapped_column(String(32), unique=True)
+    #: Who waits, as its connection knows it (the seat a race gives it shows it): its name and bot flag.
+    player_name: Mapped[str] = mapped_column(String(64))
+    bot: Mapped[bool] = mapped_column(Boolean)
+    #: The digest of the network it waits from: its seat's, once a race seats it (`RaceSeatRow`).
+    network: Mapped[str | None] = mapped_column(String(16))
+    cells: Mapped[int] = mapped_column(SmallInteger)
+    #: The shown rating in the variant when it started waiting (`server.play.race.ratings`).
+    rating: Mapped[float] = mapped_column(Double)
+    since: Mapped[datetime] = mapped_column(UTCDateTime())
+    holder: Mapped[str] = mapped_column(String(80))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    race_id: Mapped[str | None] = mapped_column(String(32))
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -431,3 +462,4 @@ race_rating_changes: Final = _table(RaceRatingChangeRow)
 races: Final = _table(RaceRow)
 race_seats: Final = _table(RaceSeatRow)
 live_rooms: Final = _table(LiveRoomRow)
+quick_waits: Final = _table(QuickWaitRow)

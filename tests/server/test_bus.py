@@ -15,6 +15,7 @@ from server.play.bus import (
     BusEvent,
     Event,
     FrameReader,
+    QuickRaceEvent,
     RaceEvent,
     RelayBus,
     frame,
@@ -29,9 +30,10 @@ EVENTS = [
     BusEvent("n", "g" * 32, 10_000, "t8f", None),
 ]
 RACE_EVENTS = [RaceEvent("node-1-w1", "r1", 1), RaceEvent("n", "r" * 32, 10_000)]
+QUICK_RACE_EVENTS = [QuickRaceEvent("node-1-w1", "r1", ("w1", "w2")), QuickRaceEvent("n", "r", ())]
 
 
-@pytest.mark.parametrize("event", [*EVENTS, *RACE_EVENTS])
+@pytest.mark.parametrize("event", [*EVENTS, *RACE_EVENTS, *QUICK_RACE_EVENTS])
 def test_an_event_survives_packing(event: Event) -> None:
     assert unpack_event(pack_event(event)) == event
 
@@ -53,6 +55,8 @@ def test_an_event_survives_packing(event: Event) -> None:
         msgpack.packb(["n", "r", False]),  # a bool is no revision
         msgpack.packb(["n", None, 1]),
         msgpack.packb(["n", "r", 1, None]),  # four fields: neither shape
+        msgpack.packb(["n", "r", ["w1", 2]]),  # a quick race's wait that is no id
+        msgpack.packb(["n", 5, ["w1"]]),
     ],
 )
 def test_what_is_not_an_event_is_refused(data: bytes) -> None:
@@ -87,6 +91,7 @@ async def test_two_relay_ends_deliver_each_others_events_in_order() -> None:
     await right.start(right_got.append)
     sent: list[Event] = [BusEvent("a", "g", v, "t1c5") for v in range(1, 201)]
     sent.insert(100, RaceEvent("a", "r", 3))  # a race's event keeps its place among the games' events
+    sent.insert(150, QUICK_RACE_EVENTS[0])
     for event in sent:
         left.publish(event)
     right.publish(EVENTS[1])

@@ -1,4 +1,5 @@
-"""`server.play.race.matchmaking`: quick match as a state machine, from command lists alone (no loop)."""
+"""`server.play.race.matchmaking`: quick match's rules, from command lists and pools alone (no loop):
+the `Matchmaker` state machine, and `form_races`, the function every process runs on the shared pool."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.play.race.matchmaking import FormRace, Matchmaker, MatchRules, Waiting
+from server.play.race.matchmaking import FormRace, Matchmaker, MatchRules, Waiting, form_races
 
 RULES = MatchRules(band=100, widening=10, enough=3, max_players=4, wait=30)
 
@@ -189,6 +190,18 @@ def test_waiting_band_widens_then_is_unlimited() -> None:
     assert waiting.band(RULES, 10) == 100
     assert waiting.band(RULES, 15) == 150
     assert waiting.band(RULES, 40) == math.inf
+    assert waiting.band(RULES, 9.5) == 100  # another process's clock a little ahead: no wait yet
+
+
+def test_form_races_changes_nothing_and_refuses_a_player_twice() -> None:
+    """The pool's rows go in as they were read; the caller seats the players of what comes out."""
+    pool = [Waiting("a", 1000, 8, 0), Waiting("b", 1020, 8, 1), Waiting("c", 1040, 8, 2)]
+    before = list(pool)
+    assert form_races(pool, 2, RULES) == [FormRace(8, (pool[0], pool[1], pool[2]), 2)]
+    assert form_races(pool, 2, RULES) == form_races(tuple(pool), 2, RULES)
+    assert pool == before
+    with pytest.raises(ValueError, match="a waits twice"):
+        form_races([*pool, Waiting("a", 1000, 4, 3)], 3, RULES)
 
 
 # --------------------------------------------------------------------------- properties
@@ -318,3 +331,35 @@ def test_matchmaker_agrees_with_the_plain_rules(
         else:
             formed = matchmaker.tick(now)
         assert formed == oracle_races(before, rules, now)
+
+
+pools = st.lists(
+    st.tuples(
+        st.sampled_from([900.0, 1000.0, 1050.0, 1100.0, 1500.0, 2500.0]),
+        st.sampled_from([8, 4, 2]),
+        st.floats(min_value=0, max_value=60),
+    ),
+    max_size=24,
+)
+
+
+@settings(max_examples=300)
+@given(pool=pools, now=st.floats(min_value=0, max_value=90), rules=rules)
+def test_form_races_agrees_with_the_plain_rules_on_any_pool(
+    pool: list[tuple[float, int, float]], now: float, rules: MatchRules
+) -> None:
+    """Any pool, as rows read oldest first (some ``since`` after ``now``: other processes' clocks),
+    forms what the oracle forms, and what a `Matchmaker` that saw those players come forms."""
+    waiting = [
+        Waiting(f"p{i}", rating, cells, since)
+        for i, (rating, cells, since) in enumerate(sorted(pool, key=lambda row: row[2]))
+    ]
+    formed = form_races(waiting, now, rules)
+    assert formed == oracle_races(waiting, rules, now)
+    matchmaker = Matchmaker(rules)
+    came = []
+    for player in waiting:
+        if player.since <= now:
+            came += matchmaker.enqueue(player.player, player.rating, player.cells, player.since)
+    if not came and all(player.since <= now for player in waiting):
+        assert matchmaker.tick(now) == formed

@@ -8,8 +8,10 @@ from typing import Any
 from sqlalchemy import insert
 
 from server.app import App
+from server.play.race.ratings import network_of
+from server.storage import races
 from server.storage.tables import ratings
-from tests.server.test_races import RACE_SETTINGS, Standings, close_all, follow_until
+from tests.server.test_races import RACE_SETTINGS, Standings, close_all, follow_until, racer_address
 from tests.support import serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import SUBPROTOCOLS, WsClient, player
@@ -149,3 +151,24 @@ async def test_players_are_matched_by_their_stored_rating(database_url: str) -> 
         assert copies[0].race["race"] == copies[1].race["race"]
         assert waiting(app, strong)
         await close_all(strong, first, second)
+
+
+async def test_a_quick_race_seats_each_player_with_the_network_it_waited_from(database_url: str) -> None:
+    """The race quick match stores (in whichever process claims it) keeps each seat's network, as a
+    race joined by code does, so that the race is rated by the farming rules (docs/ratings.md)."""
+    settings: dict[str, Any] = {**RACE_SETTINGS, "quick_match_enough": 2}
+    async with serverutil.running_app(database_url, **settings) as app:
+        url = serverutil.ws_url(app)
+        clients = [await player(url, forwarded_for=racer_address(i), name=f"quick-{i}") for i in range(2)]
+        for client in clients:
+            assert (await client.request("quick_race"))["type"] == "ok"
+        copy = await formed(clients[0])
+        async with app.database.connection() as conn:
+            record = await races.load_race(conn, copy.race["race"])
+        assert record is not None
+        by_player = {seat.player_id: seat.network for seat in record.seated}
+        assert by_player == {
+            client.player["id"]: network_of(racer_address(i))  # type: ignore[index]
+            for i, client in enumerate(clients)
+        }
+        await close_all(*clients)

@@ -58,6 +58,7 @@ def test_constraint_names_follow_the_naming_convention() -> None:
             "pk_race_seats",
         ],
         "live_rooms": ["pk_live_rooms"],
+        "quick_waits": ["ck_quick_waits_cells", "pk_quick_waits", "uq_quick_waits_player_id"],
         "action_journal": ["pk_action_journal"],
         "game_fences": ["pk_game_fences"],
         "rank_buckets": ["pk_rank_buckets"],

@@ -1,10 +1,16 @@
-"""Quick match: who races whom, as a state machine without I/O (no asyncio, no clock, no socket).
+"""Quick match: who races whom, without I/O (no asyncio, no clock, no socket, no database).
 
-Commands go in (`Matchmaker.enqueue`, `Matchmaker.leave`, `Matchmaker.tick`, each with the time
-``now`` in seconds of a monotonic clock, never decreasing); decisions come out: a list of
-`FormRace`, each a public race of one variant to open with these players (empty: everyone keeps
-waiting). The shell (the ``quick_race`` request and a timer) calls ``tick`` about once a second and
-opens the races it is told to; a waiting player who disconnects is `leave`\\ d.
+`form_races` is the decision: given everyone waiting (oldest first) and the time ``now``, the list
+of `FormRace`, each a public race of one variant to open with these players (empty: everyone keeps
+waiting). It is a function of its arguments alone, so that the deployment's one pool, the rows of
+``quick_waits`` that every process reads (`server.play.race.quick_match`), is decided by the same
+rules whichever process ticks: ``since`` and ``now`` are then seconds of wall time (POSIX), the one
+clock the processes share.
+
+`Matchmaker` is the same rules as a state machine over a pool it keeps itself: commands go in
+(`Matchmaker.enqueue`, `Matchmaker.leave`, `Matchmaker.tick`, each with the time ``now`` in seconds
+of a clock that never goes back), the races `form_races` finds come out and their players wait no
+longer.
 
 The rules, with the parameters of `MatchRules` (the ``quick_match_*`` Settings):
 
@@ -28,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["FormRace", "MatchRules", "Matchmaker", "Waiting"]
+__all__ = ["FormRace", "MatchRules", "Matchmaker", "Waiting", "form_races"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +75,7 @@ class Waiting(NamedTuple):
         player: the player id.
         rating: its shown rating in the variant.
         cells: the variant (8, 4 or 2).
-        since: when it started waiting (seconds, the matchmaker's clock).
+        since: when it started waiting (seconds, the matchmaker's clock; the pool's: wall time).
     """
 
     player: str
@@ -78,8 +84,9 @@ class Waiting(NamedTuple):
     since: float
 
     def band(self, rules: MatchRules, now: float) -> float:
-        """The rating distance this player accepts at ``now`` (``inf`` from the wait limit on)."""
-        waited = now - self.since
+        """The rating distance this player accepts at ``now`` (``inf`` from the wait limit on). A
+        ``since`` after ``now`` (another process's clock a little ahead) counts as no wait yet."""
+        waited = max(0.0, now - self.since)
         if waited >= rules.wait:
             return math.inf
         return rules.band + rules.widening * waited
@@ -96,7 +103,9 @@ class FormRace(NamedTuple):
 
 @dataclass(slots=True)
 class Matchmaker:
-    """The waiting players of every variant, in the order they came; owned by the node's quick match."""
+    """The waiting players of every variant, in the order they came: `form_races` over a pool kept in
+    memory. (Quick match's shell keeps its pool in the database, shared by every process, and calls
+    `form_races` on its rows; this is the same rules with a pool of one's own, as the tests script it.)"""
 
     rules: MatchRules = field(default_factory=MatchRules)
     _waiting: dict[str, Waiting] = field(default_factory=dict, init=False)  # insertion order: oldest first
@@ -147,28 +156,54 @@ class Matchmaker:
         self._now = now
 
     def _match(self, now: float) -> list[FormRace]:
-        formed: list[FormRace] = []
-        while (race := self._next_race(now, _ByRating(self._waiting.values()))) is not None:
+        formed = form_races(self._waiting.values(), now, self.rules)
+        for race in formed:
             for seat in race.players:
                 del self._waiting[seat.player]
-            formed.append(race)
         return formed
 
-    def _next_race(self, now: float, by_rating: _ByRating) -> FormRace | None:
-        """The race the oldest player who can have one forms now, or None.
 
-        Each player's band is searched in its variant's players sorted by rating (a bisection), so a
-        tick costs O(n log n) for n waiting players; only a group that forms is sorted by distance.
-        """
-        rules = self.rules
-        for anchor in self._waiting.values():
-            band = anchor.band(rules, now)
-            near = by_rating.within(anchor, band)
-            if len(near) + 1 < rules.enough and not (band == math.inf and near):
-                continue
-            near.sort(key=lambda other: (abs(other.rating - anchor.rating), other.since))
-            return FormRace(anchor.cells, (anchor, *near[: rules.max_players - 1]), now)
-        return None
+def form_races(waiting: Iterable[Waiting], now: float, rules: MatchRules) -> list[FormRace]:
+    """The races the players ``waiting`` form at ``now`` (the rules of the module docstring): the
+    oldest player who can have a race forms it, its players are out of the pool, and so on until
+    nobody can. Nothing is changed: the caller takes the players of each race out of its own pool.
+
+    Args:
+        waiting: everyone waiting, the oldest first (the order they came in: ties of ``since`` are
+            served in this order), one entry per player.
+        now: the time, on the clock of ``since``.
+        rules: the parameters.
+
+    Raises:
+        ValueError: a player twice in ``waiting``.
+    """
+    pool: dict[str, Waiting] = {}
+    for player in waiting:
+        if pool.setdefault(player.player, player) is not player:
+            raise ValueError(f"{player.player} waits twice")
+    formed: list[FormRace] = []
+    while (race := _next_race(pool, now, rules)) is not None:
+        for seat in race.players:
+            del pool[seat.player]
+        formed.append(race)
+    return formed
+
+
+def _next_race(pool: dict[str, Waiting], now: float, rules: MatchRules) -> FormRace | None:
+    """The race the oldest player of ``pool`` (oldest first) who can have one forms now, or None.
+
+    Each player's band is searched in its variant's players sorted by rating (a bisection), so a
+    round costs O(n log n) for n waiting players; only a group that forms is sorted by distance.
+    """
+    by_rating = _ByRating(pool.values())
+    for anchor in pool.values():
+        band = anchor.band(rules, now)
+        near = by_rating.within(anchor, band)
+        if len(near) + 1 < rules.enough and not (band == math.inf and near):
+            continue
+        near.sort(key=lambda other: (abs(other.rating - anchor.rating), other.since))
+        return FormRace(anchor.cells, (anchor, *near[: rules.max_players - 1]), now)
+    return None
 
 
 class _ByRating:

@@ -129,15 +129,14 @@ class RaceRegistry:
         race = self._new_race(creator, cells=cells, seats=seats, time_limit_s=time_limit, public=public)
         return await self._open(race)
 
-    async def open_quick(
-        self, players: tuple[Entrant, ...], *, cells: int, time_limit: int
-    ) -> RaceRoomDriver:
-        """A public race formed by quick match: ``players`` seated and ready, its countdown begun;
-        returns once it is stored (its players then race_watch it: `server.play.race.quick_match`)."""
+    def quick_race(self, players: tuple[Entrant, ...], *, cells: int, time_limit: int) -> Race:
+        """A public race formed by quick match, not stored yet: ``players`` seated and ready, its
+        countdown begun. Quick match stores it in the transaction that claims its players' waits,
+        then has it held here (`hold_new`; `server.play.race.quick_match`)."""
         race = self._new_race(
             players[0], cells=cells, seats=len(players), time_limit_s=time_limit, public=True
         )
-        race = dataclasses.replace(
+        return dataclasses.replace(
             race,
             seated={
                 number: Seat(player, ready=True, network=network)
@@ -146,13 +145,16 @@ class RaceRegistry:
             phase=Phase.COUNTDOWN,
             starts_at=race.created_at + dt.timedelta(seconds=self._countdown),
         )
-        return await self._open(race)
+
+    def hold_new(self, race: Race) -> RaceRoomDriver:
+        """Hold a new race here, now that it is stored (its timers armed: its countdown runs)."""
+        self._metrics.races_made.inc()
+        return self._add(self._room(race))
 
     async def _open(self, race: Race) -> RaceRoomDriver:
         """Store the new race, then hold it here."""
         await self._committer.stored(StoreRace(RaceWrite(race.record(), new=True)))
-        self._metrics.races_made.inc()
-        return self._add(self._room(race))
+        return self.hold_new(race)
 
     def _new_race(self, creator: Entrant, *, cells: int, seats: int, time_limit_s: int, public: bool) -> Race:
         """A new race in its lobby with ``creator`` in seat 1: this registry's deal, code and clock."""
@@ -223,7 +225,8 @@ class RaceRegistry:
         return outcome if isinstance(outcome, Rematch) else None
 
     def seated_in_open_race(self, player_id: str) -> bool:
-        """``player_id`` holds a seat in a race of this node not over (quick match refuses it)."""
+        """``player_id`` holds a seat in a race of this node not over (quick match refuses it without
+        a read; `server.storage.races.seated_in_open_race` asks every node's)."""
         return any(
             driver.is_open() and driver.room.race.seat_of(player_id) is not None
             for driver in self._rooms.values()
