@@ -26,6 +26,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 @pytest.fixture
+def sqlite_database_url(tmp_path: Path) -> Iterator[str]:
+    """A database as ``database_url`` makes, on SQLite alone: for a module that overrides
+    ``database_url`` with it because what it tests is not the database (the transport's limits, bad
+    frames), which a PostgreSQL run would only repeat."""
+    with dbutil.fresh_database("sqlite", tmp_path) as url:
+        yield url
+
+
+@pytest.fixture
 def settings(database_url: str) -> Settings:
     return Settings(host="127.0.0.1", port=0, database_url=database_url, sqlite_synchronous="NORMAL")
 

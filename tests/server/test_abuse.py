@@ -32,6 +32,14 @@ VECTORS = json.loads(
 
 
 @pytest.fixture
+def database_url(sqlite_database_url: str) -> str:
+    """SQLite alone: bad frames, floods and clients that never read meet the transport before any
+    database does; what each request gets from storage is tried on both backends elsewhere
+    (test_play, test_spec_promises)."""
+    return sqlite_database_url
+
+
+@pytest.fixture
 async def strict_app(database_url: str) -> AsyncIterator[App]:
     limits = {"rate_per_second": 20.0, "rate_burst": 20}
     per_connection = {"max_games_per_connection": 2, "max_watches_per_connection": 2}

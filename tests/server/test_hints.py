@@ -389,11 +389,14 @@ async def hint_loop(
 
 
 @pytest.fixture
-async def churn_app(database_url: str) -> Any:
+async def churn_app(sqlite_database_url: str) -> Any:
     """A server without the new-game quotas: the hint flood below starts far more games than they
-    allow, and it is the solver's share that it tests (tests/server/test_quotas.py has the quotas)."""
+    allow, and it is the solver's share that it tests (tests/server/test_quotas.py has the quotas).
+    On SQLite alone: the share is the solving service's, in memory; on PostgreSQL the flood's game
+    churn (a new game and a resign per hint) took 21 s instead of 3, and once kept the bystander's
+    reply past 10 s, while what storage answers a hint is tried on both backends above and below."""
     settings = {"new_games_per_player_per_minute": None, "new_games_per_address_per_minute": None}
-    async with serverutil.running_app(database_url, sqlite_synchronous="NORMAL", **settings) as app:
+    async with serverutil.running_app(sqlite_database_url, sqlite_synchronous="NORMAL", **settings) as app:
         yield app
 
 

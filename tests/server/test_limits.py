@@ -42,6 +42,14 @@ from tests.support.wsclient import WsClient
 CODE = "EO1-C8-AAAAAFA"  # 8 cells, cells 5-8 empty: t1 -> c5 and back are always legal
 
 
+@pytest.fixture
+def database_url(sqlite_database_url: str) -> str:
+    """SQLite alone: the limits are the transport's and the admission gate's, met before any database
+    is; the bystander's moves and the watched finished games are stored on both backends elsewhere
+    (test_play, test_crash)."""
+    return sqlite_database_url
+
+
 class Bystander:
     """A well-behaved player: plays moves one at a time until stopped; every reply must be its ack."""
 

@@ -29,6 +29,12 @@ class WsClient:
 
     @classmethod
     async def open(cls, url: str, subprotocol: str = SUBPROTOCOLS[0], **kwargs: Any) -> WsClient:
+        """A connection to ``url``. It reads every frame the server sends whether the test reads it or
+        not (no ``max_queue``): with websockets' default of 16 a client that let more pushes pile up
+        unread (a race's standings, a game's diffs) stopped reading the socket, never saw the
+        server's close frame, and its ``close`` waited out the 10 s ``close_timeout``. A test of a
+        client that does not read pauses its transport itself."""
+        kwargs.setdefault("max_queue", None)
         ws = await connect(url, subprotocols=[subprotocol], max_size=None, **kwargs)  # type: ignore[list-item]
         return cls(ws, subprotocol)
 

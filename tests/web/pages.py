@@ -4,6 +4,7 @@ gestures (drag with a mouse, drag with a finger) a person makes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from playwright.async_api import BrowserContext, CDPSession, Locator, Page, WebSocketRoute, expect
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from engine import Deal, Game
 from protocol import layout_fields
 
-expect.set_options(timeout=10_000)
+EXPECT_TIMEOUT_MS = 10_000
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
 #: Where the screenshots go: docs/screenshots when EIGHTOFF_SCREENSHOTS says so (to refresh the
 #: README's), else a temporary folder.
@@ -119,9 +122,28 @@ async def deal(page: Page, code: str, *, leaving: str | None = None) -> str:
     return game_id
 
 
+#: Whether the board shows version ARG[0] in mode ARG[1].
+BOARD_AT = """([v, mode]) => {
+  const board = document.querySelector("#board");
+  return board !== null && board.dataset.v === v && board.dataset.mode === mode;
+}"""
+
+
+async def until_page(page: Page, condition: str, arg: Any = None) -> None:
+    """Wait until ``condition`` (a function of ``arg``, run in the page) holds, checked at every
+    frame the page draws. Playwright's ``expect`` checks again only after 100, 250, 500 then 1000 ms:
+    a board that changes just after its first check was seen a quarter of a second late, at each of
+    the many waits of a gesture test. Once this is done the ``expect`` that follows passes at its
+    first check; if the condition never holds this returns after ``expect``'s time anyway, and that
+    ``expect`` fails saying what the page showed."""
+    with contextlib.suppress(PlaywrightTimeoutError):
+        await page.wait_for_function(condition, arg=arg, timeout=EXPECT_TIMEOUT_MS, polling="raf")
+
+
 async def expect_board(page: Page, mirror: Game, *, mode: str = "play") -> None:
     """Wait until the page shows version ``mirror.v``, then compare every pile with the mirror."""
     board = page.locator("#board")
+    await until_page(page, BOARD_AT, [str(mirror.v), mode])
     await expect(board).to_have_attribute("data-v", str(mirror.v))
     await expect(board).to_have_attribute("data-mode", mode)
     shown = await page.evaluate(READ_BOARD)

@@ -127,9 +127,13 @@ async def one_action(page: Page, proxy: ReplyDelay, mirror: Game, move: Move, se
     await expect(page.locator("#board .selected")).to_have_count(0)
     actions = [kind for kind in proxy.sent if kind in ACTIONS]
     assert actions == sent, (move, proxy.sent)
+    # The undo only sets the board back for the next try: its reply comes on time whatever the delay
+    # under test (nothing is waiting for a reply now: ``idle``).
+    delay, proxy.delay = proxy.delay, 0.0
     await page.keyboard.press("u")
     mirror.play(UNDO)
     await expect_board(page, mirror)
+    proxy.delay = delay
     await settled(page)
     await past_double_tap_window(page)
     proxy.sent.clear()
