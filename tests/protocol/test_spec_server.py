@@ -4,6 +4,7 @@ section 10 ("Slots"), so that none can drift from what the server does."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -66,6 +67,16 @@ async def play(client: WsClient, game: str, text: str, v: int) -> dict[str, Any]
     return await client.request("move", game=game, v=v, **move_fields(text))
 
 
+async def until_reply(client: WsClient, request_id: int) -> list[dict[str, Any]]:
+    """What ``client`` got up to the reply to its request ``request_id``, that reply included: every
+    request gets one, however long a loaded machine takes (the winning move's took more than
+    ``QUIET`` once, and the table's sender seemed to get nothing)."""
+    messages: list[dict[str, Any]] = []
+    while not messages or messages[-1].get("id") != request_id:
+        messages.append(client.pushed.get_nowait() if not client.pushed.empty() else await client.recv())
+    return messages
+
+
 async def heard(client: WsClient) -> list[dict[str, Any]]:
     """Everything ``client`` got and has not read yet, until it stays quiet for ``QUIET`` seconds."""
     messages = []
@@ -114,11 +125,14 @@ class Table:
         assert (await self.spectator.request("watch", game=self.game))["type"] == "snapshot"
 
     async def event(self, request: dict[str, Any]) -> tuple[list[dict[str, Any]], ...]:
-        """Send ``request`` from the sender; what each of the four connections then received."""
+        """Send ``request`` from the sender; what each of the four connections then received: the
+        sender's up to its reply, then what each gets until it stays quiet (the four at once: the
+        server has served the request by then)."""
         await self.sender.send({**request, "game": self.game})
-        return tuple(
-            [await heard(client) for client in (self.sender, self.other, self.spectator, self.elsewhere)]
-        )
+        replied = await until_reply(self.sender, request["id"])
+        clients = (self.sender, self.other, self.spectator, self.elsewhere)
+        sender, *others = await asyncio.gather(*(heard(client) for client in clients))
+        return (replied + sender, *others)
 
     async def close(self) -> None:
         for client in (self.sender, self.other, self.spectator, self.elsewhere):

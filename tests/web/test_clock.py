@@ -143,6 +143,9 @@ async def test_the_clock_is_the_servers_on_every_path(
     old = await deal_earlier(web_app, token, 10, monkeypatch)
     older = await deal_earlier(web_app, token, 20, monkeypatch, moves=1)
     await page.reload()
+    # The tab resumes its game first: a click on the list before it does resumed the old game
+    # without asking (nothing was in progress yet) and the leave question never came (seen under load).
+    await expect(page.locator("#board")).to_have_attribute("data-game", fresh)
     for game, version in ((old, "0"), (older, "1")):
         await page.click(f'[data-resume="{game}"]')
         await leave_game(page, "keep")
