@@ -23,9 +23,13 @@ from tests.support import serverutil
 from tests.support.wire import move_fields
 from tests.support.wsclient import WsClient, player
 
+#: The farmer's main plays a solver's line a race, hundreds of moves a second, past the per-connection
+#: rate: what these tests are about is who is rated, not the rate limit.
+UNMETERED = {**RACE_SETTINGS, "rate_per_second": 100_000.0, "rate_burst": 100_000}
+
 #: Every farming rule off: each test turns on the one it is about.
 NO_GUARD = {
-    **RACE_SETTINGS,
+    **UNMETERED,
     "rated_networks": "any",
     "rated_meetings_per_day": None,
     "established_networks": None,
@@ -152,7 +156,7 @@ async def test_a_race_rates_only_between_established_players(database_url: str) 
 async def test_the_default_guard_holds_the_farm_of_the_report(database_url: str) -> None:
     """The server's own defaults against the report's farm (a main, ten fresh guests, 2 networks):
     no rated race, no row on the rating board, and the main shows a newcomer's 1000 in its profile."""
-    async with serverutil.running_app(database_url, **{**RACE_SETTINGS, "established_networks": 5}) as app:
+    async with serverutil.running_app(database_url, **{**UNMETERED, "established_networks": 5}) as app:
         main = await racer(app, "203.0.113.7", "main")
         for n in range(10):
             network = "203.0.113.7" if n % 2 else "198.51.100.2"
