@@ -5,10 +5,10 @@ Why not websockets' asyncio server: it runs a task per connection and reassemble
 through a reader queue and an awaited ``recv()``, most of the CPU a message costs here. In this module
 bytes from the socket go through the protocol's parser and come out as whole messages handed to the
 connection's ``Channel`` at once (a read that is one whole data frame, nearly every read of a client
-waiting for its reply, is unmasked here without the parser: `WebSocketConnection._whole_frame`);
-replies are written as soon as they exist, those of one callback (a read's turn of frames) in one
-write at its end. Per connection only one request is served at a time (its later messages wait in
-order) and reading pauses while a few wait; a peer that lets unsent frames (replies, pushes, the
+waiting for its reply, is unmasked here without the parser: `_whole_data_frame`); replies are
+written as soon as they exist, those of one callback (a read's turn of frames) in one write at its
+end. Per connection only one request is served at a time (its later messages wait in order) and
+reading pauses while a few wait; a peer that lets unsent frames (replies, pushes, the
 pongs of its own pings) pile up past ``max_write_buffer`` does not read and is dropped.
 
 No connection may hold the event loop: every frame it sends, control frames included, takes a token
@@ -35,6 +35,16 @@ anything is read, and again at the handshake for the client behind a trusted pro
 comes a connection is half-open, and the gate may evict it to make room for a newer one (its open
 timeout is shorter while many are half-open). Once open, each frame also takes a token of the bucket
 its address's connections share (``ConnectionGate.frame_bucket``), when that budget is on.
+
+How it is organized. A connection's lifecycle is data: its ``Phase`` (``server.edge.connection_state``:
+half-open, refused, answered, HTTP, open, flooded, evicted, closed; every change checked against the
+table there) and, once open, its websockets protocol's own state (open, closing, closed), never a
+copy of it; what it holds of the gate's is its ``Admission``, decided at accept and given back when
+it is gone. Every frame takes one path, `WebSocketConnection._frame` (metered, fragments bounded, a
+message served or queued), whether the parser made it or the read was that one whole frame: the fast
+path only recognizes such a read (`_whole_data_frame`, checked against the parser by
+``tests/server/test_transport_phases.py``) and leaves everything else, and every refusal, to the
+parser. Every read ends in `_read_done` (what websockets queued written, reading paused or resumed).
 
 The only module that imports ``websockets``: the HTTP routes take its ``Request`` and ``Response`` from here.
 """
@@ -68,6 +78,7 @@ except ImportError:  # pragma: no cover - websockets built without its C extensi
 
 import protocol
 from server.edge.admission import ConnectionGate, SharedBucket, ThrottledLog
+from server.edge.connection_state import Admission, Phase, advance
 from server.ratelimit import Metered, TokenBucket
 
 __all__ = [
@@ -116,6 +127,11 @@ MAX_PARTIAL_BYTES = 8 * 1024 * 1024
 fragment would pass it is closed 1013 (try again later)."""
 
 _READING = frozenset({State.CONNECTING, State.OPEN})
+_PARSED = frozenset({Phase.HALF_OPEN, Phase.OPEN, Phase.FLOODED})  # what it sends goes to the parser
+_BINARY, _TEXT, _CONT, _PONG, _CLOSE = Opcode.BINARY, Opcode.TEXT, Opcode.CONT, Opcode.PONG, Opcode.CLOSE
+_SERVE, _REFUSE, _FLOOD = Metered.SERVE, Metered.REFUSE, Metered.CLOSE
+_OPEN = State.OPEN  # (an enum member by attribute costs some 60 ns on 3.11, a module constant 2)
+_FLOODED = Phase.FLOODED
 _AT_EOF = StreamReader.at_eof.__code__
 _HEAD_16 = struct.Struct("!BBH")
 _HEAD_64 = struct.Struct("!BBQ")
@@ -210,6 +226,48 @@ def _parser_between_frames(protocol: ServerProtocol) -> bool:
     while (inner := getattr(waiting, "gi_yieldfrom", None)) is not None:
         waiting = inner
     return getattr(waiting, "gi_code", None) is _AT_EOF
+
+
+def _whole_data_frame(data: bytes, max_size: int) -> tuple[Opcode, bool, bytes] | None:
+    """The frame ``data`` is, exactly, when it is one whole unfragmented data frame of a client that
+    websockets' parser accepts as it is: its opcode, FIN and payload (unmasked). None for anything
+    else, valid or not: FIN without a reserved bit, binary or text, masked, a 7- or 16-bit length
+    within ``max_size``, and not a byte more or less (RFC 6455, 5.2).
+
+    This is the fast path's only knowledge of framing. It decides nothing: what it does not take goes
+    to the parser, the one place a frame is refused, and what it takes goes where the parser's frames
+    go (`WebSocketConnection._frame`). ``tests/server/test_transport.py`` checks it against the parser."""
+    size = len(data)
+    if size < MIN_CLIENT_FRAME:
+        return None
+    head = data[0]
+    if head == 0x82:  # FIN, no reserved bit, binary
+        opcode = _BINARY
+    elif head == 0x81:  # FIN, no reserved bit, text
+        opcode = _TEXT
+    else:
+        return None
+    length = data[1] ^ 0x80  # 0 to 127 when the mask bit is set
+    if length < 126:
+        at = 2
+    elif length == 126 and size >= 8:
+        length, at = (data[2] << 8) | data[3], 4
+    else:
+        return None  # unmasked (the parser fails it), or a 64-bit length
+    mask = at + 4
+    if size != mask + length or length > max_size:
+        return None
+    return opcode, True, apply_mask(data[mask:], data[at:mask])
+
+
+def _hand_end(data: bytes, at: int, frames: int, handshake: bool) -> int:
+    """Where the next hand of ``data`` to the parser ends: at the end of the request during the
+    ``handshake`` (its response is then queued before anything a frame after it makes, such as a
+    pong), else after as many bytes as ``frames`` of the smallest frames a client can send."""
+    if handshake:
+        end = data.find(b"\r\n\r\n", at)
+        return len(data) if end < 0 else end + 4
+    return min(len(data), at + frames * MIN_CLIENT_FRAME)
 
 
 def _request_in(data: bytes) -> bool:
@@ -334,6 +392,14 @@ class WebSocketConnection(asyncio.Protocol):
     """One accepted socket: its handshake, its messages in (to its ``Channel``, one at a time, in
     order) and out, its keepalive and its close.
 
+    Its lifecycle is its ``Phase`` (``server.edge.connection_state``: every change through
+    `_advance`, checked against the table) and, once open, its websockets protocol's state; what it
+    holds of the gate's is its ``Admission``, decided at accept. The rest are flags of an open
+    connection, each with one writer: ``_paused`` (`_pause_reading`), ``_corked`` (`_cork` and
+    `_uncork`), ``_parsing`` and ``_between_frames`` (`_parse_turn`), ``_dispatching``
+    (`_serve_waiting`), ``_serving`` (`_serve_one`, and `served`), ``_waiting_full``
+    (`_count_waiting`), ``_vouched`` (`vouch`).
+
     ``client_address`` is what the per-address limits count it under (``ConnectionGate.key_of``:
     an IPv6 peer's /64): the peer's, or the forwarded client's once a trusted proxy's handshake named
     it; ``last_frame_at`` is the time of its last frame of any kind, pings included;
@@ -343,31 +409,25 @@ class WebSocketConnection(asyncio.Protocol):
     __slots__ = (
         "_abort_timer",
         "_address_bucket",
-        "_answered",
+        "_admission",
         "_between_frames",
         "_bucket",
         "_corked",
-        "_counted",
         "_dispatching",
-        "_flooded",
         "_fragment_bytes",
+        "_fragment_opcode",
         "_fragment_timer",
-        "_fragmented_text",
         "_fragments",
         "_head",
         "_http_task",
-        "_lingering",
         "_outgoing",
         "_parse_later",
         "_parsing",
         "_paused",
         "_peer",
-        "_peer_done",
-        "_ping_payload",
-        "_plain_http",
-        "_pong_awaited",
+        "_phase",
+        "_ping_unanswered",
         "_protocol",
-        "_refused",
         "_server",
         "_serving",
         "_timer",
@@ -387,6 +447,8 @@ class WebSocketConnection(asyncio.Protocol):
 
     def __init__(self, server: WebSocketServer) -> None:
         self._server = server
+        self._phase = Phase.NEW
+        self._admission: Admission  # decided at accept (connection_made)
         self._protocol: ServerProtocol | None = None  # made once the request is all in (_head)
         self._head = b""  # the request so far, before the protocol is made
         self._peer = ""  # the socket's peer address, exactly
@@ -394,37 +456,37 @@ class WebSocketConnection(asyncio.Protocol):
         self.subprotocol: protocol.Subprotocol = protocol.Subprotocol.MSGPACK
         self.last_frame_at = time.monotonic()
         self.channel: Channel | None = None
-        self._counted = False
-        self._refused = False  # over a cap at accept: only the 503 is sent
-        self._answered = False  # the 503 of a refused connection or the 400 of a bad request
-        self._plain_http = False  # a request for another path than /ws: no WebSocket
-        self._peer_done = False  # its client half-closed after the request
-        self._lingering = False
         self._bucket = TokenBucket(server.frame_rate, server.frame_burst)
         self._address_bucket: SharedBucket | None = None  # shared with its address's connections, once open
         self._fragments: list[bytes] = []
         self._fragment_bytes = 0  # counted in the server's partial_bytes too
+        self._fragment_opcode = _BINARY  # of the unfinished message, while _fragments hold it
         self._fragment_timer: asyncio.TimerHandle | None = None
-        self._fragmented_text = False
         self._unparsed = b""  # a read whose rest, from _unparsed_at, is parsed from the next turn
         self._unparsed_at = 0  # (an offset, not a copy of the rest at each turn)
         self._parse_later: asyncio.Handle | None = None
         self._waiting: collections.deque[tuple[bytes | str, bool]] = collections.deque()
-        self._serving = False
-        self._dispatching = False
-        self._flooded = False  # closing 1008 once what waits is served
+        self._serving = False  # its channel has a message (until served())
+        self._dispatching = False  # _serve_waiting's loop runs (served() from within serve() returns to it)
         self._vouched = False  # a valid request came (see `vouch`)
         self._waiting_full = False  # reading pauses: more than MAX_WAITING messages wait
         self._parsing = False
         self._between_frames = False  # see `_whole_frame`
-        self._paused = False  # reading, as _update_reading last set it
+        self._paused = False  # reading, as _pause_reading last set it
         self._corked = False  # writes wait in _outgoing until the callback ends (_cork)
         self._outgoing: list[bytes] = []
-        self._pong_awaited = False
-        self._ping_payload = b""
+        self._ping_unanswered: bytes | None = None  # the keepalive ping's payload until its pong
         self._timer: asyncio.TimerHandle | None = None  # the open timeout, then the keepalive's
         self._abort_timer: asyncio.TimerHandle | None = None
         self._http_task: asyncio.Task[None] | None = None
+
+    def _advance(self, to: Phase) -> None:
+        """The one writer of ``_phase``: raises ``IllegalTransition`` on a change the table forbids."""
+        self._phase = advance(self._phase, to)
+
+    @property
+    def phase(self) -> Phase:
+        return self._phase
 
     # asyncio.Protocol
 
@@ -436,15 +498,18 @@ class WebSocketConnection(asyncio.Protocol):
         gate = self._server.gate
         self.client_address = gate.key_of(self._peer)
         if gate.accept(self._peer, self) is None:
-            self._counted = True
+            self._admission = Admission.ADMITTED
+            self._advance(Phase.HALF_OPEN)
             timeout = min(OPEN_TIMEOUT, gate.PRESSED_OPEN_TIMEOUT) if gate.under_pressure() else OPEN_TIMEOUT
             self._timer = asyncio.get_running_loop().call_later(timeout, self._open_timed_out)
             return
-        self._refused = True
-        if self._server.gate.start_lingering():  # answered when its request comes (data_received)
-            self._lingering = True
+        self._advance(Phase.REFUSED)
+        if gate.start_lingering():  # answered when its request comes (data_received)
+            self._admission = Admission.LINGERING
             self._abort_later(REFUSAL_LINGER)
         else:  # no slot left: answer at once and close, the best that can be done in a storm
+            self._admission = Admission.TURNED_AWAY
+            self._advance(Phase.ANSWERED)
             self.transport.write(_TOO_MANY_BYTES)
             self.transport.close()
 
@@ -453,11 +518,10 @@ class WebSocketConnection(asyncio.Protocol):
             return  # nearly every read of a client that waits for its reply: one whole frame
         if self._failed():
             return  # its end of file still comes (`eof_received`), which the parser needs
-        if self._refused:
-            self._answer_refused()
-            return
-        if self._plain_http:
-            return  # one request per connection: what follows it is not read
+        if self._phase not in _PARSED:
+            if self._phase is Phase.REFUSED:
+                self._answer_refused()
+            return  # answered (HTTP, 503, 400): what follows is not read
         if self._protocol is None:
             data = self._head + data
             if not _request_in(data):
@@ -470,50 +534,23 @@ class WebSocketConnection(asyncio.Protocol):
         self._parse(data)
 
     def _whole_frame(self, data: bytes) -> bool:
-        """Act on ``data`` when it is one whole unfragmented data frame, without websockets' parser:
-        False, and nothing done, for anything else (the parser takes it).
+        """Act on ``data`` when it is one whole unfragmented data frame (`_whole_data_frame`), without
+        websockets' parser: False, and nothing done, for anything else (the parser takes it).
 
         Called only while the parser waits for the first byte of a frame, nothing buffered, no
         fragmented message under way and nothing left unparsed (``_between_frames``, known at the
         end of each parse: nothing else moves the parser): a whole data frame would change nothing
-        in its state, so that it is the same as if it had parsed the frame. The frame's header is
-        checked as the parser checks it (FIN, no reserved bit, binary or text, masked, within
-        ``max_size``), then it is metered and its message served as every other frame's. The reason:
-        the parser's generators, its ``Frame`` and its checks cost more than the rest of the
-        transport's work for a message."""
-        size = len(data)
-        if size < MIN_CLIENT_FRAME:
-            return False
-        head = data[0]
-        length = data[1] ^ 0x80  # 0 to 127 when the mask bit is set
-        if length < 126:
-            at = 2
-        elif length == 126 and size >= 8:
-            length, at = (data[2] << 8) | data[3], 4
-        else:
-            return False  # unmasked (the parser fails it), or a 64-bit length
+        in its state, so that it is the same as if it had parsed the frame. The frame then goes
+        where the parser's frames go (`_frame`: metered, acted on) and the read ends as a parsed
+        one does (`_read_done`). The reason: the parser's generators, its ``Frame`` and its checks
+        cost more than the rest of the transport's work for a message."""
+        frame = _whole_data_frame(data, self._server.max_size)
         protocol = self._protocol
-        if (
-            (head != 0x82 and head != 0x81)  # FIN, no reserved bit, binary or text
-            or size != at + 4 + length
-            or length > self._server.max_size
-            or protocol is None
-            or protocol.state is not State.OPEN
-        ):
+        if frame is None or protocol is None or protocol.state is not _OPEN:
             return False
         self.last_frame_at = time.monotonic()
-        mask = at + 4
-        payload = apply_mask(data[mask:], data[at:mask])
-        metered = self._meter()
-        if metered is not None:
-            if head == 0x82:
-                self._message(payload, metered is Metered.SERVE)
-            else:
-                self._whole(payload, True, metered is Metered.SERVE)
-        if protocol.writes:  # queued by websockets meanwhile (a close): what `_parse` flushes too
-            self._flush()
-        if self._paused or self._waiting_full:
-            self._update_reading()
+        self._frame(*frame)
+        self._read_done(protocol)
         return True
 
     def _failed(self) -> bool:
@@ -557,15 +594,14 @@ class WebSocketConnection(asyncio.Protocol):
         size = len(data)
         try:
             while at < size:
-                if ws.state is State.CONNECTING:
-                    end = self._hand_end(data, at, FRAMES_PER_TURN - frames)
-                else:  # `_hand_end` of an open connection, written out: this runs for every read
-                    end = min(size, at + (FRAMES_PER_TURN - frames) * MIN_CLIENT_FRAME)
+                end = _hand_end(data, at, FRAMES_PER_TURN - frames, ws.state is State.CONNECTING)
                 ws.receive_data(data if at == 0 and end == size else data[at:end])
                 at = end
                 frames += self._events()
-                if self._plain_http or self._flooded or ws.state not in _READING:
-                    break  # answered by the HTTP routes, or closing: what follows is not parsed
+                if self._phase is not Phase.HALF_OPEN and self._phase is not Phase.OPEN:
+                    break  # answered by HTTP, or flooding: what follows is not parsed
+                if ws.state not in _READING:
+                    break  # closing: the parser only discards
                 if (frames >= FRAMES_PER_TURN or self._waiting_full) and at < size:
                     self._unparsed, self._unparsed_at = data, at
                     break
@@ -579,26 +615,24 @@ class WebSocketConnection(asyncio.Protocol):
             and not self._fragments
             and _parser_between_frames(ws)
         )
-        if self._plain_http:
+        if self._phase is Phase.HTTP:
             return  # the HTTP routes answer it; nothing the protocol made is sent
-        if isinstance(ws.handshake_exc, InvalidMessage) and not self._answered:
+        if self._phase is Phase.HALF_OPEN and isinstance(ws.handshake_exc, InvalidMessage):
             # not an HTTP request: websockets only hangs up (its FIN waits in data_to_send)
-            self._answered = True
+            self._advance(Phase.ANSWERED)
             response = _bad_request()
             response.headers["Server"] = self._server.server_header
             self._write(response.serialize())
-        self._flush()
+        self._read_done(ws)
+
+    def _read_done(self, ws: ServerProtocol) -> None:
+        """What every read ends with, whole frame or parsed: what websockets queued (a pong, a close,
+        a handshake's response; the frames of a reply are written as they are made) goes out, then
+        reading is paused or resumed if it must."""
+        if ws.writes or ws.state is not _OPEN:
+            self._flush()
         if self._paused or self._unparsed or self._waiting_full:  # else reading, as it should be
             self._update_reading()
-
-    def _hand_end(self, data: bytes, at: int, frames: int) -> int:
-        """Where the next hand of ``data`` to the parser ends: at the end of the request while the
-        handshake is under way (its response is then queued before anything a frame after it makes,
-        such as a pong), else after as many bytes as ``frames`` of the smallest frames."""
-        if self._ws.state is State.CONNECTING:
-            end = data.find(b"\r\n\r\n", at)
-            return len(data) if end < 0 else end + 4
-        return min(len(data), at + frames * MIN_CLIENT_FRAME)
 
     def _events(self) -> int:
         """Act on what the parser made of the data handed to it; the number of frames."""
@@ -610,28 +644,32 @@ class WebSocketConnection(asyncio.Protocol):
                 self._frame(event.opcode, event.fin, cast(bytes, event.data))  # parsed frames hold bytes
             elif isinstance(event, Request):
                 self._handshake(event)
-                if self._plain_http:
-                    break
+                if self._phase is not Phase.OPEN:
+                    break  # answered by HTTP instead: nothing after its request is acted on
         return len(events)
 
     def _update_reading(self) -> None:
-        """The one place reading is paused and resumed (but for a flooder's close): paused while too
-        many messages wait to be served or part of a read waits to be parsed, whose parse goes on in
-        the next turn of the loop unless too many messages wait (``served`` resumes it then)."""
+        """Pause or resume reading as it must be (a flooder's or a close's for good is theirs):
+        paused while too many messages wait to be served or part of a read waits to be parsed, whose
+        parse goes on in the next turn of the loop unless too many messages wait (``served`` resumes
+        it then)."""
         if self._parsing or not (self._paused or self._unparsed or self._waiting_full):
             return  # done at the end of the parse; or reading, with nothing to change
-        if not self.is_open or self._flooded:
+        if not self.is_open or self._phase is _FLOODED:
             self._unparsed = b""
             return
-        paused = self._waiting_full or bool(self._unparsed)
+        self._pause_reading(self._waiting_full or bool(self._unparsed))
+        if self._unparsed and not self._waiting_full and self._parse_later is None:
+            self._parse_later = asyncio.get_running_loop().call_soon(self._parse_rest)
+
+    def _pause_reading(self, paused: bool) -> None:
+        """The one writer of ``_paused``: the transport told only when it changes."""
         if paused is not self._paused:
             self._paused = paused
             if paused:
                 self.transport.pause_reading()
             else:
                 self.transport.resume_reading()
-        if self._unparsed and not self._waiting_full and self._parse_later is None:
-            self._parse_later = asyncio.get_running_loop().call_soon(self._parse_rest)
 
     def _parse_rest(self) -> None:
         self._parse_later = None
@@ -639,15 +677,17 @@ class WebSocketConnection(asyncio.Protocol):
             self._parse(self._unparsed, self._unparsed_at)
 
     def eof_received(self) -> bool | None:
-        if self._plain_http:
-            self._peer_done = True
+        if self._phase is Phase.HTTP:
+            self._advance(Phase.HTTP_HALF_CLOSED)
             return True  # its response is still to come
-        if not self._refused and self._protocol is not None:  # else it hung up before its request
+        if self._protocol is not None:  # else it hung up before its request, or was refused
             self._protocol.receive_eof()
             self._flush()
         return None  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
+        evicted = self._phase is Phase.EVICTED  # its place was given back by the gate
+        self._advance(Phase.CLOSED)
         for timer in (self._timer, self._abort_timer, self._parse_later):
             if timer is not None:
                 timer.cancel()
@@ -657,12 +697,10 @@ class WebSocketConnection(asyncio.Protocol):
         self._drop_fragments()
         if self._http_task is not None:
             self._http_task.cancel()
-        if self._counted:
+        if self._admission is Admission.ADMITTED and not evicted:
             self._server.gate.release(self.client_address, self)
-            self._counted = False
-        if self._lingering:
+        elif self._admission is Admission.LINGERING:
             self._server.gate.stop_lingering()
-            self._lingering = False
         try:
             if self.channel is not None:
                 channel, self.channel = self.channel, None
@@ -681,7 +719,7 @@ class WebSocketConnection(asyncio.Protocol):
     def write_frame(self, frame: bytes) -> None:
         """Write a frame made by ``wire_frame``, unless the connection is closing."""
         protocol = self._protocol
-        if protocol is not None and protocol.state is State.OPEN and not self.transport.is_closing():
+        if protocol is not None and protocol.state is _OPEN and not self.transport.is_closing():
             self._write(frame)
 
     def _write(self, data: bytes) -> None:
@@ -739,7 +777,7 @@ class WebSocketConnection(asyncio.Protocol):
     def evict(self) -> None:
         """Dropped by the gate while still in its handshake, to make room for a newer connection: its
         place is given back already."""
-        self._counted = False
+        self._advance(Phase.EVICTED)
         self.transport.abort()
 
     def close(self, code: int, reason: str, *, read_more: bool = True) -> None:
@@ -759,9 +797,8 @@ class WebSocketConnection(asyncio.Protocol):
         self._unparsed = b""
         self._drop_fragments()
         self._ws.fail(code, reason.encode()[:120].decode(errors="ignore"))
-        if not read_more and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
+        if not read_more:
+            self._pause_reading(True)
         self._flush()
 
     @property
@@ -778,12 +815,23 @@ class WebSocketConnection(asyncio.Protocol):
     def served(self) -> None:
         """The channel is done with its message: serve the next one."""
         self._serving = False
-        if self._waiting or self._waiting_full or self._flooded:  # else nothing to serve nor resume
+        if self._waiting or self._waiting_full or self._phase is _FLOODED:  # else nothing to do
             self._serve_waiting()
 
-    def _message(self, message: bytes | str, within_rate: bool) -> None:
-        """A whole message of the open connection: served now when nothing is (the common case, done
-        here without the queue), else queued behind the others."""
+    def _message(self, data: bytes, opcode: Opcode, within_rate: bool) -> None:
+        """A whole message (of one frame or of fragments), unless the connection is no longer open:
+        text decoded, then handed to the channel at once when nothing waits or is being served (the
+        common case: no queue, no cork), else queued behind the others."""
+        protocol = self._protocol
+        if protocol is None or protocol.state is not _OPEN:
+            return
+        message: bytes | str = data
+        if opcode is _TEXT:
+            try:
+                message = data.decode()
+            except UnicodeDecodeError as exc:
+                protocol.fail(CloseCode.INVALID_DATA, f"invalid UTF-8 at position {exc.start}")
+                return
         channel = self.channel
         if (
             self._waiting
@@ -793,17 +841,33 @@ class WebSocketConnection(asyncio.Protocol):
             or self.transport.is_closing()
         ):
             self._waiting.append((message, within_rate))
-            self._serve_waiting()
-            if len(self._waiting) > MAX_WAITING:
-                self._waiting_full = True  # reading pauses at the end of this parse
+            if self._dispatching:
+                self._count_waiting()  # the loop under way serves it in turn
+            else:
+                self._serve_waiting()
             return
+        # (its served() may come within serve(): nothing waits behind it, so there is no loop to
+        # return to, and served() finds nothing more to do)
+        self._serve_one(channel, message, within_rate)
+
+    def _serve_waiting(self) -> None:
+        """Serve what waits, in order, one message at a time: each until its ``served()``, which may
+        come within ``serve`` (the loop goes on) or later (`served` calls this again). What the
+        messages served in one go answer goes to the socket in one write."""
+        if self._dispatching:
+            return  # served() from within serve(): the loop below goes on
         self._dispatching = True
+        corked = self._cork()
+        waiting = self._waiting
         try:
-            self._serve_one(channel, message, within_rate)
+            while waiting and not self._serving and self.channel is not None and self.is_open:
+                self._serve_one(self.channel, *waiting.popleft())
         finally:
             self._dispatching = False
-        if self._waiting or self._waiting_full or self._flooded:
-            self._serve_waiting()
+            if corked:
+                self._uncork()
+        self._count_waiting()
+        self._close_if_flooded()
 
     def _serve_one(self, channel: Channel, message: bytes | str, within_rate: bool) -> None:
         """Hand one message to the channel (``served()`` ends it); a bug closes this connection
@@ -816,87 +880,76 @@ class WebSocketConnection(asyncio.Protocol):
             self._serving = False
             self.close(CloseCode.INTERNAL_ERROR, "the server failed")
 
-    def _serve_waiting(self) -> None:
-        if self._dispatching:
-            return  # served() from within serve(): the loop below goes on
-        self._dispatching = True
-        corked = self._cork()
-        try:
-            while self._waiting and not self._serving and self.channel is not None and self.is_open:
-                self._serve_one(self.channel, *self._waiting.popleft())
-        finally:
-            self._dispatching = False
-            if corked:
-                self._uncork()
-        if self._waiting_full and len(self._waiting) <= MAX_WAITING // 2:
+    def _count_waiting(self) -> None:
+        """The one writer of ``_waiting_full``: set past ``MAX_WAITING`` messages waiting (reading
+        pauses at the end of this read), cleared again at half that (reading resumes)."""
+        count = len(self._waiting)
+        if count > MAX_WAITING:
+            self._waiting_full = True
+        elif self._waiting_full and count <= MAX_WAITING // 2:
             self._waiting_full = False
             self._update_reading()
-        self._close_if_flooded()
 
     # Incoming frames
 
     def _meter(self) -> Metered | None:
         """Meter one frame (every frame takes a token, whatever its kind): SERVE, REFUSE (a message it
         ends is answered rate_limited), or None when it is not to be acted on (flooding: closing)."""
-        if self._flooded:
+        if self._phase is _FLOODED:
             return None  # parsed with the frame that flooded: not acted on
         metered = self._bucket.take()
-        if metered is Metered.REFUSE and not self._vouched:
+        if metered is _REFUSE and not self._vouched:
             metered = Metered.CLOSE  # a bucketful of its own and no valid request: a flood
         shared = self._address_bucket
-        if metered is Metered.SERVE and shared is not None and shared.crowded:
+        if metered is _SERVE and shared is not None and shared.crowded:
             # (closed only after a bucketful of these refusals: a newcomer's hello may find its
             # address's budget in debt)
             metered = shared.take()
-        if metered is Metered.CLOSE:
+        if metered is _FLOOD:
             self._flooding()
             return None
         return metered
 
     def _frame(self, opcode: Opcode, fin: bool, data: bytes) -> None:
-        """Act on a frame the parser made, once metered."""
+        """Every frame, the parser's or a whole one in a read (`_whole_frame`): metered, then acted
+        on: a message whole, a fragment held (within its bounds), a pong checked against the
+        keepalive's ping. (Pings are answered and closes handled by websockets' parser.)"""
         metered = self._meter()
         if metered is None:
             return
-        if opcode is Opcode.BINARY and fin:  # nearly every frame: `_whole` written out
-            protocol = self._protocol
-            if protocol is not None and protocol.state is State.OPEN:
-                self._message(data, metered is Metered.SERVE)
-        elif opcode is Opcode.BINARY or opcode is Opcode.TEXT:
+        if opcode is _BINARY or opcode is _TEXT:
             if fin:
-                self._whole(data, opcode is Opcode.TEXT, metered is Metered.SERVE)
+                self._message(data, opcode, metered is _SERVE)
             else:
-                self._fragmented_text = opcode is Opcode.TEXT
+                self._fragment_opcode = opcode
                 self._fragment_timer = asyncio.get_running_loop().call_later(
                     MESSAGE_TIMEOUT, self._fragments_timed_out
                 )
                 self._hold_fragment(data)
-        elif opcode is Opcode.CONT:
+        elif opcode is _CONT:
             if not self._hold_fragment(data) or not fin:
                 return
             whole = b"".join(self._fragments)
             self._drop_fragments()
-            self._whole(whole, self._fragmented_text, metered is Metered.SERVE)
-        elif opcode is Opcode.PONG and data == self._ping_payload:
-            self._pong_awaited = False  # an unsolicited pong does not prove the peer reads
-        elif opcode is Opcode.CLOSE:
+            self._message(whole, self._fragment_opcode, metered is _SERVE)
+        elif opcode is _PONG and data == self._ping_unanswered:
+            self._ping_unanswered = None  # an unsolicited pong does not prove the peer reads
+        elif opcode is _CLOSE:
             self._waiting.clear()  # the peer said goodbye: what it sent before gets no answer
 
     def _flooding(self) -> None:
         """It went on sending for a whole bucketful of frames while refused (or was refused one before
         any valid request, `vouch`): nothing more is read or parsed, the messages already waiting
         are answered, then it is closed 1008; its address may not reconnect at once."""
-        self._flooded = True
+        self._advance(Phase.FLOODED)
         self._server.flooded()
         self.penalize()
         self._unparsed = b""
-        if not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
+        self._pause_reading(True)
         self._close_if_flooded()
 
     def _close_if_flooded(self) -> None:
-        if self._flooded and not self._serving and not self._waiting:
+        if self._phase is _FLOODED and not self._serving and not self._waiting:
             reason = "flooding after rate_limited" if self._vouched else "flooding before any valid request"
             self.close(CloseCode.POLICY_VIOLATION, reason, read_more=False)
 
@@ -932,21 +985,11 @@ class WebSocketConnection(asyncio.Protocol):
         if self._state is State.OPEN and self._fragments:
             self.close(CloseCode.POLICY_VIOLATION, f"a message unfinished after {MESSAGE_TIMEOUT:g} s")
 
-    def _whole(self, data: bytes, text: bool, within_rate: bool) -> None:
-        if self._protocol is None or self._protocol.state is not State.OPEN:
-            return
-        if not text:
-            self._message(data, within_rate)
-            return
-        try:
-            self._message(data.decode(), within_rate)
-        except UnicodeDecodeError as exc:
-            self._ws.fail(CloseCode.INVALID_DATA, f"invalid UTF-8 at position {exc.start}")
-
     # The opening handshake and plain HTTP
 
     def _open_timed_out(self) -> None:
-        if self._state is State.CONNECTING and not self._plain_http:
+        # the open timer runs until the request comes (_handshake cancels it): half-open, or answered 400
+        if self._state is State.CONNECTING:
             self.transport.abort()
 
     def _handshake(self, request: Request) -> None:
@@ -955,19 +998,22 @@ class WebSocketConnection(asyncio.Protocol):
         self._server.gate.opened(self)
         path = request.path.partition("?")[0]
         if path != "/ws":
-            self._plain_http = True
+            self._advance(Phase.HTTP)
             if self._server.routes.is_answered_from_memory(path):
                 self._server.gate.answered_from_memory(self._peer)
             self._http_task = asyncio.get_running_loop().create_task(self._serve_http(request))
             return
         if self._ws.eof_sent:
+            self._advance(Phase.ANSWERED)
             return  # what came with the request was no WebSocket frame: hung up already
         response = self._refusal(request) or self._ws.accept(request)
         response.headers["Server"] = self._server.server_header
         self._ws.send_response(response)
         if response.status_code != http.HTTPStatus.SWITCHING_PROTOCOLS:
-            self._close_after_response()
+            self._advance(Phase.ANSWERED)
+            self._abort_later(CLOSE_LINGER)
             return
+        self._advance(Phase.OPEN)
         if self._ws.subprotocol is not None:
             self.subprotocol = protocol.Subprotocol(self._ws.subprotocol)
         self._timer = asyncio.get_running_loop().call_later(PING_INTERVAL, self._keepalive)
@@ -999,23 +1045,20 @@ class WebSocketConnection(asyncio.Protocol):
         if "Connection" not in response.headers:  # one request per connection (RFC 9112 9.6)
             response.headers["Connection"] = "close"
         self.transport.write(response.serialize())
-        if self._peer_done:
+        if self._phase is Phase.HTTP_HALF_CLOSED:
             self._abort_later(CLOSE_LINGER)  # close() waits for a flush the peer may never read
             self.transport.close()
             return
         self._write_eof()
-        self._close_after_response()
-
-    def _close_after_response(self) -> None:
         self._abort_later(CLOSE_LINGER)
 
     def _answer_refused(self) -> None:
         """The 503 answers the request, then our FIN follows it; the rest of what the client sends
         is dropped. Answering before the request came confuses some clients, and closing with the
         request unread would send a reset that can destroy the 503."""
-        if self._answered or self.transport.is_closing():
+        if self.transport.is_closing():
             return
-        self._answered = True
+        self._advance(Phase.ANSWERED)
         self.transport.write(_TOO_MANY_BYTES)
         self._write_eof()
 
@@ -1025,7 +1068,7 @@ class WebSocketConnection(asyncio.Protocol):
         if self.transport.is_closing() or self._protocol is None:
             return
         writes = self._protocol.data_to_send()
-        if not writes and self._protocol.state is State.OPEN:
+        if not writes and self._protocol.state is _OPEN:
             return  # nothing to send (an action's frames are written as they are made)
         for data in writes:
             if self.transport.is_closing():
@@ -1044,16 +1087,15 @@ class WebSocketConnection(asyncio.Protocol):
         """A ping every ``PING_INTERVAL``; its pong must come within ``PING_TIMEOUT``."""
         if self._state is not State.OPEN:
             return
-        self._pong_awaited = True
-        self._ping_payload = os.urandom(4)
-        self._ws.send_ping(self._ping_payload)
+        self._ping_unanswered = os.urandom(4)
+        self._ws.send_ping(self._ping_unanswered)
         self._flush()
         self._timer = asyncio.get_running_loop().call_later(PING_TIMEOUT, self._check_pong)
 
     def _check_pong(self) -> None:
         if self._state is not State.OPEN:
             return
-        if self._pong_awaited:
+        if self._ping_unanswered is not None:
             self._ws.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
             self._flush()
             return
