@@ -35,6 +35,7 @@ from server.edge import transport
 from server.edge.transport import FRAMES_PER_TURN, MAX_WAITING
 from server.play.session import Session
 from tests.support import dbutil, serverutil
+from tests.support.sockets import FakeSocket
 from tests.support.waiting import eventually
 from tests.support.wsclient import player
 
@@ -518,50 +519,6 @@ async def test_one_read_of_tiny_frames_is_not_parsed_past_the_flood(default_app:
     bucketfuls = default_app.services.settings.rate_burst * (2 if hello else 1)
     assert bucketfuls <= pongs <= bucketfuls + FRAMES_PER_TURN
     assert default_app.metrics.errors.labels("flooding")._value.get() == 1
-
-
-class FakeSocket(asyncio.Transport):
-    """A transport that records what the server writes and whether it reads: the connection's work
-    per callback, seen without a socket."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written: list[bytes] = []
-        self.reading = True
-        self.closing = False
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.9", 40000) if name == "peername" else default
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.written.append(bytes(data))
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        self.reading = False
-
-    def resume_reading(self) -> None:
-        self.reading = True
-
-    def is_reading(self) -> bool:
-        return self.reading
-
-    def is_closing(self) -> bool:
-        return self.closing
-
-    def close(self) -> None:
-        self.closing = True
-
-    def abort(self) -> None:
-        self.closing = True
-
-    def can_write_eof(self) -> bool:
-        return True
-
-    def write_eof(self) -> None:
-        pass
 
 
 @contextlib.contextmanager

@@ -12,7 +12,6 @@ import http
 import itertools
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from websockets.frames import Frame, Opcode
@@ -23,47 +22,9 @@ from websockets.server import ServerProtocol
 from server.edge import transport
 from server.edge.connection_state import Phase
 from server.edge.transport import WebSocketConnection, WebSocketServer, http_response
+from tests.support.sockets import FakeSocket
 
 MAX_SIZE = 4096
-
-
-class Socket(asyncio.Transport):
-    """A socket that keeps what is written and says whether it was closed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.written: list[bytes] = []
-        self.closing = False
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return ("127.0.0.9", 40000) if name == "peername" else default
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.written.append(bytes(data))
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def is_closing(self) -> bool:
-        return self.closing
-
-    def close(self) -> None:
-        self.closing = True
-
-    def abort(self) -> None:
-        self.closing = True
-
-    def can_write_eof(self) -> bool:
-        return True
-
-    def write_eof(self) -> None:
-        pass
 
 
 class Gate:
@@ -164,8 +125,8 @@ def _phase(connection: WebSocketConnection) -> Phase:
     return connection.phase
 
 
-def _connect(server: WebSocketServer) -> tuple[WebSocketConnection, Socket]:
-    connection, sock = WebSocketConnection(server), Socket()
+def _connect(server: WebSocketServer) -> tuple[WebSocketConnection, FakeSocket]:
+    connection, sock = WebSocketConnection(server), FakeSocket()
     assert _phase(connection) is Phase.NEW
     connection.connection_made(sock)
     return connection, sock
