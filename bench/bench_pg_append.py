@@ -122,7 +122,7 @@ class Games:
             self.versions[game] += 1
             v = self.versions[game]
             progress = GameFigures(v, v, 0, datetime.now(UTC)) if v % PROGRESS_EVERY == 0 else None
-            rows.append(ActionRecord(f"g{game}", v, "t1-c5" if v % 2 else "undo", progress))
+            rows.append(ActionRecord(f"g{game}", v, "t1-c5" if v % 2 else "undo", figures=progress))
         return rows
 
 

@@ -537,7 +537,7 @@ class Run:
         self.journaled += size
         if self.commits % PROGRESS_EVERY == 0:
             progress = GameFigures(score=10, moves=rows[-1].v, undos=0, at=datetime.now(UTC))
-            rows[-1] = ActionRecord(rows[-1].game_id, rows[-1].v, rows[-1].action, progress)
+            rows[-1] = ActionRecord(rows[-1].game_id, rows[-1].v, rows[-1].action, figures=progress)
         return rows
 
     def _replace_full_games(self) -> None:

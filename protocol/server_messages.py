@@ -528,11 +528,14 @@ class GameOver(_Value):
 @_wire_value
 @dataclass(frozen=True, slots=True)
 class ReplayStep(_Value):
-    """One action of a replay: its op (as in a ``diff``) and the game's figures after it."""
+    """One action of a replay: its op (as in a ``diff``), the game's figures after it, and when the
+    server accepted it: milliseconds after the game's ``started_at`` (None, left out: not known, an
+    action stored before the server kept times)."""
 
     ops: tuple[Transfer]  # one action, one op
     score: int
     moves: int
+    elapsed_ms: int | None = None
 
 
 @_wire_value

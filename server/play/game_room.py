@@ -28,7 +28,7 @@ from engine import Game, IllegalMoveError, Status, Transfer, parse_action
 from protocol import Ack, Diff, GameOver, Player, ServerMessage, Snapshot
 from protocol.errors import RequestId
 from protocol.limits import MAX_GAME_ACTIONS
-from server.clock import utc_now
+from server.clock import epoch_ms, utc_now
 from server.errors import ErrorCode, Refusal
 from server.play.bus import BusEvent
 from server.play.commands import (
@@ -229,8 +229,9 @@ class GameRoom:
         except (Refusal, IllegalMoveError) as refused:
             return [Reply(command.reply_to, refused)]
         notation = action.symbol()
-        result = self._result(game, self.clock()) if game.is_over() else None
-        write = AppendActions((self._record(game, game.v, notation),), result)
+        now = self.clock()  # the action's time, stored with it: one read of the clock per action
+        result = self._result(game, now) if game.is_over() else None
+        write = AppendActions((self._record(game, game.v, notation, now),), result)
         self.awaiting = _Change(
             command.reply_to, command.request_id, command.follower, game, transfer, notation, write
         )
@@ -453,17 +454,18 @@ class GameRoom:
                 ErrorCode.STALE, f"game {self.id} is at v {self.game.v}, not {expected_v}", v=self.game.v
             )
 
-    def _record(self, game: Game, v: int, notation: str, at: dt.datetime | None = None) -> ActionRecord:
-        """The row of an action; it carries the game's figures for its row (what ``live`` lists), as of
-        ``at`` (default now), when `FIGURES_INTERVAL` has passed since the last ones: an update of the
-        game's row with every action would cost the hot path a second statement per game per commit
-        (and the clock is read only then)."""
+    def _record(self, game: Game, v: int, notation: str, at: dt.datetime) -> ActionRecord:
+        """The row of an action accepted ``at``, its time stored with it; it carries the game's
+        figures for its row (what ``live`` lists) when `FIGURES_INTERVAL` has passed since the last
+        ones: an update of the game's row with every action would cost the hot path a second
+        statement per game per commit."""
+        at_ms = epoch_ms(at)
         moment = time.monotonic()
         if moment < self.figures_due:
-            return ActionRecord(self.id, v, notation)
+            return ActionRecord(self.id, v, notation, at_ms)
         self.figures_due = moment + FIGURES_INTERVAL
-        figures = GameFigures(game.score, game.moves, game.undos, at or self.clock())
-        return ActionRecord(self.id, v, notation, figures)
+        figures = GameFigures(game.score, game.moves, game.undos, at)
+        return ActionRecord(self.id, v, notation, at_ms, figures)
 
     def _result(self, game: Game, finished_at: dt.datetime) -> GameResult:
         return GameResult(

@@ -7,18 +7,21 @@ Blocking for a long log (up to `protocol.limits.MAX_GAME_ACTIONS`): call it off 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 
 import protocol
 from engine import Deal, EngineError, Game, Status, parse_action
 from protocol.limits import MAX_REPLAY_STEPS
+from server.clock import epoch_ms, from_epoch_ms
 from server.storage import StoredGame
 from server.storage.unfinished import ABANDONED
 
-__all__ = ["RESIGN", "UnreplayableAction", "replay_page", "replay_stored", "replay_whole"]
+__all__ = ["RESIGN", "UnreplayableAction", "elapsed_times", "replay_page", "replay_stored", "replay_whole"]
 
 #: The notation of a resignation in the action log: the row that puts resigning behind the fence.
 RESIGN = "resign"
 
+_MS = dt.timedelta(milliseconds=1)
 _RESIGNED_OR_ABANDONED = frozenset({Status.RESIGNED.value, ABANDONED})
 
 
@@ -75,9 +78,25 @@ def replay_page(whole: protocol.Replay, since: int, request_id: protocol.Request
     return dataclasses.replace(whole, since=since, steps=steps, request_id=request_id)
 
 
+def elapsed_times(stored: StoredGame) -> tuple[int | None, ...]:
+    """When each stored action was accepted, in milliseconds after the game's start, one per action;
+    None where not known: no time stored, or one before the start (a clock stepped back, or another
+    node's behind: `eightoff verify` reports it; no client is told a guess)."""
+    started_at = stored.started_at
+    start = epoch_ms(started_at)
+    times = stored.action_times or (None,) * len(stored.actions)
+    # rounded down from the exact start, as the game's duration_ms is: never past it (0 within the
+    # start's own millisecond)
+    return tuple(
+        None if at_ms is None or at_ms < start else max(0, (from_epoch_ms(at_ms) - started_at) // _MS)
+        for at_ms in times
+    )
+
+
 def _replayed(stored: StoredGame, game: Game, steps: list[protocol.ReplayStep] | None) -> Game:
     """``game`` (dealt from ``stored.code``) with the stored actions played; each action's step goes
-    to ``steps`` when given."""
+    to ``steps`` when given, with its time."""
+    elapsed = elapsed_times(stored) if steps is not None else ()
     for v, text in enumerate(stored.actions, start=1):
         try:
             if text == RESIGN and v == len(stored.actions):
@@ -85,7 +104,7 @@ def _replayed(stored: StoredGame, game: Game, steps: list[protocol.ReplayStep] |
             else:
                 transfer = game.play(parse_action(text))
                 if steps is not None:
-                    steps.append(protocol.ReplayStep((transfer,), game.score, game.moves))
+                    steps.append(protocol.ReplayStep((transfer,), game.score, game.moves, elapsed[v - 1]))
         except EngineError as exc:
             raise UnreplayableAction(v, text, exc) from exc
     if stored.status in _RESIGNED_OR_ABANDONED and game.status is Status.PLAYING:

@@ -78,6 +78,8 @@ class ActionRecord(NamedTuple):
         game_id: the game.
         v: the version the action produces (from 1); (game_id, v) is the fence between writers.
         action: its notation (``"t1-c5"``, ``"undo"``, ``"resign"``), opaque to storage.
+        at_ms: when the server accepted it, in milliseconds since the Unix epoch (None: unknown).
+            Fourth, so that a record reads as the ``(game_id, v, action, at_ms)`` row it stores.
         figures: when set, the game's row takes them in the same commit (the writer sends
             them now and then, not with every action: see `server.play.game_room`).
     """
@@ -85,6 +87,7 @@ class ActionRecord(NamedTuple):
     game_id: str
     v: int
     action: str
+    at_ms: int | None = None
     figures: GameFigures | None = None
 
 
@@ -172,6 +175,9 @@ class StoredGame:
     Attributes:
         actions: the engine notations of the accepted actions, in version order; ``actions[i]`` produced
             version ``i + 1``, so ``len(actions)`` is the game's current version.
+        action_times: when the server accepted each action (milliseconds since the Unix epoch), in
+            the same order; None for an action stored before times were kept. Empty: not read.
+        hinted: the player asked for a hint during the game.
     """
 
     id: str
@@ -189,6 +195,8 @@ class StoredGame:
     won: bool
     actions: tuple[str, ...]
     race_id: str | None = None
+    action_times: tuple[int | None, ...] = ()
+    hinted: bool = False
 
     @property
     def version(self) -> int:

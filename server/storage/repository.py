@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from sqlalchemy import (
+    BigInteger,
     Integer,
     Row,
     String,
@@ -49,6 +50,10 @@ from server.storage.tables import action_journal, actions, games, live_rooms, pl
 
 _FINAL_STATUSES: Final = frozenset({"won", "resigned"})
 
+#: An action row as `insert_actions` takes it: ``(game_id, v, action, at_ms)`` (an `ActionRecord`'s
+#: first four fields).
+StoredAction = tuple[str, int, str, int | None]
+
 # Statements built once: the server inserts actions on its hot path (the SQLite writer thread compiles
 # the public ones for its plain driver: action appends, new players, new games and hinted marks).
 INSERT_PLAYER: Final = insert(players)
@@ -72,22 +77,24 @@ _UNNESTED: Final = (
         bindparam("game_ids", type_=ARRAY(String)),
         bindparam("versions", type_=ARRAY(Integer)),
         bindparam("notations", type_=ARRAY(String)),
+        bindparam("times", type_=ARRAY(BigInteger)),
     )
-    .table_valued("game_id", "v", "action")
+    .table_valued("game_id", "v", "action", "at_ms")
     .render_derived(name="unnested")
 )
-#: `INSERT_ACTIONS` on PostgreSQL: the rows as three arrays, one statement for the whole batch. An
+#: `INSERT_ACTIONS` on PostgreSQL: the rows as four arrays, one statement for the whole batch. An
 #: executemany through asyncpg binds and runs the statement once per row, each time an executor start-up
 #: and the row's protocol messages in the backend (docs/benchmarks.md: its CPU per action). The fence
 #: and the finished-game trigger still apply to every row: a duplicate (game_id, v) fails the statement.
 INSERT_ACTIONS_UNNEST: Final = insert(actions).from_select(
-    ["game_id", "v", "action"], select(_UNNESTED.c.game_id, _UNNESTED.c.v, _UNNESTED.c.action)
+    ["game_id", "v", "action", "at_ms"],
+    select(_UNNESTED.c.game_id, _UNNESTED.c.v, _UNNESTED.c.action, _UNNESTED.c.at_ms),
 )
 #: Every stored action: on SQLite, those of the journal not yet moved into ``actions`` too. One
 #: statement reads both tables in one snapshot, so a compaction between two reads loses or doubles none.
 STORED_ACTIONS: Final = union_all(
-    select(actions.c.game_id, actions.c.v, actions.c.action),
-    select(action_journal.c.game_id, action_journal.c.v, action_journal.c.action),
+    select(actions.c.game_id, actions.c.v, actions.c.action, actions.c.at_ms),
+    select(action_journal.c.game_id, action_journal.c.v, action_journal.c.action, action_journal.c.at_ms),
 ).subquery("stored_actions")
 #: Games (and rows) per statement of SQLite's fence and journal: at most 192 parameters each, and
 #: at most 64 shapes of each, prepared once.
@@ -95,15 +102,15 @@ SQLITE_ROWS_PER_STATEMENT: Final = 64
 #: SQLite: the journal moved into ``actions`` in key order (a game's rows then share its pages), then
 #: emptied, in one transaction that holds the write lock throughout (the compaction).
 SQLITE_MOVE_JOURNAL: Final = (
-    "INSERT INTO actions (game_id, v, action) "
-    "SELECT game_id, v, action FROM action_journal ORDER BY game_id, v"
+    "INSERT INTO actions (game_id, v, action, at_ms) "
+    "SELECT game_id, v, action, at_ms FROM action_journal ORDER BY game_id, v"
 )
 SQLITE_EMPTY_JOURNAL: Final = "DELETE FROM action_journal"
 #: The same for a slice of the journal: its ``?`` oldest rows (the sequence has no gaps: a row's is
 #: the largest one's plus one), the bound read again by the DELETE from the journal the INSERT left
 #: as it was (one statement fewer: each one the driver steps is a wait for the GIL on a busy server).
 SQLITE_MOVE_JOURNAL_SLICE: Final = (
-    "INSERT INTO actions (game_id, v, action) SELECT game_id, v, action FROM action_journal "
+    "INSERT INTO actions (game_id, v, action, at_ms) SELECT game_id, v, action, at_ms FROM action_journal "
     "WHERE seq < (SELECT min(seq) FROM action_journal) + ? ORDER BY game_id, v"
 )
 SQLITE_EMPTY_JOURNAL_SLICE: Final = (
@@ -190,13 +197,15 @@ def game_values(game: GameStart) -> dict[str, Any]:
     }
 
 
-async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
+async def insert_actions(conn: AsyncConnection, given: Sequence[StoredAction | tuple[str, int, str]]) -> None:
     """Append actions, possibly of many games, in one round trip (an executemany; on PostgreSQL one
     statement, `INSERT_ACTIONS_UNNEST`).
 
     Args:
-        rows: ``(game_id, v, action)`` triples; ``v`` is the version the action produced (from 1) and
-            ``action`` its engine notation, e.g. ``"t1-t4:3"``, ``"c2-fH"`` or ``"undo"``.
+        given: ``(game_id, v, action, at_ms)``, or without ``at_ms`` (unknown); ``v`` is the
+            version the action produced (from 1), ``action`` its engine notation, e.g.
+            ``"t1-t4:3"``, ``"c2-fH"`` or ``"undo"``, and
+            ``at_ms`` when the server accepted it (milliseconds since the Unix epoch; None: unknown).
 
     On SQLite the rows go to the action journal, fenced by ``game_fences`` (`sqlite_fence_sql`), as
     the writer thread appends them.
@@ -207,20 +216,27 @@ async def insert_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, s
             batch should be committed then: let the error roll the unit of work back (on PostgreSQL the
             transaction is aborted anyway).
     """
-    if not rows:
+    if not given:
         return
+    rows = [(row[0], row[1], row[2], row[3] if len(row) > 3 else None) for row in given]
     if conn.dialect.name == "sqlite":
         await _journal_actions(conn, rows)
         return
     if conn.dialect.name == "postgresql":
-        game_ids, versions, notations = zip(*rows, strict=True)
+        game_ids, versions, notations, times = zip(*rows, strict=True)
         await conn.execute(
             INSERT_ACTIONS_UNNEST,
-            {"game_ids": list(game_ids), "versions": list(versions), "notations": list(notations)},
+            {
+                "game_ids": list(game_ids),
+                "versions": list(versions),
+                "notations": list(notations),
+                "times": list(times),
+            },
         )
         return
     await conn.execute(
-        INSERT_ACTIONS, [{"game_id": game_id, "v": v, "action": action} for game_id, v, action in rows]
+        INSERT_ACTIONS,
+        [{"game_id": game_id, "v": v, "action": action, "at_ms": at} for game_id, v, action, at in rows],
     )
 
 
@@ -240,11 +256,13 @@ def sqlite_fence_sql(games: int) -> str:
 
 @functools.cache
 def sqlite_journal_sql(rows: int) -> str:
-    """The journal's INSERT of ``rows`` actions at once (``game_id``, ``v``, ``action`` each)."""
-    return "INSERT INTO action_journal (game_id, v, action) VALUES " + ", ".join(["(?, ?, ?)"] * rows)
+    """The journal's INSERT of ``rows`` actions at once (``game_id``, ``v``, ``action``, ``at_ms`` each)."""
+    return "INSERT INTO action_journal (game_id, v, action, at_ms) VALUES " + ", ".join(
+        ["(?, ?, ?, ?)"] * rows
+    )
 
 
-def fence_spans(rows: Sequence[tuple[str, int, str]] | Sequence[ActionRecord]) -> list[list[Any]] | None:
+def fence_spans(rows: Sequence[StoredAction] | Sequence[ActionRecord]) -> list[list[Any]] | None:
     """Each game of ``rows`` with its first and last version (``[game_id, first, last]``, the
     parameters of `sqlite_fence_sql`), or None when ``rows`` hold a version of a game twice (the fence
     sees spans only). A version below 1 needs no check here: no game's fence is below 0."""
@@ -264,7 +282,7 @@ def fence_spans(rows: Sequence[tuple[str, int, str]] | Sequence[ActionRecord]) -
 
 
 def sqlite_journal_statements(
-    rows: Sequence[tuple[str, int, str]] | Sequence[ActionRecord],
+    rows: Sequence[StoredAction] | Sequence[ActionRecord],
 ) -> list[tuple[str, list[Any], int | None]] | None:
     """What appending ``rows`` on SQLite runs, in order: the fence statements, each with the count
     of rows it must change (else a game missed its fence: `FENCE_MISSED`), then the journal's
@@ -283,12 +301,12 @@ def sqlite_journal_statements(
         )
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        values = [value for row in chunk for value in (row[0], row[1], row[2])]
+        values = [value for row in chunk for value in (row[0], row[1], row[2], row[3])]
         statements.append((sqlite_journal_sql(len(chunk)), values, None))
     return statements
 
 
-async def _journal_actions(conn: AsyncConnection, rows: Sequence[tuple[str, int, str]]) -> None:
+async def _journal_actions(conn: AsyncConnection, rows: Sequence[StoredAction]) -> None:
     """`insert_actions` on SQLite: the writer's statements (`sqlite_journal_statements`), through the
     engine."""
     statements = sqlite_journal_statements(rows)
@@ -309,7 +327,7 @@ async def append_actions(conn: AsyncConnection, records: Sequence[ActionRecord])
             exist, or a game is no longer playing (refused by the database's trigger). Let it roll the unit
             of work back.
     """
-    await insert_actions(conn, [(record.game_id, record.v, record.action) for record in records])
+    await insert_actions(conn, [record[:4] for record in records])
     await record_figures(conn, records)
 
 
@@ -416,12 +434,12 @@ async def load_game(conn: AsyncConnection, game_id: str) -> StoredGame | None:
     game = (await conn.execute(select(games).where(games.c.id == game_id))).first()
     if game is None:
         return None
-    notations = await conn.scalars(
-        select(STORED_ACTIONS.c.action)
+    found = await conn.execute(
+        select(STORED_ACTIONS.c.action, STORED_ACTIONS.c.at_ms)
         .where(STORED_ACTIONS.c.game_id == game_id)
         .order_by(STORED_ACTIONS.c.v)
     )
-    return _stored_game(game, notations)
+    return _stored_game(game, [(action, at_ms) for action, at_ms in found])
 
 
 async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: int) -> list[StoredGame]:
@@ -434,20 +452,20 @@ async def load_games_after(conn: AsyncConnection, after_id: str | None, limit: i
     rows = (await conn.execute(statement)).all()
     if not rows:
         return []
-    logs: dict[str, list[str]] = {row.id: [] for row in rows}
+    logs: dict[str, list[tuple[str, int | None]]] = {row.id: [] for row in rows}
     found = await conn.execute(
-        select(STORED_ACTIONS.c.game_id, STORED_ACTIONS.c.action)
+        select(STORED_ACTIONS.c.game_id, STORED_ACTIONS.c.action, STORED_ACTIONS.c.at_ms)
         .where(STORED_ACTIONS.c.game_id >= rows[0].id, STORED_ACTIONS.c.game_id <= rows[-1].id)
         .order_by(STORED_ACTIONS.c.game_id, STORED_ACTIONS.c.v)
     )
-    for game_id, action in found:
+    for game_id, action, at_ms in found:
         if game_id in logs:  # not a game inserted meanwhile
-            logs[game_id].append(action)
+            logs[game_id].append((action, at_ms))
     return [_stored_game(row, logs[row.id]) for row in rows]
 
 
-def _stored_game(row: Row[Any], notations: Iterable[str]) -> StoredGame:
-    """A row of ``games`` and its actions in version order."""
+def _stored_game(row: Row[Any], log: Sequence[tuple[str, int | None]]) -> StoredGame:
+    """A row of ``games`` and its actions, each with its time, in version order."""
     return StoredGame(
         id=row.id,
         player_id=row.player_id,
@@ -462,8 +480,10 @@ def _stored_game(row: Row[Any], notations: Iterable[str]) -> StoredGame:
         finished_at=row.finished_at,
         duration_ms=row.duration_ms,
         won=row.won,
-        actions=tuple(notations),
+        actions=tuple(action for action, _ in log),
         race_id=row.race_id,
+        action_times=tuple(at_ms for _, at_ms in log),
+        hinted=row.hinted,
     )
 
 

@@ -182,7 +182,10 @@ def seed_games_and_actions(connection: Connection) -> None:
 
 
 def action_rows(connection: Connection) -> list[tuple[str, int, str]]:
-    rows = connection.execute(select(actions).order_by(actions.c.game_id, actions.c.v))
+    # the columns of every revision tested (a later one adds at_ms)
+    rows = connection.execute(
+        select(actions.c.game_id, actions.c.v, actions.c.action).order_by(actions.c.game_id, actions.c.v)
+    )
     return [(row.game_id, row.v, row.action) for row in rows]
 
 
@@ -241,7 +244,8 @@ def fences(connection: Connection) -> dict[str, int]:
 
 
 def journal_rows(connection: Connection) -> list[tuple[str, int, str]]:
-    rows = connection.execute(select(action_journal).order_by(action_journal.c.seq))
+    journal = action_journal.c
+    rows = connection.execute(select(journal.game_id, journal.v, journal.action).order_by(journal.seq))
     return [(row.game_id, row.v, row.action) for row in rows]
 
 
@@ -566,3 +570,37 @@ def seed_more(connection: Connection) -> None:
         )
     )
     connection.commit()
+
+
+# Revision 4c7e2a9d1f38: the server's time of every action -----------------------------------------------
+
+BEFORE_ACTION_TIMES = "7b3f1c8e2a65"
+ACTION_TIMES = "4c7e2a9d1f38"
+
+
+def action_times(connection: Connection) -> list[tuple[str, int, int | None]]:
+    return [
+        (row.game_id, row.v, row.at_ms)
+        for row in connection.execute(select(actions.c.game_id, actions.c.v, actions.c.at_ms).order_by("v"))
+    ]
+
+
+def test_actions_stored_before_times_read_as_unknown_and_the_downgrade_keeps_every_action(
+    empty_database_url: str,
+) -> None:
+    url = empty_database_url
+    command.upgrade(_alembic_config(url), BEFORE_ACTION_TIMES)
+    run_on(url, seed_games_and_actions)
+    before = run_on(url, action_rows)
+    command.upgrade(_alembic_config(url), ACTION_TIMES)
+    assert run_on(url, action_rows) == before
+    assert [at for _, _, at in run_on(url, action_times)] == [None] * len(before), "unknown, not 0"
+
+    def timed(connection: Connection) -> None:
+        connection.execute(insert(actions).values(game_id="live", v=4, action="t1-c5", at_ms=2**41 + 1))
+        connection.commit()
+
+    run_on(url, timed)
+    assert ("live", 4, 2**41 + 1) in run_on(url, action_times), "a 64-bit time"
+    command.downgrade(_alembic_config(url), BEFORE_ACTION_TIMES)
+    assert run_on(url, action_rows) == sorted([*before, ("live", 4, "t1-c5")])

@@ -19,6 +19,7 @@ import pytest
 
 import protocol
 from engine import Cell, Column, Deal, Game, IllegalMoveError, Move, Status, parse_action
+from server.clock import epoch_ms
 from server.errors import ErrorCode, Refusal
 from server.play import game_room as game_room_module
 from server.play.bus import BusEvent, Event
@@ -550,6 +551,42 @@ def test_a_winning_action_answers_its_ack_then_game_over_and_the_room_leaves() -
     assert isinstance(write, AppendActions)
     assert write.result is not None and write.result.won and write.result.finished_at == NOW
     assert not harness.room.is_open() and harness.room.awaiting is None
+
+
+def test_every_row_carries_the_time_the_room_accepted_it_and_a_finish_is_its_last_rows() -> None:
+    """One clock read per action: the row's ``at_ms``, and, for the action that ends the game, the
+    result's ``finished_at`` too (a record's last time is never after its finish)."""
+    moments = iter(NOW + dt.timedelta(seconds=second, microseconds=999) for second in range(1, 10))
+    harness = Harness(one_short_of_the_win())
+    times: list[dt.datetime] = []
+
+    def clock() -> dt.datetime:
+        times.append(next(moments))
+        return times[-1]
+
+    harness.room.clock = clock
+    harness.act("undo", None)
+    harness.commit()
+    line = winning_line()
+    harness.act(line[-2], None)
+    harness.commit()
+    harness.act(line[-1], None)
+    harness.commit()
+    rows = [row for write in harness.stored for row in actions_of(write)]
+    assert len(times) == len(rows) == 3, "one read of the clock per action"
+    assert [row.at_ms for row in rows] == [epoch_ms(moment) for moment in times]
+    assert epoch_ms(times[0]) == epoch_ms(NOW) + 1000, "rounded down to the millisecond"
+    result = harness.stored[-1].result  # type: ignore[union-attr]
+    assert result is not None and result.won and result.finished_at == times[-1]
+
+
+def test_a_resignation_row_carries_its_finish_time() -> None:
+    harness = Harness()
+    harness.resign()
+    harness.commit()
+    (write,) = harness.stored
+    assert isinstance(write, AppendActions) and write.result is not None
+    assert [row.at_ms for row in write.actions] == [epoch_ms(NOW)] == [epoch_ms(write.result.finished_at)]
 
 
 def test_the_hint_mark_is_stored_once() -> None:

@@ -5,6 +5,7 @@ page ``/g/GAME_ID`` over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -15,6 +16,7 @@ from engine import Game, parse_action
 from protocol.limits import MAX_GAME_ACTIONS
 from server.app import App
 from server.play import replay as replay_module
+from server.storage import StoredGame
 from tests.server.test_fair_play import assert_sealed, midnight_after, resign, started
 from tests.server.test_http import http_get
 from tests.support.board import ClientBoard
@@ -104,6 +106,46 @@ async def test_a_finished_game_replays_position_by_position_as_the_engine_plays_
     final = await bob.request("watch", game=snapshot["game"])
     assert final["v"] == page["v"] and final["tableau"] == stepped(pages)[-1]["tableau"]
     await asyncio.gather(ann.close(), bob.close())
+
+
+async def test_each_step_says_when_the_server_accepted_its_action(url: str) -> None:
+    """Each step's ``elapsed_ms`` lies between the client's send and its ack (one clock on this
+    machine; the server rounds down to the millisecond), in order, and the last is at most the
+    game's duration."""
+    ann = await player(url, name="Ann")
+    snapshot = await ann.request("new_game", code=CODE)
+    started_at = protocol.parse_timestamp(snapshot["started_at"])
+    game = Game.from_code(CODE)
+    windows: list[tuple[float, float]] = []
+    for text in ["", "", "undo", ""]:
+        sent = (dt.datetime.now(dt.UTC) - started_at).total_seconds() * 1000
+        await play(ann, snapshot["game"], game, [text])
+        windows.append((sent, (dt.datetime.now(dt.UTC) - started_at).total_seconds() * 1000))
+    await resign(ann, snapshot["game"])
+    (page,) = await replay_all(ann, snapshot["game"])
+    protocol.validate_server_message(page)
+    elapsed = [step["elapsed_ms"] for step in page["steps"]]
+    assert elapsed == sorted(elapsed) and elapsed[-1] <= page["duration_ms"]
+    for at, (sent, acked) in zip(elapsed, windows, strict=True):
+        assert sent - 2 <= at <= acked, (at, sent, acked)  # two roundings down: the time's, the span's
+    await ann.close()
+
+
+def test_a_step_whose_time_is_unknown_says_none() -> None:
+    """Actions stored before times were kept, or timed before the game's start (a clock stepped
+    back): no ``elapsed_ms``, never a guess."""
+    started = dt.datetime(2026, 12, 7, 12, 0, tzinfo=dt.UTC)
+    start_ms = int(started.timestamp() * 1000)
+    stored = StoredGame(
+        "g1", "p1", CODE, 8, None, "playing", 0, 0, 0, started, None, None, False,
+        actions=("t1-c5", "undo", "t1-c5"), action_times=(None, start_ms - 5, start_ms + 2500),
+    )  # fmt: skip
+    whole = replay_module.replay_whole(stored, protocol.Player("p1", "Ann"))
+    assert [step.to_wire().get("elapsed_ms") for step in whole.steps] == [None, None, 2500]
+    untimed = replay_module.replay_whole(
+        dataclasses.replace(stored, action_times=()), protocol.Player("p1", "Ann")
+    )
+    assert all("elapsed_ms" not in step.to_wire() for step in untimed.steps)
 
 
 async def test_a_long_game_comes_in_pages_and_a_live_one_replays_what_is_stored(

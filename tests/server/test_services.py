@@ -127,7 +127,7 @@ async def test_a_game_loaded_with_another_nodes_commit_on_the_way_stays_for_its_
     registry.forget_if_idle(room)
     now = dt.datetime.now(dt.UTC)
     await services.committer.stored(
-        AppendActions((ActionRecord(room.id, 1, "t1-c5", GameFigures(0, 1, 0, now)),))
+        AppendActions((ActionRecord(room.id, 1, "t1-c5", figures=GameFigures(0, 1, 0, now)),))
     )
     real_load = repository.load_game
 
@@ -170,7 +170,8 @@ async def test_writes_submitted_together_share_commits_and_a_conflict_fails_only
 ) -> None:
     rooms = [await new_room(services) for _ in range(8)]
     now = dt.datetime.now(dt.UTC)
-    writes = [AppendActions([ActionRecord(room.id, 1, "t1-c5", GameFigures(0, 1, 0, now))]) for room in rooms]
+    figures = GameFigures(0, 1, 0, now)
+    writes = [AppendActions([ActionRecord(room.id, 1, "t1-c5", figures=figures)]) for room in rooms]
     writes.append(AppendActions([ActionRecord(rooms[0].id, 1, "c5-t1")]))  # v 1 of rooms[0] twice
     outcomes = await asyncio.gather(*(services.committer.stored(w) for w in writes), return_exceptions=True)
     assert outcomes[:-1] == [None] * 8

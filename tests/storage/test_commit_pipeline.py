@@ -132,7 +132,7 @@ async def test_a_batch_of_every_kind_of_write_commits_atomically(
     await asyncio.gather(
         committer.stored(AddPlayer(new_player)),
         committer.stored(AddGame(GameStart("new", "newcomer", CODE, 8, None, NOW))),
-        committer.stored(AppendActions([ActionRecord(GAMES[0], 1, "t1-c5", figures)])),
+        committer.stored(AppendActions([ActionRecord(GAMES[0], 1, "t1-c5", figures=figures)])),
         committer.stored(AppendActions([ActionRecord(GAMES[1], 1, "resign")], finished(GAMES[1]))),
     )
     assert backend.batches == [4]
