@@ -488,3 +488,65 @@ class GameRace:
     state: str
     player_ids: frozenset[str]
     ends_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """An event as stored (docs/events.md); ``deal_codes`` empty until its start."""
+
+    id: str
+    name: str
+    cells: int
+    opens_at: datetime
+    starts_at: datetime
+    closes_at: datetime
+    ends_at: datetime
+    max_players: int
+    deals: int
+    game_time_s: int
+    review_s: int
+    state: str
+    created_at: datetime
+    created_by: str
+    deal_codes: tuple[str, ...] = ()
+    started_at: datetime | None = None
+    cancel_reason: str | None = None
+    #: The revision this record is (0: as made); a write of revision r follows r - 1 or fails.
+    revision: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EventEntryRecord:
+    """An entrant as stored: its player, join order and figures as of its last scored game."""
+
+    event_id: str
+    player_id: str
+    player_name: str
+    player_bot: bool
+    number: int
+    joined_at: datetime
+    points: int = 0
+    wins: int = 0
+    win_ms: int = 0
+    games: int = 0
+    streak: int = 0
+    reached_at: datetime | None = None
+    place: int | None = None
+    voided: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EventGameRecord:
+    """An entrant's game of one deal of an event, with what its ``games`` row says of its end."""
+
+    event_id: str
+    player_id: str
+    deal: int
+    game_id: str
+    berserk: bool
+    status: str
+    won: bool
+    hinted: bool
+    moves: int
+    started_at: datetime
+    finished_at: datetime | None

@@ -28,6 +28,8 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Table,
+    Text,
+    UniqueConstraint,
     false,
     text,
 )
@@ -448,6 +450,93 @@ class QuickWaitRow(Base):
     race_id: Mapped[str | None] = mapped_column(String(32))
 
 
+EVENT_STATES: Final = ("scheduled", "open", "running", "review", "final", "cancelled")
+
+
+class EventRow(Base):
+    """An event (docs/events.md): fixed instants, a cap, and the deal sequence drawn at its start.
+
+    ``deal_codes`` (the codes joined by commas) is null until the start: before it the sequence
+    does not exist anywhere, so nothing can leak it. Written at each change of phase, fenced by
+    ``revision`` as a race is; an entrant's games and figures live in the tables below.
+    """
+
+    __tablename__ = "events"
+    __table_args__ = (
+        CheckConstraint(
+            "state IN ('scheduled', 'open', 'running', 'review', 'final', 'cancelled')", name="state"
+        ),
+        CheckConstraint("cells IN (8, 4, 2)", name="cells"),
+        CheckConstraint("max_players >= 1", name="max_players_positive"),
+        CheckConstraint("deals BETWEEN 1 AND 200", name="deals"),
+        # The listing (upcoming, running, finished) and the events whose next phase is due.
+        Index("ix_events_state_starts_at", "state", "starts_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    cells: Mapped[int] = mapped_column(SmallInteger)
+    opens_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    closes_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    ends_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    max_players: Mapped[int] = mapped_column(Integer)
+    deals: Mapped[int] = mapped_column(SmallInteger)
+    game_time_s: Mapped[int] = mapped_column(Integer)
+    review_s: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    deal_codes: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    #: Who made it: ``cli`` or ``http`` (never a player).
+    created_by: Mapped[str] = mapped_column(String(16))
+    cancel_reason: Mapped[str | None] = mapped_column(String(32))
+    #: +1 per write: a write names the revision it follows, and one that finds another has lost.
+    revision: Mapped[int] = mapped_column(Integer)
+
+
+class EventEntryRow(Base):
+    """An entrant of an event: its entry number (join order, unique in the event: two joins at once
+    cannot take one number) and its figures as of its last scored game."""
+
+    __tablename__ = "event_entries"
+    __table_args__ = (
+        UniqueConstraint("event_id", "number"),
+        CheckConstraint("number >= 1", name="number_positive"),
+        # A player's events (its profile).
+        Index("ix_event_entries_player_id", "player_id"),
+    )
+
+    event_id: Mapped[str] = mapped_column(String(32), ForeignKey("events.id"), primary_key=True)
+    player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"), primary_key=True)
+    number: Mapped[int] = mapped_column(Integer)
+    joined_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    points: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    wins: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    win_ms: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    games: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    streak: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    reached_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    #: Once the event is final (shared by a tie); None before, and for a voided result.
+    place: Mapped[int | None] = mapped_column(Integer)
+    voided: Mapped[bool] = mapped_column(Boolean, server_default=false())
+
+
+class EventGameRow(Base):
+    """An entrant's game of deal ``deal`` (from 1) of an event: its key is the fence that gives an
+    entrant one game per deal; the game itself is an ordinary ``games`` row."""
+
+    __tablename__ = "event_games"
+    __table_args__ = (CheckConstraint("deal >= 1", name="deal_positive"),)
+
+    event_id: Mapped[str] = mapped_column(String(32), ForeignKey("events.id"), primary_key=True)
+    player_id: Mapped[str] = mapped_column(String(32), ForeignKey("players.id"), primary_key=True)
+    deal: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    game_id: Mapped[str] = mapped_column(String(32), ForeignKey("games.id"), unique=True)
+    #: Asked for berserk: no undo, half the time allowance, +1 on a full win.
+    berserk: Mapped[bool] = mapped_column(Boolean, server_default=false())
+
+
 def _table(row: type[Base]) -> Table:
     table = row.__table__
     if not isinstance(table, Table):  # pragma: no cover - declarative always makes a Table here
@@ -469,3 +558,6 @@ races: Final = _table(RaceRow)
 race_seats: Final = _table(RaceSeatRow)
 live_rooms: Final = _table(LiveRoomRow)
 quick_waits: Final = _table(QuickWaitRow)
+events: Final = _table(EventRow)
+event_entries: Final = _table(EventEntryRow)
+event_games: Final = _table(EventGameRow)

@@ -20,7 +20,14 @@ from importlib import resources
 from engine import Deal
 from solver import Solution, candidate_numbers, solve_deal
 
-__all__ = ["TABLE_MAX_NODES", "TABLE_SEED", "random_winnable_deal", "search_winnable", "winnable_deals"]
+__all__ = [
+    "TABLE_MAX_NODES",
+    "TABLE_SEED",
+    "random_winnable_deal",
+    "search_winnable",
+    "winnable_deals",
+    "winnable_sequence",
+]
 
 TABLE_SEED = 2026
 TABLE_MAX_NODES = 200_000
@@ -37,6 +44,16 @@ def winnable_deals(cells: int) -> tuple[Deal, ...]:
 def random_winnable_deal(rng: random.Random, cells: int) -> Deal:
     """A deal drawn from the shipped table of ``cells``' variant."""
     return rng.choice(winnable_deals(cells))
+
+
+def winnable_sequence(rng: random.Random, cells: int, count: int) -> tuple[str, ...]:
+    """``count`` distinct deals of the shipped table of ``cells``' variant, in a drawn order: an
+    event's sequence (docs/events.md), drawn at its start so that it exists nowhere before.
+
+    Raises:
+        ValueError: the table holds fewer than ``count`` deals.
+    """
+    return tuple(deal.code() for deal in rng.sample(winnable_deals(cells), count))
 
 
 def _solve(deal: Deal) -> tuple[Deal, Solution]:
