@@ -1,7 +1,7 @@
-"""events, event_entries and event_games: events of a fixed start and end (issue #39).
+"""events, event_entries and event_games: events of a fixed start and end (docs/events.md).
 
 Revision ID: 5e2a9d4c7b13
-Revises: 7b3f1c8e2a65
+Revises: 4c7e2a9d1f38
 Create Date: 2026-12-07 13:30:00.000000+00:00
 
 An event is stored at each change of phase, fenced by its revision; its deal sequence is null
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "5e2a9d4c7b13"
-down_revision: str | Sequence[str] | None = "7b3f1c8e2a65"
+down_revision: str | Sequence[str] | None = "4c7e2a9d1f38"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
