@@ -36,8 +36,8 @@ class TrustedProxies:
         return cls(tuple(networks))
 
     def trusts(self, peer: str) -> bool:
-        """Asked at every accept (issue 20, half-open sockets: parsing each peer's address was half
-        of the admission work): nothing to parse when no proxy is trusted, and each peer parsed once."""
+        """Asked at every accept (under a half-open flood, parsing each peer's address is half of the
+        admission work): nothing to parse when no proxy is trusted, and each peer parsed once."""
         return bool(self.networks) and _within(peer, self.networks)
 
     def client_of(self, peer: str, forwarded_for: str | None) -> str:

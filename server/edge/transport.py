@@ -29,8 +29,8 @@ HTTP routes and closed), the open timeout, keepalive pings, close handshakes and
 HTTP 400 for a request that is not HTTP. A connection's websockets protocol object (its parser and
 state) is made only once its request is all in (``b"\r\n\r\n"``, or ``MAX_HEAD`` bytes, or a first
 line that is no GET request line, whose 400 comes at once): a socket refused at accept, or one that
-never finishes its request, costs none (issue 20: a half-open flood reconnecting made one per
-socket, the larger part of an accept's work). Admission (``server.edge.admission``) is asked at accept, before
+never finishes its request, costs none (a half-open flood reconnecting would make one per socket,
+the larger part of an accept's work). Admission (``server.edge.admission``) is asked at accept, before
 anything is read, and again at the handshake for the client behind a trusted proxy; until its request
 comes a connection is half-open, and the gate may evict it to make room for a newer one (its open
 timeout is shorter while many are half-open). Once open, each frame also takes a token of the bucket
@@ -154,8 +154,8 @@ def too_many_connections() -> Response:
 
 _TOO_MANY_BYTES = too_many_connections().serialize()
 """The 503 written to each socket refused at accept, made once: a flood of refused sockets is answered
-thousands of times a second (issue 20: building it was a tenth of the loop's work under the halfopen
-attack)."""
+thousands of times a second (building it each time is a tenth of the loop's work under the
+half-open attack)."""
 
 
 def _bad_request() -> Response:
@@ -189,7 +189,7 @@ class _ServerProtocol(ServerProtocol):
     each protocol object in a field of its own, a reference cycle. A closed connection's objects must
     be freed by reference counting (`_break_cycles` for the other cycles): under a botnet's churn,
     thousands of them a second left to the cyclic collector made full passes of 38-52 ms on the
-    event loop, which held every player (issue 20)."""
+    event loop, which held every player."""
 
     def select_subprotocol(self, subprotocols: Sequence[Subprotocol]) -> Subprotocol | None:
         """msgpack (and no header) when the client offers nothing; else the first of ours it offers;
@@ -762,8 +762,8 @@ class WebSocketConnection(asyncio.Protocol):
     def vouch(self) -> None:
         """A valid request came (its channel decoded one). Until then a frame its own bucket refuses
         closes it 1008 at once, not after a bucketful of refusals: no request of a client is waiting
-        to be refused, only a flood (issue 20: the tiny-frames attack, each reconnect from a new
-        address, was answered a bucketful of errors more per connection)."""
+        to be refused, only a flood (the tiny-frames attack, each reconnect from a new address, would
+        be answered a bucketful of errors more per connection)."""
         self._vouched = True
 
     def penalize(self) -> None:
