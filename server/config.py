@@ -544,9 +544,13 @@ def _parser_for(kind: Any) -> Callable[[str], Any]:
     return parse
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one ``--flag`` per setting; each help text names its environment variable and default."""
+def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
+    """Add one ``--flag`` per setting (or per setting named in ``only``, for a command that needs a
+    few); each help text names its environment variable and default. An absent flag is absent from
+    the namespace, so `settings_from_args` falls back to the variable, then the default."""
     for setting in fields(Settings):
+        if only is not None and setting.name not in only:
+            continue
         flag = "--" + setting.name.replace("_", "-")
         parser.add_argument(
             flag,

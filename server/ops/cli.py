@@ -269,6 +269,11 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
+#: The settings of the commands that only read or migrate the database (db, verify, export): the same
+#: flag, variable and default as serve's.
+_DATABASE_SETTINGS = ("database_url",)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eightoff", description="Eight Off solitaire game server")
     parser.add_argument("--version", action="version", version=f"eightoff {__version__}")
@@ -282,9 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
     db = commands.add_parser("db", help="database migrations for operators")
     db.add_argument("action", choices=["upgrade", "current"], help="upgrade to head, or show the revision")
-    db.add_argument(
-        "--database-url", dest="database_url", default=None, help="as for serve (env EIGHTOFF_DATABASE_URL)"
-    )
+    add_arguments(db, only=_DATABASE_SETTINGS)
     db.set_defaults(handler=_db)
     deal = commands.add_parser("deal", help="print the opening layout of a game code")
     deal.add_argument("code", help="a game code such as EO1-C8-AAAAAFA")
@@ -324,9 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Replay every stored game's actions through the rules engine and compare the result "
         "with the stored status, score, moves, undos and won flag. Exits 1 when any game differs.",
     )
-    verify.add_argument(
-        "--database-url", dest="database_url", default=None, help="as for serve (env EIGHTOFF_DATABASE_URL)"
-    )
+    add_arguments(verify, only=_DATABASE_SETTINGS)
     verify.add_argument(
         "--batch",
         type=_positive_int,
@@ -342,9 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         "result. Exits 1 when no game has the id or the game does not replay as stored.",
     )
     export.add_argument("game_id", metavar="GAME_ID", help="the game's id")
-    export.add_argument(
-        "--database-url", dest="database_url", default=None, help="as for serve (env EIGHTOFF_DATABASE_URL)"
-    )
+    add_arguments(export, only=_DATABASE_SETTINGS)
     export.set_defaults(handler=_export)
     replay = commands.add_parser(
         "replay",
