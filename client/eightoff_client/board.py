@@ -5,7 +5,7 @@ cards the server says moved, so it is right for every variant and every future r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Literal
 
 from eightoff_client.messages import Change, GameOver, Op, Player, Snapshot, Status
 
@@ -37,15 +37,19 @@ class Board:
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> Board:
         """A board of its own (the message's lists are copied, never shared)."""
-        return cls(**_fields_of(snapshot))
-
-    def reset(self, snapshot: Snapshot) -> None:
-        """Take a fresh snapshot of the same game in place, so that every holder of this object sees
-        the game as the server has it (a resync, a resume, a reconnect); ``result`` is kept."""
-        if snapshot["game"] != self.game:
-            raise ValueError(f"a snapshot of game {snapshot['game']} is not one of {self.game}")
-        for name, value in _fields_of(snapshot).items():
-            setattr(self, name, value)
+        return cls(
+            game=snapshot["game"],
+            code=snapshot["code"],
+            player=Player(id=snapshot["player"]["id"], name=snapshot["player"]["name"]),
+            started_at=snapshot["started_at"],
+            v=snapshot["v"],
+            tableau=[list(column) for column in snapshot["tableau"]],
+            cells=list(snapshot["cells"]),
+            foundations={suit: snapshot["foundations"][suit] for suit in ("S", "H", "D", "C")},
+            score=snapshot["score"],
+            moves=snapshot["moves"],
+            status=snapshot["status"],
+        )
 
     def apply(self, change: Change) -> Applied:
         """Apply an ``ack`` or ``diff`` of this game, when it is the next version."""
@@ -91,20 +95,3 @@ class Board:
             self.cells[int(target[1:]) - 1] = cards[-1]
         else:
             self.foundations[target[1:]] = cards[-1]
-
-
-def _fields_of(snapshot: Snapshot) -> dict[str, Any]:
-    """A board's fields from a snapshot, copied: the board never shares a list with the message."""
-    return {
-        "game": snapshot["game"],
-        "code": snapshot["code"],
-        "player": cast(Player, dict(snapshot["player"])),
-        "started_at": snapshot["started_at"],
-        "v": snapshot["v"],
-        "tableau": [list(column) for column in snapshot["tableau"]],
-        "cells": list(snapshot["cells"]),
-        "foundations": {suit: snapshot["foundations"][suit] for suit in ("S", "H", "D", "C")},
-        "score": snapshot["score"],
-        "moves": snapshot["moves"],
-        "status": snapshot["status"],
-    }

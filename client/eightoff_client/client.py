@@ -47,7 +47,6 @@ from eightoff_client.messages import (
     LivePage,
     Player,
     Profile,
-    Replay,
     Snapshot,
     Welcome,
 )
@@ -105,7 +104,6 @@ class Client:
         self._watched: set[str] = set()  # watched games: watched again after a break
         self._acting: Counter[str] = Counter()  # games with an action waiting: its retry resumes them
         self._ended: dict[str, asyncio.Event] = {}
-        self._learning: set[str] = set()  # finished games whose result is being read (_learn_result)
         self._listeners: set[asyncio.Queue[Message | None]] = set()  # None: the client closed
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -216,14 +214,12 @@ class Client:
     async def wait_game_over(self, game: str, timeout: float | None = None) -> GameOver:
         """The game's ``game_over``, once it has come (at once if it has)."""
         board = self.boards.get(game)
-        coming = board is not None and (board.status != "playing" or game in self._open | self._watched)
-        if board is None or (board.result is None and not coming):
+        if board is None or (board.result is None and game not in self._open | self._watched):
             raise EightOffError(f"game {game} is not followed by this client")
-        if board.result is None and self._fatal is None:
-            async with asyncio.timeout(timeout):  # asyncio.timeout: 3.11's wait_for can lose a cancel
+        if board.result is None:  # asyncio.timeout: 3.11's wait_for can lose a cancel (gh-86296)
+            async with asyncio.timeout(timeout):
                 await self._ended.setdefault(game, asyncio.Event()).wait()
-        if board.result is None:
-            raise self._fatal or EightOffError(f"game {game} is over but its result could not be read")
+        assert board.result is not None
         return board.result
 
     async def pushes(self) -> AsyncIterator[Message]:
@@ -360,8 +356,6 @@ class Client:
     async def _read(self, ws: ClientConnection) -> None:
         try:
             async for frame in ws:
-                if ws is not self._ws:
-                    return  # read before the break, left in the buffer: older than what came since
                 self._take(decode(self.encoding, frame))
         except ConnectionClosed:
             pass
@@ -428,8 +422,6 @@ class Client:
     def _fail(self, error: EightOffError) -> None:
         self._fatal = self._fatal or error
         self._ready.set()
-        for ended in self._ended.values():
-            ended.set()  # wait_game_over raises the error instead of waiting for what cannot come
         for _, reply in self._pending.values():
             if not reply.done():
                 reply.set_exception(error)
@@ -460,13 +452,8 @@ class Client:
                 queue.put_nowait(message)
 
     def _took_snapshot(self, snapshot: Snapshot, asked: Message | None) -> None:
-        """A snapshot updates the game's board in place: the object a caller was given stays live."""
         game = snapshot["game"]
-        board = self.boards.get(game)
-        if board is None:
-            board = self.boards[game] = Board.from_snapshot(snapshot)
-        elif snapshot["v"] >= board.v:  # v never goes back (an undo is +1): a lower one is older
-            board.reset(snapshot)
+        board = self.boards[game] = Board.from_snapshot(snapshot)
         if asked is not None and asked["type"] == "watch":
             self._watched.add(game)
         elif asked is not None:  # new_game, resume
@@ -474,9 +461,6 @@ class Client:
         if board.status != "playing":
             self._open.discard(game)
             self._watched.discard(game)
-            if board.result is None and game not in self._learning:
-                self._learning.add(game)  # its game_over was lost in a break: read the result
-                self._spawn(self._learn_result(game, board.v))
 
     def _took_change(self, change: Change) -> None:
         game = change["game"]
@@ -494,25 +478,6 @@ class Client:
         self._open.discard(game)
         self._watched.discard(game)
         self._ended.setdefault(game, asyncio.Event()).set()
-
-    async def _learn_result(self, game: str, v: int) -> None:
-        """The `GameOver` of a game a snapshot showed finished, from its ``replay`` (the only reply
-        that carries ``duration_ms``), so that `wait_game_over` returns as if ``game_over`` had come."""
-        try:
-            replay = cast(Replay, await self._request(request("replay", game=game, since=v), retry=True))
-            result = GameOver(
-                type="game_over",
-                game=game,
-                won=replay["status"] == "won",
-                score=self.boards[game].score,
-                moves=self.boards[game].moves,
-                duration_ms=replay.get("duration_ms", 0),
-            )
-            self._took_game_over(result)
-        except EightOffError:
-            self._ended.setdefault(game, asyncio.Event()).set()  # wait_game_over says it is unknown
-        finally:
-            self._learning.discard(game)
 
     async def _resync(self, game: str) -> None:
         """A diff was missed: a fresh snapshot (section 7, step 2)."""

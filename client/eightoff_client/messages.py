@@ -27,18 +27,6 @@ __all__ = [
     "PlayerRow",
     "Profile",
     "ProfileGame",
-    "ProfileRating",
-    "Race",
-    "RaceBoard",
-    "RaceDiff",
-    "RaceLink",
-    "RaceSeat",
-    "RaceState",
-    "RatingRow",
-    "Replay",
-    "ReplayStep",
-    "SeatRating",
-    "SeatStatus",
     "ServerInfo",
     "Snapshot",
     "Status",
@@ -51,11 +39,8 @@ RequestId = int | str
 
 
 class Player(TypedDict):
-    """``bot`` is present, and true, only for a bot: a player is a bot or a person for life."""
-
     id: str
     name: str
-    bot: NotRequired[bool]
 
 
 class ServerInfo(TypedDict):
@@ -265,114 +250,3 @@ class ErrorReply(TypedDict):
     id: NotRequired[RequestId]
     code: str
     message: str
-    v: NotRequired[int]
-
-
-class ReplayStep(TypedDict):
-    """What the ``diff`` of one version said: its ops, and the score and moves after it."""
-
-    ops: list[Op]
-    score: int
-    moves: int
-
-
-class Replay(TypedDict):
-    """A game from its deal (``tableau``, ``cells``, ``foundations`` at version 0) and the steps that
-    make versions ``since`` + 1 …; ask again from ``since + len(steps)`` while that is below ``v``."""
-
-    type: Literal["replay"]
-    id: NotRequired[RequestId]
-    game: str
-    code: str
-    player: Player
-    started_at: str
-    status: Status
-    v: int
-    tableau: list[list[str]]
-    cells: list[str | None]
-    foundations: Foundations
-    since: int
-    steps: list[ReplayStep]
-    duration_ms: NotRequired[int]
-
-
-RaceState = Literal["lobby", "countdown", "running", "finished", "cancelled"]
-SeatStatus = Literal["waiting", "playing", "won", "resigned", "left"]
-
-
-class SeatRating(TypedDict):
-    """The player's shown rating in the variant before and after the race."""
-
-    before: int
-    after: int
-
-
-class RaceSeat(TypedDict):
-    """One seat's row of a race's standings (protocol/README.md section 15)."""
-
-    seat: int
-    player: Player
-    ready: bool
-    game: str | None
-    status: SeatStatus
-    cards_home: int
-    moves: int
-    score: int
-    time_ms: int
-    place: int | None
-    rating: NotRequired[SeatRating]
-
-
-class RaceLink(TypedDict):
-    """A finished race's rematch: ``race_join`` takes its ``code``."""
-
-    race: str
-    code: str
-
-
-class Race(TypedDict):
-    """A race's whole state: the reply to ``race_create``, ``race_join``, ``race_watch`` and
-    ``race_rematch`` (or pushed when a quick match forms)."""
-
-    type: Literal["race"]
-    id: NotRequired[RequestId]
-    race: str
-    v: int
-    code: str
-    creator: str
-    cells: int
-    seats: int
-    time_limit: int
-    public: bool
-    state: RaceState
-    starts_at: str | None
-    ends_at: str | None
-    deal: str | None
-    rows: list[RaceSeat]
-    rematch: NotRequired[RaceLink]
-    board_delay_ms: int
-
-
-class RaceDiff(TypedDict):
-    """A change of a race: its values now, the ``rows`` that changed (whole) and the seats ``gone``."""
-
-    type: Literal["race_diff"]
-    race: str
-    v: int
-    creator: str
-    state: RaceState
-    starts_at: str | None
-    ends_at: str | None
-    deal: str | None
-    rows: list[RaceSeat]
-    gone: list[int]
-    rematch: NotRequired[RaceLink]
-
-
-class RaceBoard(TypedDict):
-    """A seat's board, pushed late to spectators and to everyone at the end: shown, never diffed."""
-
-    type: Literal["race_board"]
-    race: str
-    seat: int
-    board: Snapshot
