@@ -50,6 +50,7 @@ from eightoff_client.messages import (
     Snapshot,
     Welcome,
 )
+from eightoff_client.pacing import DEFAULT_BURST, DEFAULT_RATE, Pace
 
 __all__ = ["Client", "connect"]
 
@@ -65,7 +66,9 @@ class Client:
     """A connection that says ``hello`` as ``name`` (a new guest) or as the player of ``token``.
 
     ``reconnect``: after a break, reconnect for up to ``reconnect_timeout`` seconds (with backoff)
-    and retry what was waiting; ``False``: a break raises `ConnectionLost`. Use `connect` to make one.
+    and retry what was waiting; ``False``: a break raises `ConnectionLost`. ``rate_per_second`` and
+    ``rate_burst``: the pace the client keeps to (`Pace`), the server's request rate or under it;
+    ``rate_per_second=None`` sends as fast as it is answered. Use `connect` to make one.
     """
 
     def __init__(
@@ -78,6 +81,8 @@ class Client:
         reconnect: bool = True,
         reconnect_timeout: float = 30.0,
         open_timeout: float = 10.0,
+        rate_per_second: float | None = DEFAULT_RATE,
+        rate_burst: int = DEFAULT_BURST,
     ) -> None:
         self.url = url
         self.name = name
@@ -86,6 +91,7 @@ class Client:
         self.reconnect = reconnect
         self.reconnect_timeout = reconnect_timeout
         self.open_timeout = open_timeout
+        self._pace = None if rate_per_second is None else Pace(rate_per_second, rate_burst)
         self.player: Player | None = None
         self.welcome: Welcome | None = None
         self.boards: dict[str, Board] = {}
@@ -313,6 +319,8 @@ class Client:
         reply: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (message, reply)
         try:
+            if self._pace is not None:
+                await self._pace.wait()
             try:
                 await ws.send(encode(self.encoding, {**message, "id": request_id}))
             except ConnectionClosed:
@@ -514,6 +522,8 @@ def connect(
     reconnect: bool = True,
     reconnect_timeout: float = 30.0,
     open_timeout: float = 10.0,
+    rate_per_second: float | None = DEFAULT_RATE,
+    rate_burst: int = DEFAULT_BURST,
 ) -> _Connect:
     """Connect to ``url`` (``ws://HOST:PORT/ws``) and say ``hello``: ``client = await connect(...)``,
     or ``async with connect(...) as client:`` to close it after the block."""
@@ -526,5 +536,7 @@ def connect(
             reconnect=reconnect,
             reconnect_timeout=reconnect_timeout,
             open_timeout=open_timeout,
+            rate_per_second=rate_per_second,
+            rate_burst=rate_burst,
         )
     )
