@@ -16,7 +16,7 @@ from server.storage.tables import games, races
 from solver import solve_deal
 from tests.server.test_quotas import one_address_and_another
 from tests.server.test_races import RACE_SETTINGS, close_all, follow_until, lobby, race_app, start
-from tests.support import serverutil
+from tests.support import dbutil, serverutil
 from tests.support.waiting import eventually
 from tests.support.wire import move_fields
 from tests.support.wsclient import WsClient, player
@@ -51,6 +51,7 @@ async def test_a_racer_cannot_win_with_the_servers_hints(race_app: App) -> None:
     await close_all(*clients)
 
 
+@dbutil.SQLITE_ONLY
 async def test_race_requests_share_the_reads_budget_of_their_address(database_url: str) -> None:
     """Bad input tried: `race_watch` of random invitation codes, and `race_ready`, `race_start`,
     `race_leave` of random race ids, from two players of one address: each is a look-up the database
@@ -97,6 +98,7 @@ async def test_race_requests_share_the_reads_budget_of_their_address(database_ur
             await client.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_lobbies_are_capped_per_address(database_url: str) -> None:
     """Bad input tried: many guests of one address each creating races (a per-player cap alone let
     four addresses hold 3,600 lobbies). The address's allowance is spent across its players; the

@@ -1,4 +1,6 @@
-"""Hints, winnable deals and the winnable daily deal over real WebSockets, on both databases."""
+"""Hints, winnable deals and the winnable daily deal over real WebSockets. What a hint stores (the
+game marked hinted, kept off the boards) runs on both databases; the solver's answers, its queue and
+its workers on SQLite alone (`dbutil.SQLITE_ONLY`), being the same on either."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from server.storage.committer import Done, MarkHinted, Write, WriteConflict
 from server.storage.tables import games
 from solver import Verdict, solve_deal, winnable_daily_deal
 from tests.server.test_workers import Node
-from tests.support import serverutil
+from tests.support import dbutil, serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
@@ -65,6 +67,7 @@ async def follow_hints(client: WsClient, game: str) -> tuple[int, dict[str, Any]
             return hints, reply
 
 
+@dbutil.SQLITE_ONLY
 @pytest.mark.parametrize("cells", [8, 4, 2])
 async def test_hints_followed_from_the_opening_win_proven_winnable_deals(fast_url: str, cells: int) -> None:
     client = await player(fast_url, "Hinted")
@@ -77,6 +80,7 @@ async def test_hints_followed_from_the_opening_win_proven_winnable_deals(fast_ur
     await client.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_hint_from_a_dead_opening_is_lost(url: str) -> None:
     dead = next(Deal(n, 2) for n in range(10_000) if not Game(Deal(n, 2)).legal_moves)
     client = await player(url, "Stuck")
@@ -88,6 +92,7 @@ async def test_hint_from_a_dead_opening_is_lost(url: str) -> None:
     await client.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_hint_refusals(url: str) -> None:
     owner, other = await player(url, "Owner"), await player(url, "Other")
     game = (await owner.request("new_game", code=winnable_deals(8)[0].code()))["game"]
@@ -122,6 +127,7 @@ async def test_a_hinted_game_ranks_on_no_leaderboard(fast_url: str) -> None:
     await alone.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_new_game_winnable_deals_from_the_table(url: str) -> None:
     client = await player(url, "Picky")
     for cells in (8, 4, 2):
@@ -131,6 +137,7 @@ async def test_new_game_winnable_deals_from_the_table(url: str) -> None:
     await client.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_new_game_daily_is_the_winnable_daily_deal(url: str) -> None:
     client = await player(url, "Daily")
     today = dt.datetime.now(dt.UTC).date()
@@ -141,6 +148,7 @@ async def test_new_game_daily_is_the_winnable_daily_deal(url: str) -> None:
     await client.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_solving_service_refuses_hints_beyond_its_queue(app: App) -> None:
     service = SolvingService(max_waiting_hints=1)
     try:
@@ -157,6 +165,7 @@ async def test_solving_service_refuses_hints_beyond_its_queue(app: App) -> None:
         service.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_solving_service_refuses_a_player_or_an_address_over_its_share(app: App) -> None:
     """Issue 20: past its share a player (or an address) is told ``rate_limited``; others still queue."""
     service = SolvingService(hints_per_player=1, hints_per_address=2)
@@ -317,6 +326,7 @@ async def test_a_killed_server_s_solver_worker_ends_with_it(workers: int, tmp_pa
             node.process.wait(timeout=30)
 
 
+@dbutil.SQLITE_ONLY
 async def test_closing_the_solving_service_cancels_the_hints_still_waiting(app: App) -> None:
     """A hint queued behind another when the service closes is cancelled, not left waiting for ever
     (nor solved in a pool started again after the close)."""

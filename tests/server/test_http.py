@@ -13,6 +13,13 @@ from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
 
+@pytest.fixture
+def database_url(sqlite_database_url: str) -> str:
+    """SQLite alone: the HTTP routes, the metrics and the rooms in memory are the same on either
+    backend."""
+    return sqlite_database_url
+
+
 def http_get(app: App, path: str) -> tuple[int, str, str]:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{app.port}{path}", timeout=5) as response:

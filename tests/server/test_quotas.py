@@ -27,7 +27,7 @@ from server.services.quotas import FULL_MEMORY
 from server.storage import unfinished as unfinished_storage
 from server.storage.tables import games
 from server.storage.unfinished import UnfinishedGame
-from tests.support import serverutil
+from tests.support import dbutil, serverutil
 from tests.support.waiting import eventually
 from tests.support.wsclient import WsClient
 
@@ -69,6 +69,7 @@ async def one_address_and_another(app: App, count: int) -> tuple[list[WsClient],
     return crowd, other
 
 
+@dbutil.SQLITE_ONLY
 async def test_guests_per_address_per_minute(database_url: str) -> None:
     settings = {"guests_per_address_per_minute": 3, "sqlite_synchronous": "NORMAL"}
     async with serverutil.running_app(database_url, **settings) as app:
@@ -227,6 +228,7 @@ def served(replies: list[dict[str, Any]]) -> int:
     return len(replies) - len(refused)
 
 
+@dbutil.SQLITE_ONLY
 async def test_a_player_starts_at_most_its_share_of_new_games(database_url: str) -> None:
     """Issue 20: a new_game loop of one player (a burst, then paced at 1.5 times the refill rate)
     is refused ``rate_limited`` past a quarter of a minute's games and then at the refill rate;
@@ -257,6 +259,7 @@ async def test_a_player_starts_at_most_its_share_of_new_games(database_url: str)
             await each.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_the_players_of_one_address_start_at_most_its_share_and_others_play_on(
     database_url: str,
 ) -> None:
@@ -282,6 +285,7 @@ async def test_the_players_of_one_address_start_at_most_its_share_and_others_pla
             await client.close()
 
 
+@dbutil.SQLITE_ONLY
 async def test_reads_the_database_answers_share_one_budget_per_address(database_url: str) -> None:
     """``leaderboard``, ``profile`` and ``games`` each cost the process about a millisecond even on a
     small database; the frame budget let one address ask a thousand a second. Two players of one

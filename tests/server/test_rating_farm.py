@@ -4,6 +4,8 @@ a main account beats alts that resign at the reveal, as the farm of a player wit
 Each test turns on one rule of `server.play.race.ratings.FarmGuard` (the others off, so that what it
 shows is that rule's doing), and the last one runs the server's defaults. The clients' networks are
 named by a proxy on 127.0.0.1 (``forwarded_for``), as a farmer's second network would be.
+The rules' tests run on SQLite alone: the counts they read are checked on both backends in
+tests/storage/test_rating_networks.py; the defaults' test runs on both.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from server.storage import ratings
 from server.storage.records import Rating
 from solver import solve_deal
 from tests.server.test_races import RACE_SETTINGS, Standings, close_all
-from tests.support import serverutil
+from tests.support import dbutil, serverutil
 from tests.support.wire import move_fields
 from tests.support.wsclient import WsClient, player
 
@@ -95,6 +97,7 @@ def wins_over_newcomers(count: int) -> Rating:
     return rating
 
 
+@dbutil.SQLITE_ONLY
 async def test_a_farm_on_one_network_rates_nothing(database_url: str) -> None:
     """The farm of the report, from one address: a main and four fresh guests of that address, each
     guest losing on purpose. ``rated_networks distinct``: every seat shares its network, none is
@@ -115,6 +118,7 @@ async def test_a_farm_on_one_network_rates_nothing(database_url: str) -> None:
         await close_all(main, stranger, *alts)
 
 
+@dbutil.SQLITE_ONLY
 async def test_two_networks_meet_in_at_most_three_rated_races_a_day(database_url: str) -> None:
     """A main on one network and fresh guests on a second (a phone beside the home line): of six
     farmed wins, ``rated_meetings_per_day`` (3) are rated, the rest change nothing; the main's rating
@@ -135,6 +139,7 @@ async def test_two_networks_meet_in_at_most_three_rated_races_a_day(database_url
         await close_all(main, other, *alts)
 
 
+@dbutil.SQLITE_ONLY
 async def test_a_race_rates_only_between_established_players(database_url: str) -> None:
     """``established_networks`` 2 (5 by default): a race rates once two of its players have finished
     races against people of two networks other than their own. A main and its alts on two networks

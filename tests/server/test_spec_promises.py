@@ -25,6 +25,14 @@ from server.storage import pruning
 from tests.support.board import ClientBoard
 from tests.support.wsclient import SUBPROTOCOLS, WsClient
 
+
+@pytest.fixture
+def database_url(sqlite_database_url: str) -> str:
+    """SQLite alone: what is promised here is the protocol's, answered the same on either backend;
+    the storage of the games it plays is tested on both elsewhere (test_play, tests/storage)."""
+    return sqlite_database_url
+
+
 VECTORS = json.loads(
     (Path(__file__).parents[2] / "protocol" / "vectors" / "client_messages.json").read_text()
 )

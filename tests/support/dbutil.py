@@ -50,6 +50,10 @@ SQLITE_STORED_ACTIONS: Final = (
 POSTGRES_URL_VARIABLE: Final = "EIGHTOFF_TEST_POSTGRES_URL"
 POSTGRES_SKIP_REASON: Final = "EIGHTOFF_TEST_POSTGRES_URL is not set (CI sets it)"
 BACKENDS: Final = ("sqlite", "postgresql")
+#: A test of a module whose ``database_url`` runs on both backends, run on SQLite alone: for a test
+#: whose subject is not the database (metering, the protocol, the rules of a guard whose counts the
+#: storage tests check on both), which a PostgreSQL run would only repeat at a second's cost.
+SQLITE_ONLY: Final = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 DATABASE_PREFIX: Final = "eightoff_test"
 
 
