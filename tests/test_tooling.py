@@ -4,13 +4,14 @@ layering violation."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
@@ -40,19 +41,31 @@ def test_ci_runs_every_check_before_the_tests() -> None:
     assert "set -euo pipefail" in lines
 
 
-def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does() -> None:
+def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does(request: pytest.FixtureRequest) -> None:
     """Bare ``pytest`` does not put the root on sys.path; tests/server must not shadow the server package."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0"]  # in one process: no workers
-    with ThreadPoolExecutor(max_workers=2) as both:  # side by side: each takes a while
-        bare_run = both.submit(run, [str(BIN / "pytest"), *collect], env=environ)
-        module_run = both.submit(run, [sys.executable, "-m", "pytest", *collect], env=environ)
-        bare, module = bare_run.result(), module_run.result()
+    bare = run([str(BIN / "pytest"), *collect], env=environ)
     assert bare.returncode == 0, bare.stdout[-3000:] + bare.stderr[-3000:]
     assert "error" not in bare.stdout.lower().splitlines()[-1]
-    bare_count, module_count = _COLLECTED.search(bare.stdout), _COLLECTED.search(module.stdout)
-    assert bare_count and module_count
-    assert int(bare_count[1]) == int(module_count[1]) > 1000
+    bare_count = _COLLECTED.search(bare.stdout)
+    assert bare_count
+    assert int(bare_count[1]) == _collected_by_python_m_pytest(request, environ) > 1000
+
+
+def _collected_by_python_m_pytest(request: pytest.FixtureRequest, environ: dict[str, str]) -> int:
+    """How many tests ``python -m pytest`` collects from the root: this session's own count when it is
+    that run (the README's command; each xdist worker collects the whole suite), else a collection of
+    its own, which costs as much CPU again."""
+    options = request.config.option
+    narrowed = options.keyword or options.markexpr or options.deselect or options.lf or options.stepwise
+    whole = request.config.args in ([], [str(ROOT)], request.config.getini("testpaths")) and not narrowed
+    if whole:
+        return len(request.session.items)
+    collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0"]
+    found = _COLLECTED.search(run([sys.executable, "-m", "pytest", *collect], env=environ).stdout)
+    assert found
+    return int(found[1])
 
 
 def test_every_test_folder_is_a_package() -> None:
@@ -191,16 +204,42 @@ BENCHES = sorted(
 )
 
 
-@pytest.mark.parametrize("bench", BENCHES)
-def test_every_bench_answers_help_without_running(bench: str) -> None:
-    """``--help`` prints the bench's usage and exits at once: bench_request_path used to ignore it
-    and run for a minute, and sampled_server wrote its report to a file named ``--help``."""
+#: Runs each module named on its command line as ``python -m MODULE --help`` would, one after the
+#: other in one interpreter (each is a second of imports alone), and prints what each did as JSON.
+_HELP_OF_EACH = """
+import contextlib, io, json, runpy, sys
+done = {}
+for module in sys.argv[1:]:
+    out, err, code = io.StringIO(), io.StringIO(), None
+    sys.argv = [module, "--help"]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except SystemExit as exit:
+            code = exit.code
+    done[module] = {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+print(json.dumps(done))
+"""
+
+
+@pytest.fixture(scope="module")
+def bench_help() -> dict[str, dict[str, Any]]:
     done = subprocess.run(
-        [sys.executable, "-m", f"bench.{bench}", "--help"],
+        [sys.executable, "-c", _HELP_OF_EACH, *(f"bench.{bench}" for bench in BENCHES)],
         cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("usage:"), done.stdout[:200]
+    answers: dict[str, dict[str, Any]] = json.loads(done.stdout.splitlines()[-1])
+    return answers
+
+
+@pytest.mark.parametrize("bench", BENCHES)
+def test_every_bench_answers_help_without_running(bench_help: dict[str, dict[str, Any]], bench: str) -> None:
+    """``--help`` prints the bench's usage and exits at once: bench_request_path used to ignore it
+    and run for a minute, and sampled_server wrote its report to a file named ``--help``."""
+    done = bench_help[f"bench.{bench}"]
+    assert done["code"] == 0, done["stderr"]
+    assert done["stdout"].startswith("usage:"), done["stdout"][:200]
