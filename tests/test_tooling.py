@@ -41,11 +41,14 @@ def test_ci_runs_every_check_before_the_tests() -> None:
     assert "set -euo pipefail" in lines
 
 
+#: A collection only, in one process (no workers).
+_COLLECT = ["--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0"]
+
+
 def test_bare_pytest_from_the_root_collects_what_python_m_pytest_does(request: pytest.FixtureRequest) -> None:
     """Bare ``pytest`` does not put the root on sys.path; tests/server must not shadow the server package."""
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0"]  # in one process: no workers
-    bare = run([str(BIN / "pytest"), *collect], env=environ)
+    bare = run([str(BIN / "pytest"), *_COLLECT], env=environ)
     assert bare.returncode == 0, bare.stdout[-3000:] + bare.stderr[-3000:]
     assert "error" not in bare.stdout.lower().splitlines()[-1]
     bare_count = _COLLECTED.search(bare.stdout)
@@ -62,8 +65,7 @@ def _collected_by_python_m_pytest(request: pytest.FixtureRequest, environ: dict[
     whole = request.config.args in ([], [str(ROOT)], request.config.getini("testpaths")) and not narrowed
     if whole:
         return len(request.session.items)
-    collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0"]
-    found = _COLLECTED.search(run([sys.executable, "-m", "pytest", *collect], env=environ).stdout)
+    found = _COLLECTED.search(run([sys.executable, "-m", "pytest", *_COLLECT], env=environ).stdout)
     assert found
     return int(found[1])
 
@@ -226,7 +228,7 @@ print(json.dumps(done))
 def bench_help() -> dict[str, dict[str, Any]]:
     done = subprocess.run(
         [sys.executable, "-c", _HELP_OF_EACH, *(f"bench.{bench}" for bench in BENCHES)],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,

@@ -315,12 +315,12 @@ class Client:
                 self._ready.clear()
 
     async def _exchange(self, ws: ClientConnection, message: Message) -> Message:
+        if self._pace is not None:
+            await self._pace.wait()  # before it is pending: a break meanwhile has nothing of it to fail
         request_id = next(self._ids)
         reply: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (message, reply)
         try:
-            if self._pace is not None:
-                await self._pace.wait()
             try:
                 await ws.send(encode(self.encoding, {**message, "id": request_id}))
             except ConnectionClosed:
