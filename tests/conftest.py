@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import HealthCheck, settings
+import os
+import sys
 
-from tests.support import dbutil
-from tests.support.ci import in_ci
+# The suite starts hundreds of Python processes (its workers, and the servers, CLIs and tools under
+# test); with PYTHONDONTWRITEBYTECODE set, as on our CI machines, each one compiled the project and
+# rewrote the test modules' asserts again: about an eighth of the suite's CPU. The bytecode goes to
+# __pycache__ (ignored by git); the processes the suite starts inherit this environment.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+from tests.support import dbutil  # noqa: E402
+from tests.support.ci import in_ci  # noqa: E402
 
 # "ci": what Hypothesis' own CI profile does (the same examples on every run, no example database,
 # a failure's blob printed to reproduce it) with twice the examples; CI sets CI=true (.ci/run too).

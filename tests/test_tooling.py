@@ -61,7 +61,13 @@ def _collected_by_python_m_pytest(request: pytest.FixtureRequest, environ: dict[
     that run (the README's command; each xdist worker collects the whole suite), else a collection of
     its own, which costs as much CPU again."""
     options = request.config.option
-    narrowed = options.keyword or options.markexpr or options.deselect or options.lf or options.stepwise
+    narrowed = (
+        options.keyword
+        or options.markexpr
+        or options.deselect
+        or getattr(options, "lf", False)
+        or getattr(options, "stepwise", False)
+    )
     whole = request.config.args in ([], [str(ROOT)], request.config.getini("testpaths")) and not narrowed
     if whole:
         return len(request.session.items)

@@ -63,11 +63,11 @@ async def duel(winner: WsClient, loser: WsClient) -> tuple[dict[str, Any], dict[
     # done with it: following no more, its client needn't read the winner's diffs
     assert (await loser.request("race_leave", race=race_id))["type"] == "ok"
     game = joined.of(winner)["game"]
-    for v, move in enumerate(solve_deal(Deal.from_code(joined.race["deal"])).moves):
-        assert (await winner.request("move", game=game, **move_fields(move), v=v))["type"] in (
-            "ack",
-            "game_over",
-        )
+    line = solve_deal(Deal.from_code(joined.race["deal"])).moves
+    replies = await winner.pipeline(
+        [("move", {"game": game, **move_fields(m), "v": v}) for v, m in enumerate(line)]
+    )
+    assert {reply["type"] for reply in replies} <= {"ack", "game_over"}, replies
     await follow_race(winner, joined, lambda s: s.race["state"] == "finished")
     won, lost = joined.of(winner), joined.of(loser)
     assert (won["place"], lost["place"]) == (1, 2), (won, lost)

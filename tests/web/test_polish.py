@@ -228,8 +228,11 @@ async def test_moves_fly_from_their_source_for_the_player_a_spectator_and_an_und
     assert errors == []
 
 
+@pytest.mark.parametrize("delay", DELAYS_S, ids=["on-time", "late"])
 @pytest.mark.parametrize("touch", [False, True], ids=["mouse", "touch"])
-async def test_a_double_tap_during_a_flight_is_one_action(chromium: Any, site: str, touch: bool) -> None:
+async def test_a_double_tap_during_a_flight_is_one_action(
+    chromium: Any, site: str, touch: bool, delay: float
+) -> None:
     """The first tap's move flies while the second tap lands on the place the card left (the card
     that was under it is there now): still the one action of the gesture.
 
@@ -254,31 +257,30 @@ async def test_a_double_tap_during_a_flight_is_one_action(chromium: Any, site: s
     async def flight_started() -> None:
         await page.wait_for_function("document.querySelector('.flyer') !== null")
 
-    for delay in DELAYS_S:
-        proxy.delay = delay
-        for interval in INTERVALS_MS:
-            proxy.sent.clear()
-            await page.evaluate("window.inFlight.length = 0")
-            on_time = delay == 0.0
-            if on_time:
-                # The tap's move must fly: a redraw within BURST_MS of the last (the undo's, which
-                # itself flew not when it came that soon after the move's) is drawn without flights.
-                await past_burst(page)
-                await devtools.send("Animation.setPlaybackRate", {"playbackRate": 0})
-            point = await centre(top_card(page, ace_column))
-            await double_tap(
-                page, point, interval, touch=touch, before_second=flight_started if on_time else None
-            )
-            await devtools.send("Animation.setPlaybackRate", {"playbackRate": 1})
-            await check_gap(page, interval, touch=touch)
-            in_flight = await page.evaluate("window.inFlight")
-            assert in_flight[1] or not on_time, (interval, in_flight)
-            await one_action(page, proxy, mirror, Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"])
+    proxy.delay = delay
+    for interval in INTERVALS_MS:
+        proxy.sent.clear()
+        await page.evaluate("window.inFlight.length = 0")
+        on_time = delay == 0.0
+        if on_time:
+            # The tap's move must fly: a redraw within BURST_MS of the last (the undo's, which
+            # itself flew not when it came that soon after the move's) is drawn without flights.
+            await past_burst(page)
+            await devtools.send("Animation.setPlaybackRate", {"playbackRate": 0})
+        point = await centre(top_card(page, ace_column))
+        await double_tap(
+            page, point, interval, touch=touch, before_second=flight_started if on_time else None
+        )
+        await devtools.send("Animation.setPlaybackRate", {"playbackRate": 1})
+        await check_gap(page, interval, touch=touch)
+        in_flight = await page.evaluate("window.inFlight")
+        assert in_flight[1] or not on_time, (interval, in_flight)
+        await one_action(page, proxy, mirror, Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"])
 
-            await page.evaluate("window.inFlight.length = 0")
-            await double_tap(page, await centre(top_card(page, auto_source)), interval, touch=touch)
-            await check_gap(page, interval, touch=touch)
-            await one_action(page, proxy, mirror, auto, ["tap", "auto"])
+        await page.evaluate("window.inFlight.length = 0")
+        await double_tap(page, await centre(top_card(page, auto_source)), interval, touch=touch)
+        await check_gap(page, interval, touch=touch)
+        await one_action(page, proxy, mirror, auto, ["tap", "auto"])
     await devtools.detach()
     proxy.close()
     await context.close()

@@ -139,8 +139,9 @@ async def one_action(page: Page, proxy: ReplyDelay, mirror: Game, move: Move, se
     proxy.sent.clear()
 
 
+@pytest.mark.parametrize("delay", DELAYS_S, ids=["on-time", "late"])
 @pytest.mark.parametrize("touch", [False, True], ids=["mouse", "touch"])
-async def test_a_double_tap_is_one_action(chromium: Any, site: str, touch: bool) -> None:
+async def test_a_double_tap_is_one_action(chromium: Any, site: str, touch: bool, delay: float) -> None:
     errors: list[str] = []
     mirror, ace_column, onto = tap_deal()
     ace = str(mirror.layout().columns[int(ace_column[1:]) - 1][-1])
@@ -152,28 +153,27 @@ async def test_a_double_tap_is_one_action(chromium: Any, site: str, touch: bool)
     await expect_board(page, mirror)
     await page.evaluate(RECORD_TAPS)
     auto_source, auto = auto_column(mirror)
-    for delay in DELAYS_S:
-        proxy.delay = delay
-        for interval in INTERVALS_MS:
-            proxy.sent.clear()
-            # A tap sends the ace home; the second tap lands on the card that was under it.
-            await double_tap(page, await centre(top_card(page, ace_column)), interval, touch=touch)
-            await check_gap(page, interval, touch=touch)
-            await one_action(page, proxy, mirror, Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"])
+    proxy.delay = delay
+    for interval in INTERVALS_MS:
+        proxy.sent.clear()
+        # A tap sends the ace home; the second tap lands on the card that was under it.
+        await double_tap(page, await centre(top_card(page, ace_column)), interval, touch=touch)
+        await check_gap(page, interval, touch=touch)
+        await one_action(page, proxy, mirror, Move.parse(f"{ace_column}-f{ace[1]}"), ["tap"])
 
-            # The tap is refused (not home); the second tap makes it the double tap's move.
-            await double_tap(page, await centre(top_card(page, auto_source)), interval, touch=touch)
-            await check_gap(page, interval, touch=touch)
-            await one_action(page, proxy, mirror, auto, ["tap", "auto"])
+        # The tap is refused (not home); the second tap makes it the double tap's move.
+        await double_tap(page, await centre(top_card(page, auto_source)), interval, touch=touch)
+        await check_gap(page, interval, touch=touch)
+        await one_action(page, proxy, mirror, auto, ["tap", "auto"])
 
-            # A card picked up; the double tap on its destination moves it there, once.
-            await tap(page, await centre(top_card(page, str(onto.source))), touch=touch)
-            await expect(top_card(page, str(onto.source))).to_have_class(re.compile(r"\bselected\b"))
-            await page.evaluate("window.tapLog.length = 0")
-            await past_double_tap_window(page)
-            await double_tap(page, await centre(top_card(page, str(onto.target))), interval, touch=touch)
-            await check_gap(page, interval, touch=touch)
-            await one_action(page, proxy, mirror, onto, ["tap", "move"])
+        # A card picked up; the double tap on its destination moves it there, once.
+        await tap(page, await centre(top_card(page, str(onto.source))), touch=touch)
+        await expect(top_card(page, str(onto.source))).to_have_class(re.compile(r"\bselected\b"))
+        await page.evaluate("window.tapLog.length = 0")
+        await past_double_tap_window(page)
+        await double_tap(page, await centre(top_card(page, str(onto.target))), interval, touch=touch)
+        await check_gap(page, interval, touch=touch)
+        await one_action(page, proxy, mirror, onto, ["tap", "move"])
     proxy.close()
     await context.close()
     assert errors == []
