@@ -40,7 +40,7 @@ class Board:
         return cls(
             game=snapshot["game"],
             code=snapshot["code"],
-            player=Player(id=snapshot["player"]["id"], name=snapshot["player"]["name"]),
+            player=Player(**snapshot["player"]),
             started_at=snapshot["started_at"],
             v=snapshot["v"],
             tableau=[list(column) for column in snapshot["tableau"]],

@@ -65,6 +65,10 @@ class _Dropped(Exception):
 class Client:
     """A connection that says ``hello`` as ``name`` (a new guest) or as the player of ``token``.
 
+    ``bot=True``: the client is a program, and a new guest it makes is a bot for life (its games rank
+    on the bots' boards only, protocol section 5 ``hello``); with a token, ``bot`` must agree with the
+    token's player or is left out (``None``). A person's client leaves it out.
+
     ``reconnect``: after a break, reconnect for up to ``reconnect_timeout`` seconds (with backoff)
     and retry what was waiting; ``False``: a break raises `ConnectionLost`. ``rate_per_second`` and
     ``rate_burst``: the pace the client keeps to (`Pace`), the server's request rate or under it;
@@ -77,6 +81,7 @@ class Client:
         *,
         name: str | None = None,
         token: str | None = None,
+        bot: bool | None = None,
         encoding: Encoding = "msgpack",
         reconnect: bool = True,
         reconnect_timeout: float = 30.0,
@@ -87,6 +92,7 @@ class Client:
         self.url = url
         self.name = name
         self.token = token
+        self.bot = bot
         self.encoding: Encoding = encoding
         self.reconnect = reconnect
         self.reconnect_timeout = reconnect_timeout
@@ -253,8 +259,10 @@ class Client:
         limit: int | None = None,
         after: str | None = None,
         around: str | None = None,
+        bots: bool | None = None,
     ) -> LeaderboardPage:
-        """A page of a leaderboard (protocol section 5): pass its ``next`` as ``after`` for the next."""
+        """A page of a leaderboard (protocol section 5): pass its ``next`` as ``after`` for the next;
+        ``bots=True`` reads the bots' board of the same name (a person's games rank on the other)."""
         message = request(
             "leaderboard",
             board=board,
@@ -266,6 +274,7 @@ class Client:
             limit=limit,
             after=after,
             around=around,
+            bots=bots,
         )
         return cast(LeaderboardPage, await self._request(message, retry=True))
 
@@ -344,7 +353,13 @@ class Client:
         )
         self._ws = ws
         self._spawn(self._read(ws))
-        hello = request("hello", protocol=PROTOCOL, token=self.token, name=None if self.token else self.name)
+        hello = request(
+            "hello",
+            protocol=PROTOCOL,
+            token=self.token,
+            name=None if self.token else self.name,
+            bot=self.bot,
+        )
         welcome = cast(Welcome, await self._exchange(ws, hello))
         self.token = welcome.get("token", self.token)
         self.player, self.welcome = welcome["player"], welcome
@@ -518,6 +533,7 @@ def connect(
     *,
     name: str | None = None,
     token: str | None = None,
+    bot: bool | None = None,
     encoding: Encoding = "msgpack",
     reconnect: bool = True,
     reconnect_timeout: float = 30.0,
@@ -532,6 +548,7 @@ def connect(
             url,
             name=name,
             token=token,
+            bot=bot,
             encoding=encoding,
             reconnect=reconnect,
             reconnect_timeout=reconnect_timeout,

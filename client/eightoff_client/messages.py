@@ -41,6 +41,7 @@ RequestId = int | str
 class Player(TypedDict):
     id: str
     name: str
+    bot: NotRequired[bool]  # present (true) for a bot's player only
 
 
 class ServerInfo(TypedDict):
