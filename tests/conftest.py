@@ -35,14 +35,6 @@ settings.register_profile("dev", settings.get_profile("default"), max_examples=1
 settings.load_profile("ci" if in_ci() else "dev")
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: two workers per core. A worker waits on servers, databases, subprocesses and a
-    browser for about half its time, so one per core left a third of the CPU idle; three per core
-    cost more CPU than they fill (each worker collects the suite and starts its own browser) and
-    broke timing tests (idle timeouts, refill rates) about once a run on a loaded machine."""
-    return 2 * len(os.sched_getaffinity(0))
-
-
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """The test databases still being dropped in the background, and the templates, go now."""
     dbutil.drop_what_is_left()
