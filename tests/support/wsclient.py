@@ -65,13 +65,8 @@ class WsClient:
     async def request(self, type_: str, **fields: Any) -> dict[str, Any]:
         """Send a request with a fresh id and return its reply (waiting at most ``reply_timeout``
         seconds for each message); pushes that arrive first are kept."""
-        request_id = next(self._ids)
-        await self.send({"type": type_, "id": request_id, **fields})
-        while True:
-            message = await self.recv(self.reply_timeout)
-            if message.get("id") == request_id:
-                return message
-            await self.pushed.put(message)
+        (reply,) = await self.pipeline([(type_, fields)])
+        return reply
 
     async def pipeline(self, requests: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
         """Send every request at once, then return their replies in the order sent (pushes between

@@ -258,10 +258,10 @@ async def test_a_double_tap_during_a_flight_is_one_action(
         await page.wait_for_function("document.querySelector('.flyer') !== null")
 
     proxy.delay = delay
+    on_time = delay == 0.0
     for interval in INTERVALS_MS:
         proxy.sent.clear()
         await page.evaluate("window.inFlight.length = 0")
-        on_time = delay == 0.0
         if on_time:
             # The tap's move must fly: a redraw within BURST_MS of the last (the undo's, which
             # itself flew not when it came that soon after the move's) is drawn without flights.
